@@ -1,0 +1,310 @@
+//! A bank: discovery, loading every lesson file in parallel, and derived status.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+
+use globset::{Glob, GlobSet, GlobSetBuilder};
+use rayon::prelude::*;
+
+use crate::config::{Config, ConfigError, CONFIG_FILE};
+use crate::document::Document;
+use crate::lesson::Lesson;
+use crate::source::{ReadProblem, Source};
+
+/// The generated index file.
+pub const INDEX_FILE: &str = "_index.md";
+/// The environment variable that names a bank.
+pub const DIR_ENV: &str = "LESSON_DIR";
+/// The environment variable that fixes "now" (RFC 3339), for reproducible runs and tests.
+pub const NOW_ENV: &str = "LESSON_NOW";
+
+/// Loading a bank failed.
+#[derive(Debug, thiserror::Error)]
+pub enum BankError {
+    /// The bank directory does not exist.
+    #[error("no lesson bank at {0} (create one with `lesson init {0}`)")]
+    NotFound(String),
+    /// `lesson.toml` is invalid.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// An exclude glob in `lesson.toml` does not compile.
+    #[error("lesson.toml: invalid exclude glob `{glob}`: {message}")]
+    Exclude {
+        /// The glob.
+        glob: String,
+        /// Why.
+        message: String,
+    },
+    /// `LESSON_NOW` is not an RFC 3339 timestamp.
+    #[error("{NOW_ENV}={0} is not an RFC 3339 timestamp")]
+    Now(String),
+}
+
+/// A problem met while walking the bank (a symlink loop, an unreadable directory).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WalkProblem {
+    /// The path involved.
+    pub path: PathBuf,
+    /// What happened.
+    pub message: String,
+}
+
+/// Why a lesson is or is not active.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Status {
+    /// Retrievable.
+    Active,
+    /// Named in another lesson's `supersedes` (the superseding slugs, sorted).
+    Superseded(Vec<String>),
+    /// Past its `expires_at`.
+    Expired,
+}
+
+impl Status {
+    /// A short label: `active`, `superseded`, `expired`.
+    pub fn label(&self) -> &'static str {
+        match self {
+            Status::Active => "active",
+            Status::Superseded(_) => "superseded",
+            Status::Expired => "expired",
+        }
+    }
+}
+
+/// A loaded bank.
+#[derive(Debug)]
+pub struct Bank {
+    /// The bank directory as shown to the user.
+    pub root: PathBuf,
+    /// Its configuration.
+    pub config: Config,
+    /// Whether `lesson.toml` exists.
+    pub has_config: bool,
+    /// Every lesson file, sorted by path.
+    pub documents: Vec<Document>,
+    /// `_index.md`, when it exists.
+    pub index: Option<Source>,
+    /// Problems met while walking.
+    pub walk_problems: Vec<WalkProblem>,
+    /// The instant expiry is judged at.
+    pub now: jiff::Timestamp,
+    /// slug -> slugs of lessons that supersede it
+    superseded_by: HashMap<String, Vec<String>>,
+}
+
+/// File contents that replace what is on disk, keyed by display path (used by `--diff`).
+pub type Overlay = HashMap<PathBuf, String>;
+
+/// Find the bank: `--dir`, then `LESSON_DIR`, then the nearest ancestor of `cwd` holding
+/// `lesson.toml`, then `./lessons`.
+pub fn discover(dir: Option<&Path>, env: Option<&Path>, cwd: &Path) -> PathBuf {
+    if let Some(dir) = dir.or(env) {
+        return dir.to_path_buf();
+    }
+    for ancestor in cwd.ancestors() {
+        if ancestor.join(CONFIG_FILE).is_file() {
+            return relative_to(ancestor, cwd);
+        }
+    }
+    PathBuf::from("lessons")
+}
+
+/// `path` relative to `base` when it lies below it (".` when equal), else as is.
+pub fn relative_to(path: &Path, base: &Path) -> PathBuf {
+    match path.strip_prefix(base) {
+        Ok(rel) if rel.as_os_str().is_empty() => PathBuf::from("."),
+        Ok(rel) => rel.to_path_buf(),
+        Err(_) => path.to_path_buf(),
+    }
+}
+
+/// "Now": `LESSON_NOW` when set, else the system clock.
+pub fn now_from_env() -> Result<jiff::Timestamp, BankError> {
+    match std::env::var(NOW_ENV) {
+        Ok(v) => v.parse().map_err(|_| BankError::Now(v)),
+        Err(_) => Ok(jiff::Timestamp::now()),
+    }
+}
+
+impl Bank {
+    /// Load the bank at `root` (a display path, relative to the current directory or absolute).
+    pub fn load(root: &Path) -> Result<Bank, BankError> {
+        Bank::load_with(root, &Overlay::new(), now_from_env()?)
+    }
+
+    /// Load with file contents overridden by `overlay` and expiry judged at `now`.
+    pub fn load_with(
+        root: &Path,
+        overlay: &Overlay,
+        now: jiff::Timestamp,
+    ) -> Result<Bank, BankError> {
+        if !root.is_dir() {
+            return Err(BankError::NotFound(root.display().to_string()));
+        }
+        let has_config = root.join(CONFIG_FILE).is_file();
+        let config = Config::load(root)?;
+        let exclude = exclude_set(&config)?;
+        let (paths, walk_problems) = lesson_paths(root, &exclude);
+        let limit = config.lint.size_limit;
+        let documents: Vec<Document> = paths
+            .par_iter()
+            .map(|path| {
+                let (source, problem) = read(path, overlay, limit);
+                Document::parse(source, problem)
+            })
+            .collect();
+        let index_path = root.join(INDEX_FILE);
+        let index = if let Some(text) = overlay.get(&index_path) {
+            Some(Source::new(index_path, text.clone()))
+        } else if index_path.is_file() {
+            let (source, problem) =
+                Source::read(&index_path, index_path.clone(), limit.max(64 << 20));
+            problem.is_none().then_some(source)
+        } else {
+            None
+        };
+        let mut bank = Bank {
+            root: root.to_path_buf(),
+            config,
+            has_config,
+            documents,
+            index,
+            walk_problems,
+            now,
+            superseded_by: HashMap::new(),
+        };
+        bank.superseded_by = bank.supersession_map();
+        Ok(bank)
+    }
+
+    /// Every parsed lesson with its document, in path order.
+    pub fn lessons(&self) -> impl Iterator<Item = (&Document, &Lesson)> {
+        self.documents
+            .iter()
+            .filter_map(|d| d.lesson.as_ref().map(|l| (d, l)))
+    }
+
+    /// Lessons by slug; the first file wins when slugs collide.
+    pub fn by_slug(&self) -> BTreeMap<&str, (&Document, &Lesson)> {
+        let mut map = BTreeMap::new();
+        for (doc, lesson) in self.lessons() {
+            map.entry(lesson.slug.value.as_str())
+                .or_insert((doc, lesson));
+        }
+        map
+    }
+
+    fn supersession_map(&self) -> HashMap<String, Vec<String>> {
+        let mut map: HashMap<String, Vec<String>> = HashMap::new();
+        for (_, lesson) in self.lessons() {
+            for old in &lesson.supersedes {
+                if old.value != lesson.slug.value {
+                    map.entry(old.value.clone())
+                        .or_default()
+                        .push(lesson.slug.value.clone());
+                }
+            }
+        }
+        for v in map.values_mut() {
+            v.sort();
+            v.dedup();
+        }
+        map
+    }
+
+    /// The slugs of lessons that supersede `slug`, sorted.
+    pub fn superseded_by(&self, slug: &str) -> &[String] {
+        self.superseded_by.get(slug).map_or(&[], Vec::as_slice)
+    }
+
+    /// A lesson's status: superseded wins over expired.
+    pub fn status(&self, lesson: &Lesson) -> Status {
+        let by = self.superseded_by(&lesson.slug.value);
+        if !by.is_empty() {
+            Status::Superseded(by.to_vec())
+        } else if lesson.is_expired(self.now) {
+            Status::Expired
+        } else {
+            Status::Active
+        }
+    }
+
+    /// The path of `_index.md`.
+    pub fn index_path(&self) -> PathBuf {
+        self.root.join(INDEX_FILE)
+    }
+}
+
+fn read(path: &Path, overlay: &Overlay, limit: u64) -> (Source, Option<ReadProblem>) {
+    match overlay.get(path) {
+        Some(text) => Source::from_bytes(path.to_path_buf(), text.clone().into_bytes()),
+        None => Source::read(path, path.to_path_buf(), limit),
+    }
+}
+
+fn exclude_set(config: &Config) -> Result<GlobSet, BankError> {
+    let mut builder = GlobSetBuilder::new();
+    for glob in &config.lint.exclude {
+        let g = Glob::new(glob).map_err(|e| BankError::Exclude {
+            glob: glob.clone(),
+            message: e.kind().to_string(),
+        })?;
+        builder.add(g);
+    }
+    builder.build().map_err(|e| BankError::Exclude {
+        glob: String::new(),
+        message: e.to_string(),
+    })
+}
+
+/// Whether a name below the bank root is skipped: hidden, `_`-prefixed (index, archive, ledgers).
+fn skipped_name(name: &str) -> bool {
+    name.starts_with('.') || name.starts_with('_')
+}
+
+/// The bank's lesson files (`*.md`, recursively), sorted, and problems met on the way.
+pub fn lesson_paths(root: &Path, exclude: &GlobSet) -> (Vec<PathBuf>, Vec<WalkProblem>) {
+    let mut paths = Vec::new();
+    let mut problems = Vec::new();
+    let walker = walkdir::WalkDir::new(root)
+        .follow_links(true)
+        .sort_by_file_name()
+        .into_iter()
+        .filter_entry(|e| {
+            if e.depth() == 0 {
+                return true;
+            }
+            let name = e.file_name().to_string_lossy();
+            let top_templates = e.depth() == 1 && name == "templates" && e.file_type().is_dir();
+            !skipped_name(&name) && !top_templates
+        });
+    for entry in walker {
+        match entry {
+            Ok(e) => {
+                if !e.file_type().is_file() || e.path().extension().is_none_or(|x| x != "md") {
+                    continue;
+                }
+                let rel = e.path().strip_prefix(root).unwrap_or(e.path());
+                if exclude.is_match(rel) {
+                    continue;
+                }
+                paths.push(e.path().to_path_buf());
+            }
+            Err(err) => {
+                let path = err
+                    .path()
+                    .map(Path::to_path_buf)
+                    .unwrap_or_else(|| root.to_path_buf());
+                let message = if err.loop_ancestor().is_some() {
+                    "symlink loop; not followed".to_string()
+                } else {
+                    err.io_error()
+                        .map_or_else(|| err.to_string(), ToString::to_string)
+                };
+                problems.push(WalkProblem { path, message });
+            }
+        }
+    }
+    paths.sort();
+    (paths, problems)
+}

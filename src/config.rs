@@ -1,0 +1,154 @@
+//! `lesson.toml`, the bank's configuration.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+/// The file name of a bank's configuration.
+pub const CONFIG_FILE: &str = "lesson.toml";
+
+/// A bank's configuration, with defaults for everything.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct Config {
+    /// `[lint]`
+    #[serde(default)]
+    pub lint: LintConfig,
+}
+
+/// `[lint]`: rule levels and limits.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct LintConfig {
+    /// Files larger than this many bytes are reported, not read.
+    #[serde(default = "default_size_limit")]
+    pub size_limit: u64,
+    /// Globs (relative to the bank) of markdown files that are not lessons.
+    #[serde(default = "default_exclude")]
+    pub exclude: Vec<String>,
+    /// Rule levels by code or name: `error`, `warning`, `info` or `off`.
+    #[serde(default)]
+    pub rules: BTreeMap<String, Level>,
+}
+
+impl Default for LintConfig {
+    fn default() -> Self {
+        LintConfig {
+            size_limit: default_size_limit(),
+            exclude: default_exclude(),
+            rules: BTreeMap::new(),
+        }
+    }
+}
+
+fn default_size_limit() -> u64 {
+    1024 * 1024
+}
+
+fn default_exclude() -> Vec<String> {
+    vec!["README.md".into()]
+}
+
+/// A configured rule level.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Level {
+    /// Report as an error.
+    Error,
+    /// Report as a warning.
+    Warning,
+    /// Report as information.
+    Info,
+    /// Do not run the rule.
+    Off,
+}
+
+/// `lesson.toml` could not be read or is invalid.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The file exists but could not be read.
+    #[error("cannot read {path}: {source}")]
+    Io {
+        /// The file.
+        path: String,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// The TOML is invalid or has unknown keys.
+    #[error("{path}:{line}:{column}: {message}")]
+    Invalid {
+        /// The file.
+        path: String,
+        /// 1-based line.
+        line: usize,
+        /// 1-based column.
+        column: usize,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+impl Config {
+    /// Read `lesson.toml` from a bank directory; defaults when the file does not exist.
+    pub fn load(bank: &Path) -> Result<Config, ConfigError> {
+        let path = bank.join(CONFIG_FILE);
+        let text = match std::fs::read_to_string(&path) {
+            Ok(text) => text,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Config::default()),
+            Err(source) => {
+                return Err(ConfigError::Io {
+                    path: path.display().to_string(),
+                    source,
+                })
+            }
+        };
+        Config::parse(&text, &path.display().to_string())
+    }
+
+    /// Parse configuration text; `path` is for messages.
+    pub fn parse(text: &str, path: &str) -> Result<Config, ConfigError> {
+        toml::from_str(text).map_err(|e| {
+            let offset = e.span().map_or(0, |s| s.start);
+            let source = crate::source::Source::new(path, text.to_string());
+            let (line, column) = source.line_col(offset);
+            ConfigError::Invalid {
+                path: path.to_string(),
+                line,
+                column,
+                message: e.message().to_string(),
+            }
+        })
+    }
+
+    /// The resolved configuration as TOML, every default spelled out.
+    pub fn to_toml(&self) -> String {
+        toml::to_string_pretty(self).expect("config serializes")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unknown_key_has_position() {
+        let err = Config::parse("[lint]\nsize-limt = 3\n", "lesson.toml").unwrap_err();
+        let ConfigError::Invalid { line, column, .. } = err else {
+            panic!()
+        };
+        assert_eq!((line, column), (2, 1));
+    }
+
+    #[test]
+    fn levels_parse() {
+        let c = Config::parse(
+            "[lint.rules]\nS006 = \"warning\"\nmissing-section = \"off\"\n",
+            "x",
+        )
+        .unwrap();
+        assert_eq!(c.lint.rules["S006"], Level::Warning);
+        assert_eq!(c.lint.rules["missing-section"], Level::Off);
+        assert_eq!(c.lint.size_limit, 1024 * 1024);
+    }
+}

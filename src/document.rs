@@ -1,0 +1,383 @@
+//! Splitting a file into frontmatter and body, keeping byte offsets, and finding body sections.
+
+use std::ops::Range;
+
+use pulldown_cmark::{Event, HeadingLevel, Options, Parser, Tag, TagEnd};
+
+use crate::lesson::Lesson;
+use crate::source::{ReadProblem, Source, BOM};
+use crate::yaml::{NodeId, Yaml, YamlError};
+
+/// One file, parsed as far as it goes: source, fences, YAML tree, typed lesson, body.
+#[derive(Debug, Clone)]
+pub struct Document {
+    /// The text and line index.
+    pub source: Source,
+    /// Why the bytes could not be read as text, if they could not.
+    pub read_problem: Option<ReadProblem>,
+    /// Where the frontmatter is (`None` when the file could not be read).
+    pub split: Option<Split>,
+    /// The frontmatter tree, when its syntax is valid.
+    pub yaml: Option<Yaml>,
+    /// YAML problems: syntax errors, duplicate keys, limits.
+    pub yaml_errors: Vec<YamlError>,
+    /// The typed lesson, when the required fields are present with the right types.
+    pub lesson: Option<Lesson>,
+    /// The markdown body (the whole file when there is no frontmatter).
+    pub body: Option<Body>,
+}
+
+impl Document {
+    /// Parse a source. Never fails: what cannot be parsed is recorded for the lint rules.
+    pub fn parse(source: Source, read_problem: Option<ReadProblem>) -> Document {
+        let mut doc = Document {
+            source,
+            read_problem,
+            split: None,
+            yaml: None,
+            yaml_errors: Vec::new(),
+            lesson: None,
+            body: None,
+        };
+        if doc.read_problem.is_some() {
+            return doc;
+        }
+        let text = &doc.source.text;
+        let split = split(text);
+        let body_start = match &split {
+            Split::Yaml(f) => {
+                let (yaml, errors) = Yaml::parse(&text[f.content.clone()], f.content.start);
+                doc.lesson = yaml.as_ref().and_then(Lesson::from_yaml);
+                doc.yaml = yaml;
+                doc.yaml_errors = errors;
+                Some(f.body_start)
+            }
+            Split::Missing => Some(if text.starts_with(BOM) { BOM.len() } else { 0 }),
+            Split::Unterminated { .. } | Split::Foreign { .. } => None,
+        };
+        doc.body = body_start.map(|start| Body::parse(text, start));
+        doc.split = Some(split);
+        doc
+    }
+
+    /// The frontmatter's root node when it is a mapping.
+    pub fn root_map(&self) -> Option<NodeId> {
+        let yaml = self.yaml.as_ref()?;
+        let root = yaml.root?;
+        yaml.map(root).map(|_| root)
+    }
+
+    /// The fences, when the frontmatter is YAML.
+    pub fn fences(&self) -> Option<&Fences> {
+        match &self.split {
+            Some(Split::Yaml(f)) => Some(f),
+            _ => None,
+        }
+    }
+
+    /// The file name without `.md`.
+    pub fn stem(&self) -> Option<&str> {
+        self.source.path.file_stem()?.to_str()
+    }
+}
+
+/// Where the frontmatter sits in a file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Fences {
+    /// The opening fence line, without its line ending.
+    pub open: Range<usize>,
+    /// The text between the fences (starts after the opening line's ending).
+    pub content: Range<usize>,
+    /// The closing fence line, without its line ending.
+    pub close: Range<usize>,
+    /// Where the body starts (after the closing line's ending).
+    pub body_start: usize,
+}
+
+/// The outcome of looking for frontmatter.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Split {
+    /// YAML between `---` fences.
+    Yaml(Fences),
+    /// The file does not start with a fence.
+    Missing,
+    /// An opening `---` with no closing `---` or `...` line.
+    Unterminated { open: Range<usize> },
+    /// Frontmatter in another language: `+++` (TOML) or `---json` and the like.
+    Foreign {
+        open: Range<usize>,
+        language: String,
+    },
+}
+
+/// Lines of `text` from `start`: (line range without ending, offset after the ending).
+fn lines_from(text: &str, start: usize) -> impl Iterator<Item = (Range<usize>, usize)> + '_ {
+    let mut pos = start;
+    std::iter::from_fn(move || {
+        if pos >= text.len() {
+            return None;
+        }
+        let rest = &text[pos..];
+        let (line_len, next) = match rest.find('\n') {
+            Some(i) => (i, pos + i + 1),
+            None => (rest.len(), text.len()),
+        };
+        let mut end = pos + line_len;
+        if end > pos && text.as_bytes()[end - 1] == b'\r' {
+            end -= 1;
+        }
+        let line = pos..end;
+        pos = next;
+        Some((line, next))
+    })
+}
+
+/// Find the frontmatter fences. Fences may carry trailing spaces or tabs; a BOM is skipped.
+pub fn split(text: &str) -> Split {
+    let start = if text.starts_with(BOM) { BOM.len() } else { 0 };
+    let mut lines = lines_from(text, start);
+    let Some((open, content_start)) = lines.next() else {
+        return Split::Missing;
+    };
+    let first = text[open.clone()].trim_end_matches([' ', '\t']);
+    if first == "+++" {
+        return Split::Foreign {
+            open,
+            language: "TOML".into(),
+        };
+    }
+    let Some(language) = first.strip_prefix("---") else {
+        return Split::Missing;
+    };
+    let language = language.trim();
+    if !language.is_empty() && !language.eq_ignore_ascii_case("yaml") {
+        if language.chars().all(|c| c == '-') {
+            // a thematic break such as `-----` is body, not a fence
+            return Split::Missing;
+        }
+        return Split::Foreign {
+            open,
+            language: language.to_string(),
+        };
+    }
+    for (line, next) in lines {
+        let trimmed = text[line.clone()].trim_end_matches([' ', '\t']);
+        if trimmed == "---" || trimmed == "..." {
+            return Split::Yaml(Fences {
+                open,
+                content: content_start..line.start,
+                close: line,
+                body_start: next,
+            });
+        }
+    }
+    Split::Unterminated { open }
+}
+
+/// A markdown heading in the body.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Heading {
+    /// 1 for `#`, 2 for `##`, ...
+    pub level: u8,
+    /// The heading's plain text.
+    pub text: String,
+    /// The heading's source range (the whole line for ATX headings).
+    pub range: Range<usize>,
+    /// The range of the heading's text inside the line.
+    pub text_range: Range<usize>,
+}
+
+/// A `## ...` section: its heading and the range of its content up to the next heading of level <= 2.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Section {
+    /// The section's heading.
+    pub heading: Heading,
+    /// The content after the heading line.
+    pub content: Range<usize>,
+}
+
+/// What the body holds: headings, sections and HTML comments, with offsets into the file.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Body {
+    /// Where the body starts in the file.
+    pub start: usize,
+    /// Every heading, in order.
+    pub headings: Vec<Heading>,
+    /// Level-2 sections, in order.
+    pub sections: Vec<Section>,
+    /// HTML comments (`<!-- ... -->`), as ranges of the whole comment.
+    pub comments: Vec<Range<usize>>,
+}
+
+impl Body {
+    /// Parse the body of `text` starting at `start` with pulldown-cmark.
+    pub fn parse(text: &str, start: usize) -> Body {
+        let body = &text[start..];
+        let mut headings = Vec::new();
+        let mut comments = Vec::new();
+        let mut current: Option<(u8, Range<usize>, String, Option<Range<usize>>)> = None;
+        let parser = Parser::new_ext(body, Options::empty()).into_offset_iter();
+        for (event, range) in parser {
+            let range = range.start + start..range.end + start;
+            match event {
+                Event::Start(Tag::Heading { level, .. }) => {
+                    current = Some((level_number(level), range, String::new(), None));
+                }
+                Event::End(TagEnd::Heading(_)) => {
+                    if let Some((level, range, text, inner)) = current.take() {
+                        let range = trim_line_end(text_of(body, start, &range), range);
+                        let text_range = inner.unwrap_or(range.end..range.end);
+                        headings.push(Heading {
+                            level,
+                            text: text.trim().to_string(),
+                            range,
+                            text_range,
+                        });
+                    }
+                }
+                Event::Text(t) | Event::Code(t) => {
+                    if let Some((_, _, text, inner)) = current.as_mut() {
+                        text.push_str(&t);
+                        let r = inner.get_or_insert(range.clone());
+                        r.start = r.start.min(range.start);
+                        r.end = r.end.max(range.end);
+                    }
+                }
+                Event::Html(html) | Event::InlineHtml(html) => {
+                    let mut from = 0;
+                    while let Some(open) = html[from..].find("<!--") {
+                        let open = from + open;
+                        let Some(close) = html[open..].find("-->") else {
+                            break;
+                        };
+                        let close = open + close + 3;
+                        comments.push(range.start + open..range.start + close);
+                        from = close;
+                    }
+                }
+                _ => {}
+            }
+        }
+        let sections = sections(text, &headings);
+        Body {
+            start,
+            headings,
+            sections,
+            comments,
+        }
+    }
+
+    /// The first level-1 heading, if any.
+    pub fn h1(&self) -> Option<&Heading> {
+        self.headings.iter().find(|h| h.level == 1)
+    }
+
+    /// The first `##` section whose heading matches `name` (case-insensitive, whitespace folded).
+    pub fn section(&self, name: &str) -> Option<&Section> {
+        self.sections
+            .iter()
+            .find(|s| fold(&s.heading.text) == fold(name))
+    }
+}
+
+fn text_of<'a>(body: &'a str, start: usize, range: &Range<usize>) -> &'a str {
+    &body[range.start - start..range.end - start]
+}
+
+fn trim_line_end(text: &str, range: Range<usize>) -> Range<usize> {
+    let trimmed = text.trim_end_matches(['\n', '\r']);
+    range.start..range.start + trimmed.len()
+}
+
+/// Lowercase and collapse whitespace, for comparing headings.
+pub fn fold(s: &str) -> String {
+    s.split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+        .to_lowercase()
+}
+
+fn sections(text: &str, headings: &[Heading]) -> Vec<Section> {
+    let mut out = Vec::new();
+    for (i, h) in headings.iter().enumerate() {
+        if h.level != 2 {
+            continue;
+        }
+        let end = headings[i + 1..]
+            .iter()
+            .find(|n| n.level <= 2)
+            .map_or(text.len(), |n| n.range.start);
+        let content_start = text[h.range.end..]
+            .find('\n')
+            .map_or(text.len(), |i| h.range.end + i + 1)
+            .min(end);
+        out.push(Section {
+            heading: h.clone(),
+            content: content_start..end,
+        });
+    }
+    out
+}
+
+fn level_number(level: HeadingLevel) -> u8 {
+    match level {
+        HeadingLevel::H1 => 1,
+        HeadingLevel::H2 => 2,
+        HeadingLevel::H3 => 3,
+        HeadingLevel::H4 => 4,
+        HeadingLevel::H5 => 5,
+        HeadingLevel::H6 => 6,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn split_keeps_offsets_with_bom_crlf_and_trailing_spaces() {
+        let text = "\u{feff}--- \r\na: 1\r\n---\t\r\n# T\r\n";
+        let Split::Yaml(f) = split(text) else {
+            panic!("expected yaml")
+        };
+        assert_eq!(&text[f.open.clone()], "--- ");
+        assert_eq!(&text[f.content.clone()], "a: 1\r\n");
+        assert_eq!(&text[f.close.clone()], "---\t");
+        assert_eq!(&text[f.body_start..], "# T\r\n");
+    }
+
+    #[test]
+    fn split_recognises_missing_unterminated_and_foreign() {
+        assert_eq!(split("# hello\n"), Split::Missing);
+        assert_eq!(split(""), Split::Missing);
+        assert_eq!(split("-----\nx\n"), Split::Missing);
+        assert!(matches!(split("---\na: 1\n"), Split::Unterminated { .. }));
+        assert!(
+            matches!(split("+++\na = 1\n+++\n"), Split::Foreign { ref language, .. } if language == "TOML")
+        );
+        assert!(
+            matches!(split("---json\n{}\n---\n"), Split::Foreign { ref language, .. } if language == "json")
+        );
+        let Split::Yaml(f) = split("---\n---\n") else {
+            panic!()
+        };
+        assert!(f.content.is_empty());
+    }
+
+    #[test]
+    fn body_sections_and_h1() {
+        let text = "---\n---\n# Title here\n\n## When this applies\n\nx\n\n### sub\n\n## What to do (or avoid)\n\ny\n<!-- lesson-allow S001: ok -->\n";
+        let Split::Yaml(f) = split(text) else {
+            panic!()
+        };
+        let body = Body::parse(text, f.body_start);
+        let h1 = body.h1().unwrap();
+        assert_eq!(h1.text, "Title here");
+        assert_eq!(&text[h1.text_range.clone()], "Title here");
+        assert_eq!(&text[h1.range.clone()], "# Title here");
+        assert_eq!(body.sections.len(), 2);
+        let s = body.section("when this  applies").unwrap();
+        assert_eq!(&text[s.content.clone()], "\nx\n\n### sub\n\n");
+        assert_eq!(body.comments.len(), 1);
+    }
+}

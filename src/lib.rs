@@ -1,0 +1,23 @@
+//! `lesson`: manage a git-versioned bank of AIP-11 `LESSON.md` files.
+//!
+//! The library owns everything but the command line: reading and parsing files with exact
+//! positions ([`source`], [`document`], [`yaml`]), the typed model ([`lesson`]), banks
+//! ([`bank`]), lint rules and fixes ([`lint`]), output formats ([`report`]) and the generated
+//! index ([`index_md`]). It has no terminal or clap dependency, so runtimes can embed it.
+
+pub mod bank;
+pub mod config;
+pub mod diagnostic;
+pub mod document;
+pub mod edit;
+pub mod index_md;
+pub mod lesson;
+pub mod lint;
+pub mod report;
+pub mod scaffold;
+pub mod source;
+pub mod yaml;
+
+pub use bank::Bank;
+pub use diagnostic::{Diagnostic, Severity};
+pub use lesson::Lesson;

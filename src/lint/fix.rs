@@ -1,0 +1,149 @@
+//! Applying fixes: lint, apply every non-overlapping fix as span edits, lint again, until nothing
+//! changes. Works on an in-memory overlay so `--diff` shows exactly what `--fix` would write.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use crate::bank::{Bank, BankError, Overlay};
+use crate::diagnostic::{apply_edits, Applicability, Diagnostic, Fix};
+use crate::lint::{lint, Selection};
+
+/// At most this many lint-and-fix passes (fixes normally converge in two).
+pub const MAX_PASSES: usize = 10;
+
+/// The result of fixing a bank in memory.
+#[derive(Debug)]
+pub struct Fixed {
+    /// Changed files: path -> (before, after). A missing file's "before" is empty.
+    pub changes: BTreeMap<PathBuf, (String, String)>,
+    /// How many fixes were applied over all passes.
+    pub applied: usize,
+    /// The bank as it would be after the fixes.
+    pub bank: Bank,
+    /// The diagnostics that remain after the fixes.
+    pub remaining: Vec<Diagnostic>,
+}
+
+/// Lint and fix the bank at `root` in memory. Unsafe fixes are applied only with `unsafe_fixes`.
+pub fn fix(
+    root: &Path,
+    selection: &Selection,
+    unsafe_fixes: bool,
+    now: jiff::Timestamp,
+) -> Result<Fixed, BankError> {
+    let mut overlay = Overlay::new();
+    let mut originals: BTreeMap<PathBuf, String> = BTreeMap::new();
+    let mut applied = 0;
+    let mut passes = 0;
+    loop {
+        let bank = Bank::load_with(root, &overlay, now)?;
+        let diagnostics = lint(&bank, selection);
+        passes += 1;
+        let mut by_path: BTreeMap<&Path, Vec<&Fix>> = BTreeMap::new();
+        for d in &diagnostics {
+            if let Some(fix) = &d.fix {
+                if fix.applicability == Applicability::Safe || unsafe_fixes {
+                    by_path.entry(d.path.as_path()).or_default().push(fix);
+                }
+            }
+        }
+        let mut changed = false;
+        if passes <= MAX_PASSES {
+            for (path, fixes) in by_path {
+                let Some(before) = current_text(&bank, path) else {
+                    continue;
+                };
+                let (after, n) = apply_fixes(&before, fixes);
+                if n > 0 && after != before {
+                    originals
+                        .entry(path.to_path_buf())
+                        .or_insert_with(|| before.clone());
+                    overlay.insert(path.to_path_buf(), after);
+                    applied += n;
+                    changed = true;
+                }
+            }
+        }
+        if !changed {
+            let changes = originals
+                .into_iter()
+                .filter_map(|(path, before)| {
+                    let after = overlay.remove(&path)?;
+                    (after != before).then_some((path, (before, after)))
+                })
+                .collect();
+            return Ok(Fixed {
+                changes,
+                applied,
+                bank,
+                remaining: diagnostics,
+            });
+        }
+    }
+}
+
+/// The text a fix for `path` applies to: a parsed lesson's text, `_index.md`, or "" for a file
+/// that does not exist yet. Files that could not be read as text are never edited.
+fn current_text(bank: &Bank, path: &Path) -> Option<String> {
+    if let Some(doc) = bank.documents.iter().find(|d| d.source.path == path) {
+        return doc.read_problem.is_none().then(|| doc.source.text.clone());
+    }
+    if path == bank.index_path() {
+        return Some(
+            bank.index
+                .as_ref()
+                .map_or_else(String::new, |s| s.text.clone()),
+        );
+    }
+    None
+}
+
+/// Apply whole fixes in order of position, skipping any fix that overlaps one already taken.
+/// Returns the new text and the number of fixes taken.
+pub fn apply_fixes(text: &str, mut fixes: Vec<&Fix>) -> (String, usize) {
+    fixes.sort_by_key(|f| f.edits.first().map(|e| (e.range.start, e.range.end)));
+    let mut taken = Vec::new();
+    let mut count = 0;
+    let mut end: Option<usize> = None;
+    for fix in fixes {
+        let Some(start) = fix.edits.first().map(|e| e.range.start) else {
+            continue;
+        };
+        if end.is_some_and(|end| start < end) {
+            continue;
+        }
+        end = fix.edits.iter().map(|e| e.range.end).max();
+        taken.extend(fix.edits.iter());
+        count += 1;
+    }
+    let (out, _) = apply_edits(text, taken);
+    (out, count)
+}
+
+/// Write the changes of a fix run to disk, atomically, each inside the bank.
+pub fn write(
+    root: &Path,
+    changes: &BTreeMap<PathBuf, (String, String)>,
+) -> Result<(), crate::edit::EditError> {
+    for (path, (_, after)) in changes {
+        crate::edit::write_atomic(root, path, after.as_bytes())?;
+    }
+    Ok(())
+}
+
+/// A unified diff of the changes, file by file.
+pub fn unified_diff(changes: &BTreeMap<PathBuf, (String, String)>) -> String {
+    let mut out = String::new();
+    for (path, (before, after)) in changes {
+        let name = path.display().to_string();
+        let diff = similar::TextDiff::from_lines(before, after);
+        out.push_str(
+            &diff
+                .unified_diff()
+                .context_radius(2)
+                .header(&format!("a/{name}"), &format!("b/{name}"))
+                .to_string(),
+        );
+    }
+    out
+}

@@ -1,0 +1,246 @@
+//! `lesson lint`: rules (one per file under `rules/`), the runner, suppressions and levels.
+
+pub mod fix;
+pub mod rules;
+mod suppression;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use rayon::prelude::*;
+
+use crate::bank::Bank;
+use crate::config::Level;
+use crate::diagnostic::{Diagnostic, Severity};
+use crate::document::Document;
+
+pub use rules::RULES;
+
+/// How a rule runs.
+#[derive(Clone, Copy)]
+pub enum Check {
+    /// Emitted by the reader, the parser or the runner itself; the rule exists for its code,
+    /// its docs and its level.
+    Emitted,
+    /// Runs on one file.
+    File(fn(&FileContext<'_>, &mut Vec<Diagnostic>)),
+    /// Runs once on the whole bank.
+    Bank(fn(&Bank, &mut Vec<Diagnostic>)),
+}
+
+/// A lint rule: a stable code, a kebab-case name, a default level, docs and a check.
+pub struct Rule {
+    /// Stable code, e.g. `S006`. Never reused.
+    pub code: &'static str,
+    /// Kebab-case name, e.g. `invalid-slug`.
+    pub name: &'static str,
+    /// Level unless `lesson.toml` says otherwise.
+    pub default_level: Severity,
+    /// Markdown docs: a one-line summary, then "What it does", "Why is this bad?", "Example".
+    pub docs: &'static str,
+    /// Whether the rule offers a fix (safe or unsafe).
+    pub fixable: bool,
+    /// How it runs.
+    pub check: Check,
+}
+
+impl Rule {
+    /// The first line of the docs.
+    pub fn summary(&self) -> &'static str {
+        self.docs
+            .lines()
+            .map(str::trim)
+            .find(|l| !l.is_empty())
+            .unwrap_or("")
+    }
+}
+
+impl std::fmt::Debug for Rule {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} ({})", self.code, self.name)
+    }
+}
+
+/// Declare a rule whose doc comment is its user documentation.
+#[macro_export]
+macro_rules! declare_rule {
+    (
+        $(#[doc = $doc:literal])*
+        pub static $id:ident = {
+            code: $code:literal,
+            name: $name:literal,
+            level: $level:ident,
+            fixable: $fixable:literal,
+            check: $check:expr $(,)?
+        }
+    ) => {
+        $(#[doc = $doc])*
+        pub static $id: $crate::lint::Rule = $crate::lint::Rule {
+            code: $code,
+            name: $name,
+            default_level: $crate::diagnostic::Severity::$level,
+            docs: concat!($($doc, "\n"),*),
+            fixable: $fixable,
+            check: $check,
+        };
+    };
+}
+
+/// What a file rule sees.
+pub struct FileContext<'a> {
+    /// The file.
+    pub doc: &'a Document,
+    /// The bank it belongs to.
+    pub bank: &'a Bank,
+}
+
+/// Find a rule by code or name (case-insensitive code).
+pub fn find_rule(code_or_name: &str) -> Option<&'static Rule> {
+    RULES
+        .iter()
+        .copied()
+        .find(|r| r.code.eq_ignore_ascii_case(code_or_name) || r.name == code_or_name)
+}
+
+/// Which files to report on.
+#[derive(Debug, Clone, Default)]
+pub struct Selection {
+    /// Report only on files at or below these paths; empty means the whole bank.
+    pub paths: Vec<PathBuf>,
+}
+
+impl Selection {
+    fn includes(&self, path: &Path) -> bool {
+        self.paths.is_empty()
+            || self
+                .paths
+                .iter()
+                .any(|p| path == p || path.starts_with(p) || same_file(path, p))
+    }
+}
+
+fn same_file(a: &Path, b: &Path) -> bool {
+    match (a.canonicalize(), b.canonicalize()) {
+        (Ok(a), Ok(b)) => a == b || a.starts_with(&b),
+        _ => false,
+    }
+}
+
+/// The configured level of each rule (`None` = off).
+fn levels(bank: &Bank) -> HashMap<&'static str, Option<Severity>> {
+    RULES
+        .iter()
+        .map(|rule| {
+            let configured = bank
+                .config
+                .lint
+                .rules
+                .iter()
+                .find(|(k, _)| k.eq_ignore_ascii_case(rule.code) || k.as_str() == rule.name)
+                .map(|(_, level)| *level);
+            let level = match configured {
+                None => Some(rule.default_level),
+                Some(Level::Off) => None,
+                Some(Level::Error) => Some(Severity::Error),
+                Some(Level::Warning) => Some(Severity::Warning),
+                Some(Level::Info) => Some(Severity::Info),
+            };
+            (rule.code, level)
+        })
+        .collect()
+}
+
+/// Lint a bank: every rule, suppressions applied, levels applied, sorted by path and position.
+pub fn lint(bank: &Bank, selection: &Selection) -> Vec<Diagnostic> {
+    let levels = levels(bank);
+    let enabled = |rule: &Rule| levels.get(rule.code).copied().flatten().is_some();
+    let mut per_file: Vec<Vec<Diagnostic>> = bank
+        .documents
+        .par_iter()
+        .map(|doc| {
+            if !selection.includes(&doc.source.path) {
+                return Vec::new();
+            }
+            let mut out = Vec::new();
+            rules::parse_diagnostics(doc, &mut out);
+            let ctx = FileContext { doc, bank };
+            for rule in RULES.iter().filter(|r| enabled(r)) {
+                if let Check::File(check) = rule.check {
+                    check(&ctx, &mut out);
+                }
+            }
+            out
+        })
+        .collect();
+
+    let mut bank_level = Vec::new();
+    for rule in RULES.iter().filter(|r| enabled(r)) {
+        if let Check::Bank(check) = rule.check {
+            check(bank, &mut bank_level);
+        }
+    }
+    if enabled(&rules::walk_error::RULE) {
+        rules::walk_diagnostics(bank, &mut bank_level);
+    }
+    let index_of: HashMap<&Path, usize> = bank
+        .documents
+        .iter()
+        .enumerate()
+        .map(|(i, d)| (d.source.path.as_path(), i))
+        .collect();
+    let mut others = Vec::new();
+    for d in bank_level {
+        match index_of.get(d.path.as_path()) {
+            Some(&i) => per_file[i].push(d),
+            None => others.push(d),
+        }
+    }
+
+    let mut all: Vec<Diagnostic> = per_file
+        .into_par_iter()
+        .zip(bank.documents.par_iter())
+        .flat_map_iter(|(diags, doc)| suppression::apply(doc, diags))
+        .collect();
+    all.extend(others);
+    all.retain(|d| selection.includes(&d.path));
+    all.retain_mut(|d| match levels.get(d.code).copied().flatten() {
+        Some(level) => {
+            d.severity = level;
+            true
+        }
+        None => false,
+    });
+    all.sort_by(|a, b| a.sort_key().cmp(&b.sort_key()));
+    all
+}
+
+/// Counts by severity.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Summary {
+    /// Error-level findings.
+    pub errors: usize,
+    /// Warnings.
+    pub warnings: usize,
+    /// Infos.
+    pub infos: usize,
+    /// Findings with a fix.
+    pub fixable: usize,
+}
+
+impl Summary {
+    /// Count a set of diagnostics.
+    pub fn of(diagnostics: &[Diagnostic]) -> Summary {
+        let mut s = Summary::default();
+        for d in diagnostics {
+            match d.severity {
+                Severity::Error => s.errors += 1,
+                Severity::Warning => s.warnings += 1,
+                Severity::Info => s.infos += 1,
+            }
+            if d.fix.is_some() {
+                s.fixable += 1;
+            }
+        }
+        s
+    }
+}

@@ -1,0 +1,188 @@
+//! The rule registry. One rule per file; `RULES` is sorted by code (a test enforces it).
+
+use crate::diagnostic::Diagnostic;
+use crate::document::{Document, Split};
+use crate::lint::Rule;
+use crate::source::{ReadProblem, Source};
+use crate::yaml::YamlErrorKind;
+
+pub mod duplicate_key;
+pub mod file_too_large;
+pub mod frontmatter_not_mapping;
+pub mod invalid_utf8;
+pub mod missing_frontmatter;
+pub mod non_yaml_frontmatter;
+pub mod nul_byte;
+pub mod unreadable_file;
+pub mod unterminated_frontmatter;
+pub mod unused_suppression;
+pub mod walk_error;
+pub mod yaml_syntax;
+pub mod yaml_too_complex;
+
+/// Every rule, sorted by code.
+pub static RULES: &[&Rule] = &[
+    &unreadable_file::RULE,
+    &file_too_large::RULE,
+    &invalid_utf8::RULE,
+    &nul_byte::RULE,
+    &missing_frontmatter::RULE,
+    &unterminated_frontmatter::RULE,
+    &non_yaml_frontmatter::RULE,
+    &yaml_syntax::RULE,
+    &duplicate_key::RULE,
+    &yaml_too_complex::RULE,
+    &frontmatter_not_mapping::RULE,
+    &walk_error::RULE,
+    &unused_suppression::RULE,
+];
+
+/// Diagnostics of reading and parsing one file (the `Check::Emitted` rules P001..P011).
+pub fn parse_diagnostics(doc: &Document, out: &mut Vec<Diagnostic>) {
+    let src = &doc.source;
+    if let Some(problem) = &doc.read_problem {
+        out.push(match problem {
+            ReadProblem::Io { message } => Diagnostic::new(
+                &unreadable_file::RULE,
+                src,
+                0..0,
+                format!("cannot read file: {message}"),
+            ),
+            ReadProblem::TooLarge { size, limit } => Diagnostic::new(
+                &file_too_large::RULE,
+                src,
+                0..0,
+                format!("file is {size} bytes, over the {limit}-byte limit; not read"),
+            )
+            .with_help("raise `[lint] size-limit` in lesson.toml if this file really is a lesson"),
+            ReadProblem::InvalidUtf8 { offset } => Diagnostic::new(
+                &invalid_utf8::RULE,
+                src,
+                *offset..*offset,
+                format!("invalid UTF-8 at byte {offset}"),
+            )
+            .with_help("re-save the file as UTF-8"),
+            ReadProblem::NulByte { offset } => Diagnostic::new(
+                &nul_byte::RULE,
+                src,
+                *offset..*offset + 1,
+                format!("NUL byte at byte {offset}"),
+            ),
+        });
+        return;
+    }
+    match &doc.split {
+        Some(Split::Missing) => out.push(
+            Diagnostic::new(&missing_frontmatter::RULE, src, 0..0, "no YAML frontmatter")
+                .with_help(
+                    "a lesson starts with a `---` line, its YAML fields, and a closing `---` line",
+                ),
+        ),
+        Some(Split::Unterminated { open }) => out.push(
+            Diagnostic::new(
+                &unterminated_frontmatter::RULE,
+                src,
+                open.clone(),
+                "frontmatter opened here is never closed",
+            )
+            .with_help("add a `---` line after the last YAML field"),
+        ),
+        Some(Split::Foreign { open, language }) => out.push(
+            Diagnostic::new(
+                &non_yaml_frontmatter::RULE,
+                src,
+                open.clone(),
+                format!(
+                    "{language} frontmatter: a lesson's frontmatter is YAML between `---` fences"
+                ),
+            )
+            .with_help("rewrite the fields as YAML between `---` lines"),
+        ),
+        Some(Split::Yaml(fences)) => {
+            for err in &doc.yaml_errors {
+                let rule = match err.kind {
+                    YamlErrorKind::Syntax => &yaml_syntax::RULE,
+                    YamlErrorKind::DuplicateKey => &duplicate_key::RULE,
+                    YamlErrorKind::TooComplex => &yaml_too_complex::RULE,
+                };
+                let mut d = Diagnostic::new(rule, src, err.span.clone(), err.message.clone());
+                if let Some(first) = &err.first {
+                    let (line, col) = src.line_col(first.start);
+                    d = d.with_help(format!("first defined at {line}:{col}; remove one of them"));
+                }
+                out.push(d);
+            }
+            if let Some(yaml) = &doc.yaml {
+                if doc.root_map().is_none() {
+                    let (range, what) = match yaml.root {
+                        None => (fences.open.clone(), "frontmatter is empty".to_string()),
+                        Some(root) => (
+                            yaml.node(root).span.clone(),
+                            format!(
+                                "frontmatter is a {}, not a mapping of fields",
+                                yaml.type_name(root)
+                            ),
+                        ),
+                    };
+                    out.push(
+                        Diagnostic::new(&frontmatter_not_mapping::RULE, src, range, what)
+                            .with_help("a lesson needs at least schema, slug, title, trigger, outcome and evidence"),
+                    );
+                }
+            }
+        }
+        None => {}
+    }
+}
+
+/// Diagnostics for paths the bank walk could not enter (P012).
+pub fn walk_diagnostics(bank: &crate::bank::Bank, out: &mut Vec<Diagnostic>) {
+    for p in &bank.walk_problems {
+        let src = Source::new(p.path.clone(), String::new());
+        out.push(Diagnostic::new(
+            &walk_error::RULE,
+            &src,
+            0..0,
+            p.message.clone(),
+        ));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashSet;
+
+    #[test]
+    fn registry_is_sorted_unique_and_documented() {
+        let codes: Vec<_> = RULES.iter().map(|r| r.code).collect();
+        let mut sorted = codes.clone();
+        sorted.sort_by_key(|c| (c.chars().next(), c[1..].parse::<u32>().unwrap_or(0)));
+        assert_eq!(codes, sorted, "RULES must be sorted by code");
+        let names: HashSet<_> = RULES.iter().map(|r| r.name).collect();
+        assert_eq!(names.len(), RULES.len(), "rule names must be unique");
+        let unique: HashSet<_> = codes.iter().collect();
+        assert_eq!(unique.len(), codes.len(), "rule codes must be unique");
+        for rule in RULES {
+            assert!(
+                rule.name
+                    .chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-'),
+                "{} is not kebab-case",
+                rule.name
+            );
+            for section in ["## What it does", "## Why is this bad?", "## Example"] {
+                assert!(
+                    rule.docs.contains(section),
+                    "{} docs lack {section}",
+                    rule.code
+                );
+            }
+            assert!(
+                !rule.summary().starts_with('#'),
+                "{} docs must open with a summary line",
+                rule.code
+            );
+        }
+    }
+}

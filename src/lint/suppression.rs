@@ -1,0 +1,108 @@
+//! Suppressions: `metadata.lesson.allow: [CODE, ...]` in the frontmatter and
+//! `<!-- lesson-allow CODE[, CODE]: reason -->` in the body. Both apply to the whole file.
+
+use std::ops::Range;
+
+use crate::diagnostic::Diagnostic;
+use crate::document::Document;
+use crate::lint::{find_rule, rules};
+use crate::yaml::Scalar;
+
+/// One suppressed code and where it was written.
+struct Allow {
+    /// The code or name as written.
+    written: String,
+    /// The rule code it resolves to, if any.
+    code: Option<&'static str>,
+    range: Range<usize>,
+    used: bool,
+}
+
+/// The suppressions a document declares.
+fn allows(doc: &Document) -> Vec<Allow> {
+    let mut out = Vec::new();
+    let mut push = |written: &str, range: Range<usize>| {
+        out.push(Allow {
+            written: written.to_string(),
+            code: find_rule(written).map(|r| r.code),
+            range,
+            used: false,
+        });
+    };
+    if let (Some(yaml), Some(root)) = (doc.yaml.as_ref(), doc.root_map()) {
+        let items = yaml
+            .get(root, "metadata")
+            .and_then(|(_, m)| yaml.get(m, "lesson"))
+            .and_then(|(_, l)| yaml.get(l, "allow"))
+            .and_then(|(_, a)| yaml.seq(a));
+        for &item in items.unwrap_or_default() {
+            if let Some(Scalar::Str(code)) = yaml.scalar(item) {
+                push(code, yaml.node(item).span.clone());
+            }
+        }
+    }
+    if let Some(body) = &doc.body {
+        let text = &doc.source.text;
+        for comment in &body.comments {
+            let inner = &text[comment.start + 4..comment.end - 3];
+            let Some(rest) = inner.trim_start().strip_prefix("lesson-allow") else {
+                continue;
+            };
+            let codes = rest.split_once(':').map_or(rest, |(codes, _reason)| codes);
+            let codes_start =
+                comment.start + 4 + (inner.len() - inner.trim_start().len()) + "lesson-allow".len();
+            let mut offset = codes_start;
+            for part in codes.split(',') {
+                let code = part.trim();
+                let lead = part.len() - part.trim_start().len();
+                if !code.is_empty() {
+                    push(code, offset + lead..offset + lead + code.len());
+                }
+                offset += part.len() + 1;
+            }
+        }
+    }
+    out
+}
+
+/// Drop suppressed diagnostics and report unused or unknown suppressions.
+pub fn apply(doc: &Document, diagnostics: Vec<Diagnostic>) -> Vec<Diagnostic> {
+    let mut allows = allows(doc);
+    if allows.is_empty() {
+        return diagnostics;
+    }
+    let mut kept: Vec<Diagnostic> = diagnostics
+        .into_iter()
+        .filter(|d| {
+            let mut suppressed = false;
+            for a in allows.iter_mut().filter(|a| a.code == Some(d.code)) {
+                a.used = true;
+                suppressed = true;
+            }
+            !suppressed
+        })
+        .collect();
+    let unused_allowed = allows
+        .iter()
+        .any(|a| a.code == Some(rules::unused_suppression::RULE.code));
+    if !unused_allowed {
+        for a in allows.iter().filter(|a| !a.used) {
+            let message = match a.code {
+                Some(code) => {
+                    format!("suppression of {code} is unused: no {code} finding in this file")
+                }
+                None => format!("`{}` is not a rule code or name", a.written),
+            };
+            kept.push(
+                Diagnostic::new(
+                    &rules::unused_suppression::RULE,
+                    &doc.source,
+                    a.range.clone(),
+                    message,
+                )
+                .with_help("remove it; `lesson rule --all` lists the rules"),
+            );
+        }
+    }
+    kept
+}

@@ -1,0 +1,1 @@
+//! Scaffolding: `lesson new` and `lesson init`.

@@ -1,0 +1,193 @@
+//! Reading files and mapping byte offsets to 1-based lines and character columns.
+
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+
+/// The UTF-8 byte order mark.
+pub const BOM: &str = "\u{feff}";
+
+/// A file's text with a line index. Offsets everywhere in the crate are byte offsets into `text`.
+#[derive(Debug, Clone)]
+pub struct Source {
+    /// The path as shown in diagnostics (relative to where the command runs when possible).
+    pub path: PathBuf,
+    /// The file's text. For a file that is not valid UTF-8 this is the valid prefix only.
+    pub text: String,
+    line_starts: Vec<usize>,
+}
+
+/// Why a file's bytes could not be taken as text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ReadProblem {
+    /// The file is larger than the configured limit; nothing was read.
+    TooLarge { size: u64, limit: u64 },
+    /// The bytes are not UTF-8; `offset` is the first invalid byte.
+    InvalidUtf8 { offset: usize },
+    /// The text holds a NUL byte at `offset` (a binary file, or a corrupted one).
+    NulByte { offset: usize },
+    /// The file could not be read at all.
+    Io { message: String },
+}
+
+impl Source {
+    /// Wrap text that is already in memory.
+    pub fn new(path: impl Into<PathBuf>, text: String) -> Self {
+        let line_starts = line_starts(&text);
+        Source {
+            path: path.into(),
+            text,
+            line_starts,
+        }
+    }
+
+    /// Read a file, refusing files over `limit` bytes without reading them.
+    ///
+    /// On a problem the returned `Source` holds as much text as can be shown (for an invalid
+    /// UTF-8 file, the valid prefix), so that the diagnostic can still point into it.
+    pub fn read(path: &Path, display: PathBuf, limit: u64) -> (Source, Option<ReadProblem>) {
+        let empty = || Source::new(display.clone(), String::new());
+        match std::fs::metadata(path) {
+            Ok(meta) if meta.len() > limit => {
+                let problem = ReadProblem::TooLarge {
+                    size: meta.len(),
+                    limit,
+                };
+                return (empty(), Some(problem));
+            }
+            Ok(_) => {}
+            Err(err) => {
+                let problem = ReadProblem::Io {
+                    message: err.to_string(),
+                };
+                return (empty(), Some(problem));
+            }
+        }
+        match std::fs::read(path) {
+            Ok(bytes) => Source::from_bytes(display, bytes),
+            Err(err) => (
+                empty(),
+                Some(ReadProblem::Io {
+                    message: err.to_string(),
+                }),
+            ),
+        }
+    }
+
+    /// Take bytes as text, reporting invalid UTF-8 and NUL bytes.
+    pub fn from_bytes(display: PathBuf, bytes: Vec<u8>) -> (Source, Option<ReadProblem>) {
+        match String::from_utf8(bytes) {
+            Ok(text) => {
+                let nul = memchr_nul(text.as_bytes());
+                (
+                    Source::new(display, text),
+                    nul.map(|offset| ReadProblem::NulByte { offset }),
+                )
+            }
+            Err(err) => {
+                let offset = err.utf8_error().valid_up_to();
+                let mut bytes = err.into_bytes();
+                bytes.truncate(offset);
+                let text = String::from_utf8(bytes).expect("prefix up to valid_up_to is UTF-8");
+                (
+                    Source::new(display, text),
+                    Some(ReadProblem::InvalidUtf8 { offset }),
+                )
+            }
+        }
+    }
+
+    /// Number of lines (a trailing newline does not start a new line).
+    pub fn line_count(&self) -> usize {
+        let n = self.line_starts.len();
+        if n > 1 && self.line_starts[n - 1] == self.text.len() {
+            n - 1
+        } else {
+            n
+        }
+    }
+
+    /// Byte offset where `line` (1-based) starts, after a BOM on line 1.
+    pub fn line_start(&self, line: usize) -> usize {
+        self.line_starts[line.clamp(1, self.line_starts.len()) - 1]
+    }
+
+    /// The text of `line` (1-based) without its line ending.
+    pub fn line_text(&self, line: usize) -> &str {
+        let start = self.line_start(line);
+        let end = self
+            .line_starts
+            .get(line)
+            .copied()
+            .unwrap_or(self.text.len());
+        self.text[start..end].trim_end_matches(['\n', '\r'])
+    }
+
+    /// The 1-based line and 1-based character column of a byte offset.
+    ///
+    /// Offsets past the end map to the end; offsets inside a character map to that character.
+    pub fn line_col(&self, offset: usize) -> (usize, usize) {
+        let offset = floor_char_boundary(&self.text, offset.min(self.text.len()));
+        let line = self.line_starts.partition_point(|&s| s <= offset).max(1);
+        let start = self.line_starts[line - 1];
+        let col = if offset < start {
+            // inside the BOM
+            1
+        } else {
+            self.text[start..offset].chars().count() + 1
+        };
+        (line, col)
+    }
+
+    /// Start and end positions of a byte range, both as 1-based (line, column).
+    pub fn range_positions(&self, range: &Range<usize>) -> ((usize, usize), (usize, usize)) {
+        (self.line_col(range.start), self.line_col(range.end))
+    }
+}
+
+fn memchr_nul(bytes: &[u8]) -> Option<usize> {
+    bytes.iter().position(|&b| b == 0)
+}
+
+fn line_starts(text: &str) -> Vec<usize> {
+    let first = if text.starts_with(BOM) { BOM.len() } else { 0 };
+    let mut starts = vec![first];
+    starts.extend(
+        text.bytes()
+            .enumerate()
+            .filter(|&(_, b)| b == b'\n')
+            .map(|(i, _)| i + 1),
+    );
+    starts
+}
+
+/// The largest char boundary at or below `offset`.
+pub fn floor_char_boundary(text: &str, mut offset: usize) -> usize {
+    while offset > 0 && !text.is_char_boundary(offset) {
+        offset -= 1;
+    }
+    offset
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn line_col_counts_characters_and_skips_bom() {
+        let src = Source::new("a.md", format!("{BOM}ab\r\né x\n"));
+        assert_eq!(src.line_col(3), (1, 1));
+        assert_eq!(src.line_col(4), (1, 2));
+        let x = src.text.find('x').unwrap();
+        assert_eq!(src.line_col(x), (2, 3));
+        assert_eq!(src.line_text(1), "ab");
+        assert_eq!(src.line_count(), 2);
+    }
+
+    #[test]
+    fn invalid_utf8_keeps_valid_prefix() {
+        let (src, problem) = Source::from_bytes("x".into(), b"ok\n\xff rest".to_vec());
+        assert_eq!(problem, Some(ReadProblem::InvalidUtf8 { offset: 3 }));
+        assert_eq!(src.text, "ok\n");
+        assert_eq!(src.line_col(3), (2, 1));
+    }
+}
