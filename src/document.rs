@@ -215,7 +215,8 @@ impl Body {
         let body = &text[start..];
         let mut headings = Vec::new();
         let mut comments = Vec::new();
-        let mut current: Option<(u8, Range<usize>, String, Option<Range<usize>>)> = None;
+        // an open heading: level, source range, text so far, range of the text
+        let mut current: Option<OpenHeading> = None;
         let parser = Parser::new_ext(body, Options::empty()).into_offset_iter();
         for (event, range) in parser {
             let range = range.start + start..range.end + start;
@@ -279,6 +280,8 @@ impl Body {
             .find(|s| fold(&s.heading.text) == fold(name))
     }
 }
+
+type OpenHeading = (u8, Range<usize>, String, Option<Range<usize>>);
 
 fn text_of<'a>(body: &'a str, start: usize, range: &Range<usize>) -> &'a str {
     &body[range.start - start..range.end - start]

@@ -28,6 +28,9 @@ pub struct LintArgs {
     /// Print the fixes as a unified diff instead of writing them
     #[arg(long)]
     diff: bool,
+    /// Run only these rules (codes or names, comma-separated or repeated)
+    #[arg(long, value_delimiter = ',', value_name = "RULE")]
+    select: Vec<String>,
     /// Exit 0 even when there are error-level findings
     #[arg(long)]
     exit_zero: bool,
@@ -58,6 +61,7 @@ impl From<OutputFormat> for Format {
 pub fn run(root: &Path, args: LintArgs) -> anyhow::Result<ExitCode> {
     let selection = Selection {
         paths: args.paths.clone(),
+        rules: args.select.clone(),
     };
     for p in &selection.paths {
         if !p.exists() {
@@ -71,7 +75,7 @@ pub fn run(root: &Path, args: LintArgs) -> anyhow::Result<ExitCode> {
     let mut out = stdout.lock();
 
     let (diagnostics, summary_line, checked) = if args.fix || args.diff {
-        let fixed = fix::fix(root, &selection, args.unsafe_fixes, now)
+        let fixed = fix::fix(root, Default::default(), &selection, args.unsafe_fixes, now)
             .with_context(|| format!("cannot load the bank at {}", root.display()))?;
         if args.diff {
             write!(out, "{}", fix::unified_diff(&fixed.changes))?;

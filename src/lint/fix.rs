@@ -24,14 +24,16 @@ pub struct Fixed {
     pub remaining: Vec<Diagnostic>,
 }
 
-/// Lint and fix the bank at `root` in memory. Unsafe fixes are applied only with `unsafe_fixes`.
+/// Lint and fix the bank at `root` in memory, starting from the files in `base` (usually
+/// empty: the files on disk). Unsafe fixes are applied only with `unsafe_fixes`.
 pub fn fix(
     root: &Path,
+    base: Overlay,
     selection: &Selection,
     unsafe_fixes: bool,
     now: jiff::Timestamp,
 ) -> Result<Fixed, BankError> {
-    let mut overlay = Overlay::new();
+    let mut overlay = base;
     let mut originals: BTreeMap<PathBuf, String> = BTreeMap::new();
     let mut applied = 0;
     let mut passes = 0;

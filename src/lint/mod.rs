@@ -102,14 +102,25 @@ pub fn find_rule(code_or_name: &str) -> Option<&'static Rule> {
         .find(|r| r.code.eq_ignore_ascii_case(code_or_name) || r.name == code_or_name)
 }
 
-/// Which files to report on.
+/// Which files and rules to report on.
 #[derive(Debug, Clone, Default)]
 pub struct Selection {
     /// Report only on files at or below these paths; empty means the whole bank.
     pub paths: Vec<PathBuf>,
+    /// Run only these rules (codes or names); empty means every enabled rule.
+    pub rules: Vec<String>,
 }
 
 impl Selection {
+    /// Whether `rule` is selected.
+    pub fn selects(&self, rule: &Rule) -> bool {
+        self.rules.is_empty()
+            || self
+                .rules
+                .iter()
+                .any(|r| r.eq_ignore_ascii_case(rule.code) || r == rule.name)
+    }
+
     fn includes(&self, path: &Path) -> bool {
         self.paths.is_empty()
             || self
@@ -152,7 +163,10 @@ fn levels(bank: &Bank) -> HashMap<&'static str, Option<Severity>> {
 
 /// Lint a bank: every rule, suppressions applied, levels applied, sorted by path and position.
 pub fn lint(bank: &Bank, selection: &Selection) -> Vec<Diagnostic> {
-    let levels = levels(bank);
+    let mut levels = levels(bank);
+    for rule in RULES.iter().filter(|r| !selection.selects(r)) {
+        levels.insert(rule.code, None);
+    }
     let enabled = |rule: &Rule| levels.get(rule.code).copied().flatten().is_some();
     let mut per_file: Vec<Vec<Diagnostic>> = bank
         .documents

@@ -106,6 +106,11 @@ pub fn parse_diagnostics(doc: &Document, out: &mut Vec<Diagnostic>) {
                     YamlErrorKind::TooComplex => &yaml_too_complex::RULE,
                 };
                 let mut d = Diagnostic::new(rule, src, err.span.clone(), err.message.clone());
+                if err.kind == YamlErrorKind::Syntax {
+                    d = d.with_help(
+                        "quote a value that starts with `*`, `&`, `!`, `@`, `%` or a backtick, or that contains `: ` or ` #`",
+                    );
+                }
                 if let Some(first) = &err.first {
                     let (line, col) = src.line_col(first.start);
                     d = d.with_help(format!("first defined at {line}:{col}; remove one of them"));
