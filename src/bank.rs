@@ -308,3 +308,54 @@ pub fn lesson_paths(root: &Path, exclude: &GlobSet) -> (Vec<PathBuf>, Vec<WalkPr
     paths.sort();
     (paths, problems)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn discovery_order() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path();
+        let deep = root.join("a/b");
+        std::fs::create_dir_all(&deep).unwrap();
+        let flag = Path::new("flag");
+        let env = Path::new("env");
+        assert_eq!(discover(Some(flag), Some(env), &deep), flag);
+        assert_eq!(discover(None, Some(env), &deep), env);
+        assert_eq!(discover(None, None, &deep), Path::new("lessons"));
+        std::fs::write(root.join("a").join(CONFIG_FILE), "").unwrap();
+        assert_eq!(discover(None, None, &deep), root.join("a"));
+        std::fs::write(deep.join(CONFIG_FILE), "").unwrap();
+        assert_eq!(discover(None, None, &deep), Path::new("."));
+    }
+
+    #[test]
+    fn walk_skips_index_archive_hidden_and_templates() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path();
+        for dir in ["_archive", ".lesson", "templates", "sub"] {
+            std::fs::create_dir_all(root.join(dir)).unwrap();
+        }
+        for file in [
+            "a.md",
+            "_index.md",
+            "_archive/old.md",
+            ".lesson/x.md",
+            "templates/t.md",
+            "sub/b.md",
+            "README.md",
+            "notes.txt",
+        ] {
+            std::fs::write(root.join(file), "").unwrap();
+        }
+        let exclude = exclude_set(&Config::default()).unwrap();
+        let (paths, problems) = lesson_paths(root, &exclude);
+        let rel: Vec<_> = paths
+            .iter()
+            .map(|p| p.strip_prefix(root).unwrap().to_path_buf())
+            .collect();
+        assert_eq!(rel, vec![PathBuf::from("a.md"), PathBuf::from("sub/b.md")]);
+        assert!(problems.is_empty());
+    }
+}
