@@ -40,6 +40,37 @@ pub const TARGET_KEYS: [&str; 3] = ["operator", "role", "skill"];
 /// Keys allowed in an evidence item.
 pub const EVIDENCE_KEYS: [&str; 3] = ["kind", "ref", "note"];
 
+/// Why `s` is not a valid slug (`^[a-z][a-z0-9-]*[a-z0-9]$`, 2 to 80 characters), e.g.
+/// "uppercase letter `A` at column 3", or `None` when it is one. Columns count characters from 1.
+pub fn slug_problem(s: &str) -> Option<String> {
+    let Some(first) = s.chars().next() else {
+        return Some("it is empty".into());
+    };
+    for (i, c) in s.chars().enumerate() {
+        let column = i + 1;
+        let what = match c {
+            'a'..='z' | '0'..='9' | '-' => continue,
+            'A'..='Z' => format!("uppercase letter `{c}`"),
+            '_' => "underscore".into(),
+            ' ' => "space".into(),
+            _ => format!("`{}`", c.escape_debug()),
+        };
+        return Some(format!("{what} at column {column}"));
+    }
+    if !first.is_ascii_lowercase() {
+        let what = if first == '-' { "`-`" } else { "a digit" };
+        return Some(format!("starts with {what}, not a letter"));
+    }
+    if s.ends_with('-') {
+        return Some("ends with `-`".into());
+    }
+    match s.chars().count() {
+        1 => Some("too short: 1 character, at least 2".into()),
+        n if n > 80 => Some(format!("too long: {n} characters, at most 80")),
+        _ => None,
+    }
+}
+
 /// A value and the byte span of the YAML node it came from.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Spanned<T> {
@@ -412,6 +443,40 @@ fn evidence(yaml: &Yaml, item: NodeId) -> Option<Evidence> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn slug_problems() {
+        assert_eq!(slug_problem("cite-source-url"), None);
+        assert_eq!(slug_problem("a1"), None);
+        assert_eq!(
+            slug_problem("cite-Source").as_deref(),
+            Some("uppercase letter `S` at column 6")
+        );
+        assert_eq!(slug_problem("../x").as_deref(), Some("`.` at column 1"));
+        assert_eq!(
+            slug_problem("a_b").as_deref(),
+            Some("underscore at column 2")
+        );
+        assert_eq!(
+            slug_problem("1ab").as_deref(),
+            Some("starts with a digit, not a letter")
+        );
+        assert_eq!(slug_problem("ab-").as_deref(), Some("ends with `-`"));
+        assert_eq!(
+            slug_problem("a").as_deref(),
+            Some("too short: 1 character, at least 2")
+        );
+        assert_eq!(slug_problem("").as_deref(), Some("it is empty"));
+        assert_eq!(slug_problem(&"a".repeat(80)), None);
+        assert_eq!(
+            slug_problem(&"a".repeat(81)).as_deref(),
+            Some("too long: 81 characters, at most 80")
+        );
+        assert_eq!(
+            slug_problem("caf\u{e9}").as_deref(),
+            Some("`é` at column 4")
+        );
+    }
 
     #[test]
     fn expiry_forms() {

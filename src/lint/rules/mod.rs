@@ -6,17 +6,39 @@ use crate::lint::Rule;
 use crate::source::{ReadProblem, Source};
 use crate::yaml::YamlErrorKind;
 
+pub mod confidence_out_of_range;
 pub mod duplicate_key;
+pub mod empty_evidence;
+pub mod empty_target;
+pub mod expires_at_without_offset;
 pub mod file_too_large;
 pub mod frontmatter_not_mapping;
+pub mod invalid_count;
+pub mod invalid_evidence_kind;
+pub mod invalid_expires_at;
+pub mod invalid_length;
+pub mod invalid_outcome;
+pub mod invalid_schema_id;
+pub mod invalid_slug;
+pub mod invalid_supersedes_slug;
+pub mod invalid_tag;
+pub mod invalid_target_glob;
 pub mod invalid_utf8;
+pub mod legacy_schema_id;
 pub mod missing_frontmatter;
+pub mod missing_required_field;
+pub mod misspelled_field;
 pub mod non_yaml_frontmatter;
 pub mod nul_byte;
+pub mod overbroad_trigger;
+pub mod schema_walk;
+pub mod unknown_field;
 pub mod unreadable_file;
 pub mod unterminated_frontmatter;
 pub mod unused_suppression;
+pub mod vendor_redefines_standard_field;
 pub mod walk_error;
+pub mod wrong_type;
 pub mod yaml_syntax;
 pub mod yaml_too_complex;
 
@@ -34,6 +56,27 @@ pub static RULES: &[&Rule] = &[
     &yaml_too_complex::RULE,
     &frontmatter_not_mapping::RULE,
     &walk_error::RULE,
+    &missing_required_field::RULE,
+    &unknown_field::RULE,
+    &wrong_type::RULE,
+    &invalid_schema_id::RULE,
+    &legacy_schema_id::RULE,
+    &invalid_slug::RULE,
+    &invalid_length::RULE,
+    &invalid_tag::RULE,
+    &invalid_outcome::RULE,
+    &invalid_evidence_kind::RULE,
+    &empty_evidence::RULE,
+    &empty_target::RULE,
+    &confidence_out_of_range::RULE,
+    &invalid_count::RULE,
+    &invalid_supersedes_slug::RULE,
+    &invalid_expires_at::RULE,
+    &expires_at_without_offset::RULE,
+    &vendor_redefines_standard_field::RULE,
+    &misspelled_field::RULE,
+    &overbroad_trigger::RULE,
+    &invalid_target_glob::RULE,
     &unused_suppression::RULE,
 ];
 

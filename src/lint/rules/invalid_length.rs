@@ -1,0 +1,103 @@
+//! `invalid-length` (S007).
+
+use super::schema_walk::Frontmatter;
+use crate::declare_rule;
+use crate::diagnostic::Diagnostic;
+use crate::lint::{Check, FileContext};
+use crate::yaml::NodeId;
+
+declare_rule! {
+    /// A text field is empty or too long.
+    ///
+    /// ## What it does
+    /// Reports `title` outside 1 to 200 characters, `trigger.description` outside 1 to 1000,
+    /// an evidence `ref` outside 1 to 256 and an evidence `note` over 500. Lengths count
+    /// characters (after YAML folds multi-line values), not bytes.
+    ///
+    /// ## Why is this bad?
+    /// The schema rejects the lesson. The limits also keep the injected prompt short: a title is
+    /// one sentence, a note one line.
+    ///
+    /// ## Example
+    /// ```yaml
+    /// title: ""     # 1 to 200 characters
+    /// ```
+    pub static RULE = {
+        code: "S007",
+        name: "invalid-length",
+        level: Error,
+        fixable: false,
+        check: Check::File(check),
+    }
+}
+
+fn check(ctx: &FileContext<'_>, out: &mut Vec<Diagnostic>) {
+    let Some(fm) = Frontmatter::of(ctx) else {
+        return;
+    };
+    let mut fields: Vec<(String, NodeId, NodeId, usize, usize)> = Vec::new();
+    let mut add = |path: String, map: NodeId, key: &str, min: usize, max: usize| {
+        if let Some((k, v)) = fm.get(map, key) {
+            fields.push((path, k, v, min, max));
+        }
+    };
+    add("title".into(), fm.root, "title", 1, 200);
+    if let Some((_, trigger)) = fm.trigger() {
+        add(
+            "trigger.description".into(),
+            trigger,
+            "description",
+            1,
+            1000,
+        );
+    }
+    for (i, item) in fm.items(fm.root, "evidence") {
+        add(format!("evidence[{i}].ref"), item, "ref", 1, 256);
+        add(format!("evidence[{i}].note"), item, "note", 0, 500);
+    }
+    for (path, key, value, min, max) in fields {
+        let Some(text) = fm.string(value) else {
+            continue;
+        };
+        if let Some(problem) = length_problem(text, min, max) {
+            out.push(Diagnostic::new(
+                &RULE,
+                fm.source(),
+                fm.value_span(key, value),
+                format!("`{path}` {problem}"),
+            ));
+        }
+    }
+}
+
+/// What is wrong with the length of `text`, in characters, against `min..=max`.
+fn length_problem(text: &str, min: usize, max: usize) -> Option<String> {
+    let n = text.chars().count();
+    if n == 0 && min > 0 {
+        Some(format!("is empty, expected 1 to {max} characters"))
+    } else if n > max {
+        Some(format!("is {n} characters long, at most {max}"))
+    } else {
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lengths_count_characters_not_bytes() {
+        // 200 two-byte characters: 400 bytes, still within a 200-character limit
+        assert_eq!(length_problem(&"é".repeat(200), 1, 200), None);
+        assert_eq!(
+            length_problem(&"é".repeat(201), 1, 200).as_deref(),
+            Some("is 201 characters long, at most 200")
+        );
+        assert_eq!(
+            length_problem("", 1, 256).as_deref(),
+            Some("is empty, expected 1 to 256 characters")
+        );
+        assert_eq!(length_problem("", 0, 500), None);
+    }
+}

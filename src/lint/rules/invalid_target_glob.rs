@@ -1,0 +1,68 @@
+//! `invalid-target-glob` (T002).
+
+use super::schema_walk::{excerpt, Frontmatter, ObjectKind};
+use crate::declare_rule;
+use crate::diagnostic::Diagnostic;
+use crate::lesson::TARGET_KEYS;
+use crate::lint::{Check, FileContext};
+
+declare_rule! {
+    /// A target glob does not compile.
+    ///
+    /// ## What it does
+    /// Reports an `operator`, `role` or `skill` glob in `trigger.targets` that is not a valid
+    /// glob (an unclosed `[` class or `{` group, ...), with the glob parser's reason.
+    ///
+    /// ## Why is this bad?
+    /// Retrieval matches targets as globs. One that does not compile either matches nothing,
+    /// hiding the lesson from the agents it was meant for, or is compared literally, depending on
+    /// the runtime.
+    ///
+    /// ## Example
+    /// ```yaml
+    /// trigger:
+    ///   description: Drafting an outbound email subject.
+    ///   targets:
+    ///     - operator: "{marketing,sales-lead"   # unclosed `{`
+    /// ```
+    pub static RULE = {
+        code: "T002",
+        name: "invalid-target-glob",
+        level: Error,
+        fixable: false,
+        check: Check::File(check),
+    }
+}
+
+fn check(ctx: &FileContext<'_>, out: &mut Vec<Diagnostic>) {
+    let Some(fm) = Frontmatter::of(ctx) else {
+        return;
+    };
+    for object in fm.objects() {
+        if object.kind != ObjectKind::Target {
+            continue;
+        }
+        for key in TARGET_KEYS {
+            let Some((_, value)) = fm.get(object.map, key) else {
+                continue;
+            };
+            let Some(glob) = fm.string(value) else {
+                continue;
+            };
+            let Err(err) = globset::Glob::new(glob) else {
+                continue;
+            };
+            out.push(Diagnostic::new(
+                &RULE,
+                fm.source(),
+                fm.span(value),
+                format!(
+                    "invalid glob `{}` in `{}`: {}",
+                    excerpt(glob),
+                    object.field(key),
+                    err.kind()
+                ),
+            ));
+        }
+    }
+}
