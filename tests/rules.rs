@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use lesson::bank::{Bank, Overlay};
 use lesson::lint::{self, fix, Selection, RULES};
-use lesson::report::{self, Format, Sources};
+use lesson::report::{self, Format, RenderOptions, Sources};
 
 const FIXTURES: &str = "tests/fixtures/rules";
 
@@ -33,7 +33,12 @@ fn run_rule(code: &str, root: &Path) -> String {
         "fixture {} does not trigger {code}",
         root.display()
     );
-    let mut out = report::render(Format::Full, &diagnostics, &Sources::of(&bank));
+    let mut out = report::render(
+        Format::Full,
+        &diagnostics,
+        &Sources::of(&bank),
+        RenderOptions::default(),
+    );
     let rule = lint::find_rule(code).unwrap();
     let fixed = fix::fix(root, Overlay::new(), &selection(code), true, now()).unwrap();
     if rule.fixable {

@@ -1,6 +1,6 @@
 //! `lesson lint`: check the bank, print findings, optionally fix.
 
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -8,7 +8,7 @@ use anyhow::Context;
 use clap::{Args, ValueEnum};
 use lesson::diagnostic::Severity;
 use lesson::lint::{self, fix, Selection, Summary};
-use lesson::report::{self, Format, Sources};
+use lesson::report::{self, Format, RenderOptions, Sources};
 
 /// Flags of `lesson lint`.
 #[derive(Debug, Args)]
@@ -72,6 +72,9 @@ pub fn run(root: &Path, args: LintArgs) -> anyhow::Result<ExitCode> {
     let format = Format::from(args.output_format);
     let human = matches!(format, Format::Full | Format::Concise);
     let stdout = std::io::stdout();
+    let options = RenderOptions {
+        color: stdout.is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
+    };
     let mut out = stdout.lock();
 
     let (diagnostics, summary_line, checked) = if args.fix || args.diff {
@@ -94,7 +97,7 @@ pub fn run(root: &Path, args: LintArgs) -> anyhow::Result<ExitCode> {
         let text = if args.diff {
             String::new()
         } else {
-            report::render(format, &fixed.remaining, &Sources::of(&fixed.bank))
+            report::render(format, &fixed.remaining, &Sources::of(&fixed.bank), options)
         };
         write!(out, "{text}")?;
         (fixed.remaining, Some(note), checked)
@@ -104,7 +107,7 @@ pub fn run(root: &Path, args: LintArgs) -> anyhow::Result<ExitCode> {
         write!(
             out,
             "{}",
-            report::render(format, &diagnostics, &Sources::of(&bank))
+            report::render(format, &diagnostics, &Sources::of(&bank), options)
         )?;
         (diagnostics, None, bank.documents.len())
     };

@@ -1,6 +1,13 @@
 //! Renderers for diagnostics: full (annotated snippet), concise, json, github, sarif.
+//!
+//! Every renderer is a pure function of the diagnostics and the sources they point into: none
+//! touches the terminal, and the caller decides about colour through [`RenderOptions`].
 
 mod concise;
+mod full;
+mod github;
+pub mod json;
+mod sarif;
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -17,7 +24,7 @@ pub enum Format {
     Full,
     /// `path:line:col: CODE message`.
     Concise,
-    /// A stable JSON array.
+    /// A stable JSON array; the schema is in [`json`].
     Json,
     /// GitHub Actions workflow commands (`::error file=...::`).
     Github,
@@ -25,7 +32,15 @@ pub enum Format {
     Sarif,
 }
 
+/// How to render, beyond the format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct RenderOptions {
+    /// ANSI colours in the full format (the caller checks for a terminal and `NO_COLOR`).
+    pub color: bool,
+}
+
 /// The sources diagnostics point into, by path.
+#[derive(Default)]
 pub struct Sources<'a> {
     map: HashMap<&'a Path, &'a Source>,
 }
@@ -33,15 +48,11 @@ pub struct Sources<'a> {
 impl<'a> Sources<'a> {
     /// Every file of a bank, and its `_index.md`.
     pub fn of(bank: &'a Bank) -> Self {
-        let mut map: HashMap<&Path, &Source> = bank
-            .documents
-            .iter()
-            .map(|d| (d.source.path.as_path(), &d.source))
-            .collect();
+        let mut sources: Sources<'a> = bank.documents.iter().map(|d| &d.source).collect();
         if let Some(index) = &bank.index {
-            map.insert(index.path.as_path(), index);
+            sources.map.insert(index.path.as_path(), index);
         }
-        Sources { map }
+        sources
     }
 
     /// The source of `path`, if it was read.
@@ -50,11 +61,48 @@ impl<'a> Sources<'a> {
     }
 }
 
-/// Render diagnostics in a format.
-pub fn render(format: Format, diagnostics: &[Diagnostic], sources: &Sources<'_>) -> String {
-    match format {
-        Format::Concise | Format::Full | Format::Json | Format::Github | Format::Sarif => {
-            concise::render(diagnostics, sources)
+impl<'a> FromIterator<&'a Source> for Sources<'a> {
+    fn from_iter<I: IntoIterator<Item = &'a Source>>(iter: I) -> Self {
+        Sources {
+            map: iter.into_iter().map(|s| (s.path.as_path(), s)).collect(),
         }
+    }
+}
+
+/// Render diagnostics in a format.
+pub fn render(
+    format: Format,
+    diagnostics: &[Diagnostic],
+    sources: &Sources<'_>,
+    options: RenderOptions,
+) -> String {
+    match format {
+        Format::Full => full::render(diagnostics, sources, options),
+        Format::Concise => concise::render(diagnostics, sources),
+        Format::Json => json::render(diagnostics, sources),
+        Format::Github => github::render(diagnostics),
+        Format::Sarif => sarif::render(diagnostics, sources),
+    }
+}
+
+/// A path as shown in machine formats: as given, with `/` separators on every platform.
+fn slash_path(path: &Path) -> String {
+    let shown = path.display().to_string();
+    if cfg!(windows) {
+        shown.replace('\\', "/")
+    } else {
+        shown
+    }
+}
+
+/// The 1-based (line, column) of each end of a fix edit in `source`; 1:1 for a file that has
+/// no source yet (an `_index.md` a fix creates) or could not be read.
+fn edit_positions(
+    source: Option<&Source>,
+    range: &std::ops::Range<usize>,
+) -> ((usize, usize), (usize, usize)) {
+    match source {
+        Some(source) => source.range_positions(range),
+        None => ((1, 1), (1, 1)),
     }
 }
