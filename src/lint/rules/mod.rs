@@ -9,6 +9,7 @@ use crate::yaml::YamlErrorKind;
 pub mod duplicate_key;
 pub mod file_too_large;
 pub mod frontmatter_not_mapping;
+pub mod index_stale;
 pub mod invalid_utf8;
 pub mod missing_frontmatter;
 pub mod non_yaml_frontmatter;
@@ -22,6 +23,7 @@ pub mod yaml_too_complex;
 
 /// Every rule, sorted by code.
 pub static RULES: &[&Rule] = &[
+    &index_stale::RULE,
     &unreadable_file::RULE,
     &file_too_large::RULE,
     &invalid_utf8::RULE,
