@@ -69,10 +69,15 @@ pub fn checked_target(bank: &Path, path: &Path) -> Result<PathBuf, EditError> {
 pub fn write_atomic(bank: &Path, path: &Path, contents: &[u8]) -> Result<(), EditError> {
     let target = checked_target(bank, path)?;
     let dir = target.parent().expect("checked target has a parent");
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".lesson-tmp-")
-        .tempfile_in(dir)
-        .map_err(io(dir))?;
+    let mut builder = tempfile::Builder::new();
+    builder.prefix(".lesson-tmp-");
+    #[cfg(unix)]
+    {
+        // a new file gets the mode any editor would give it (0666 less the umask), not 0600
+        use std::os::unix::fs::PermissionsExt;
+        builder.permissions(std::fs::Permissions::from_mode(0o666));
+    }
+    let mut tmp = builder.tempfile_in(dir).map_err(io(dir))?;
     tmp.write_all(contents).map_err(io(path))?;
     tmp.as_file().sync_all().map_err(io(path))?;
     if let Ok(meta) = std::fs::metadata(&target) {
@@ -134,6 +139,20 @@ mod tests {
         assert_eq!(std::fs::read_to_string(bank.join("ok.md")).unwrap(), "ok");
         let leftovers: Vec<_> = std::fs::read_dir(&bank).unwrap().collect();
         assert_eq!(leftovers.len(), 1);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn new_files_get_the_mode_of_a_plainly_created_file() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let mode = |name: &str| {
+            let meta = std::fs::metadata(dir.path().join(name)).unwrap();
+            meta.permissions().mode() & 0o777
+        };
+        std::fs::write(dir.path().join("plain.md"), b"x").unwrap();
+        write_atomic(dir.path(), &dir.path().join("new.md"), b"x").unwrap();
+        assert_eq!(mode("new.md"), mode("plain.md"));
     }
 
     #[cfg(unix)]

@@ -1,1 +1,208 @@
 //! `_index.md`: rendered from `templates/_index.md.j2`, deterministic byte for byte.
+//!
+//! The template is built in and can be overridden by the bank's own `templates/_index.md.j2`.
+//! Its context is `lessons` (a list of [`Entry`], sorted by slug then path) and `counts`
+//! ([`Counts`]); the filter `cell` makes a value safe for a markdown table cell.
+
+use serde::Serialize;
+
+use crate::bank::{Bank, Status};
+use crate::document::Document;
+use crate::lesson::Lesson;
+use crate::template::{Template, TemplateError};
+
+/// The template's file name (built in, or in the bank's `templates/`).
+pub const TEMPLATE: &str = "_index.md.j2";
+/// The built-in template.
+pub const BUILTIN_TEMPLATE: &str = include_str!("../templates/_index.md.j2");
+
+/// `_index.md` could not be rendered.
+#[derive(Debug, thiserror::Error)]
+pub enum IndexError {
+    /// The template could not be read, parsed or rendered.
+    #[error(transparent)]
+    Template(#[from] TemplateError),
+}
+
+/// One lesson as the index shows it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Entry {
+    /// The lesson's slug.
+    pub slug: String,
+    /// The file, relative to the bank, with `/` separators.
+    pub path: String,
+    /// `[slug](path)`, escaped for a table cell.
+    pub link: String,
+    /// The title as written.
+    pub title: String,
+    /// `success`, `failure` or `mixed`.
+    pub outcome: String,
+    /// Confidence with two decimals (`0.50` when absent).
+    pub confidence: String,
+    /// `success_count` (0 when absent).
+    pub success_count: u64,
+    /// `failure_count` (0 when absent).
+    pub failure_count: u64,
+    /// `active`, `superseded by x, y` or `expired`.
+    pub status: String,
+    /// `active`, `superseded` or `expired`.
+    pub state: &'static str,
+    /// The slugs of the lessons that supersede this one, sorted.
+    pub superseded_by: Vec<String>,
+}
+
+/// How many lessons there are, by status.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Counts {
+    /// Every lesson.
+    pub total: usize,
+    /// Active lessons.
+    pub active: usize,
+    /// Superseded lessons.
+    pub superseded: usize,
+    /// Expired (and not superseded) lessons.
+    pub expired: usize,
+}
+
+#[derive(Serialize)]
+struct Context<'a> {
+    lessons: &'a [Entry],
+    counts: Counts,
+}
+
+/// A status as the index writes it.
+pub fn status_text(status: &Status) -> String {
+    match status {
+        Status::Superseded(by) => format!("superseded by {}", by.join(", ")),
+        other => other.label().to_string(),
+    }
+}
+
+/// Every lesson of the bank as an index entry, sorted by slug, then path.
+pub fn entries(bank: &Bank) -> Vec<Entry> {
+    let mut entries: Vec<Entry> = bank
+        .lessons()
+        .map(|(doc, lesson)| entry(bank, doc, lesson))
+        .collect();
+    entries.sort_by(|a, b| (&a.slug, &a.path).cmp(&(&b.slug, &b.path)));
+    entries
+}
+
+fn entry(bank: &Bank, doc: &Document, lesson: &Lesson) -> Entry {
+    let path = relative_link(bank, doc);
+    let slug = lesson.slug.value.clone();
+    let status = bank.status(lesson);
+    let superseded_by = match &status {
+        Status::Superseded(by) => by.clone(),
+        _ => Vec::new(),
+    };
+    Entry {
+        link: crate::template::table_cell(&format!(
+            "[{}]({})",
+            escape_link_text(&slug),
+            encode_link_target(&path)
+        )),
+        slug,
+        path,
+        title: lesson.title.value.clone(),
+        outcome: lesson.outcome.value.as_str().to_string(),
+        confidence: format!("{:.2}", lesson.confidence()),
+        success_count: lesson.successes(),
+        failure_count: lesson.failures(),
+        status: status_text(&status),
+        state: status.label(),
+        superseded_by,
+    }
+}
+
+/// The document's path relative to the bank root, with `/` separators.
+pub fn relative_link(bank: &Bank, doc: &Document) -> String {
+    let path = &doc.source.path;
+    let rel = path.strip_prefix(&bank.root).unwrap_or(path);
+    rel.components()
+        .map(|c| c.as_os_str().to_string_lossy())
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
+fn escape_link_text(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        if matches!(c, '[' | ']' | '\\') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// Percent-encode every byte of a relative path but unreserved characters and `/`.
+fn encode_link_target(path: &str) -> String {
+    let mut out = String::with_capacity(path.len());
+    for b in path.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~' | b'/') {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+/// Count entries by status.
+pub fn counts(entries: &[Entry]) -> Counts {
+    let mut c = Counts {
+        total: entries.len(),
+        ..Counts::default()
+    };
+    for e in entries {
+        match e.state {
+            "active" => c.active += 1,
+            "superseded" => c.superseded += 1,
+            _ => c.expired += 1,
+        }
+    }
+    c
+}
+
+/// Render `_index.md` for the bank, with the bank's template override when it has one.
+pub fn render(bank: &Bank) -> Result<String, IndexError> {
+    let template = Template::load(&bank.root, TEMPLATE, BUILTIN_TEMPLATE)?;
+    render_with(bank, &template)
+}
+
+/// Render `_index.md` with a given template.
+pub fn render_with(bank: &Bank, template: &Template) -> Result<String, IndexError> {
+    let lessons = entries(bank);
+    let counts = counts(&lessons);
+    Ok(template.render(Context {
+        lessons: &lessons,
+        counts,
+    })?)
+}
+
+/// Whether the bank's `_index.md` exists and equals `rendered`.
+pub fn is_current(bank: &Bank, rendered: &str) -> bool {
+    bank.index.as_ref().is_some_and(|s| s.text == rendered)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn link_targets_are_encoded_and_texts_escaped() {
+        assert_eq!(encode_link_target("sub/a b(1).md"), "sub/a%20b%281%29.md");
+        assert_eq!(escape_link_text("a[b]"), "a\\[b\\]");
+    }
+
+    #[test]
+    fn builtin_template_renders_an_empty_bank() {
+        let dir = tempfile::tempdir().unwrap();
+        let bank =
+            Bank::load_with(dir.path(), &Default::default(), jiff::Timestamp::UNIX_EPOCH).unwrap();
+        let out = render(&bank).unwrap();
+        assert!(out.contains("0 lessons: 0 active, 0 superseded, 0 expired.\n"));
+        assert!(out.ends_with("No lessons yet: add one with `lesson new`.\n"));
+    }
+}

@@ -16,6 +16,7 @@ pub mod lint;
 pub mod report;
 pub mod scaffold;
 pub mod source;
+pub mod template;
 pub mod yaml;
 
 pub use bank::Bank;

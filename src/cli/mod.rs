@@ -2,8 +2,13 @@
 //! 0 clean, 1 findings at error level (or a stale check), 2 usage or internal failure.
 
 mod config;
+mod index;
+mod init;
 mod lint;
+mod list;
+mod new;
 mod rule;
+mod show;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -31,6 +36,16 @@ enum Command {
     Rule(rule::RuleArgs),
     /// Print the bank's resolved configuration (lesson.toml with defaults)
     Config,
+    /// Write `_index.md` (or check it, or print it)
+    Index(index::IndexArgs),
+    /// Scaffold a new lesson from the bank's template and update `_index.md`
+    New(new::NewArgs),
+    /// Create a bank: lesson.toml, _index.md and .gitignore
+    Init(init::InitArgs),
+    /// List the bank's lessons
+    List(list::ListArgs),
+    /// Print one lesson
+    Show(show::ShowArgs),
 }
 
 /// Run a command.
@@ -39,6 +54,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Command::Lint(a) => lint::run(&bank_dir(args.dir)?, a),
         Command::Rule(a) => rule::run(a),
         Command::Config => config::run(&bank_dir(args.dir)?),
+        Command::Index(a) => index::run(&bank_dir(args.dir)?, a),
+        Command::New(a) => new::run(&bank_dir(args.dir)?, a),
+        Command::Init(a) => init::run(args.dir, a),
+        Command::List(a) => list::run(&bank_dir(args.dir)?, a),
+        Command::Show(a) => show::run(&bank_dir(args.dir)?, a),
     }
 }
 
@@ -52,4 +72,14 @@ fn bank_dir(dir: Option<PathBuf>) -> anyhow::Result<PathBuf> {
 /// Load a bank with context for the error message.
 fn load(root: &Path) -> anyhow::Result<lesson::Bank> {
     lesson::Bank::load(root).with_context(|| format!("cannot load the bank at {}", root.display()))
+}
+
+/// Take the bank's lock for a read-modify-write. A missing bank is an error here, not a
+/// directory to create.
+fn lock(root: &Path) -> anyhow::Result<lesson::edit::BankLock> {
+    if !root.is_dir() {
+        return Err(lesson::bank::BankError::NotFound(root.display().to_string()).into());
+    }
+    lesson::edit::BankLock::open(root)
+        .with_context(|| format!("cannot lock the bank at {}", root.display()))
 }

@@ -13,6 +13,7 @@ pub mod empty_target;
 pub mod expires_at_without_offset;
 pub mod file_too_large;
 pub mod frontmatter_not_mapping;
+pub mod index_stale;
 pub mod invalid_count;
 pub mod invalid_evidence_kind;
 pub mod invalid_expires_at;
@@ -44,6 +45,7 @@ pub mod yaml_too_complex;
 
 /// Every rule, sorted by code.
 pub static RULES: &[&Rule] = &[
+    &index_stale::RULE,
     &unreadable_file::RULE,
     &file_too_large::RULE,
     &invalid_utf8::RULE,

@@ -1,0 +1,68 @@
+//! `lesson index [--check|--stdout]`: write, check or print `_index.md`.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::ExitCode;
+
+use clap::Args;
+use lesson::edit::write_atomic;
+use lesson::index_md;
+use lesson::lint::fix;
+
+/// Flags of `lesson index`.
+#[derive(Debug, Args)]
+pub struct IndexArgs {
+    /// Write nothing; exit 1 and print a diff when `_index.md` is out of date
+    #[arg(long, conflicts_with = "stdout")]
+    check: bool,
+    /// Print the index instead of writing it
+    #[arg(long)]
+    stdout: bool,
+}
+
+/// Run `lesson index`.
+pub fn run(root: &Path, args: IndexArgs) -> anyhow::Result<ExitCode> {
+    if args.check || args.stdout {
+        let bank = super::load(root)?;
+        let rendered = index_md::render(&bank)?;
+        if args.stdout {
+            print!("{rendered}");
+            return Ok(ExitCode::SUCCESS);
+        }
+        if index_md::is_current(&bank, &rendered) {
+            return Ok(ExitCode::SUCCESS);
+        }
+        let path = bank.index_path();
+        let before = bank.index.as_ref().map_or("", |s| s.text.as_str());
+        let changes = BTreeMap::from([(path.clone(), (before.to_string(), rendered))]);
+        print!("{}", fix::unified_diff(&changes));
+        let what = if bank.index.is_some() {
+            "is out of date"
+        } else {
+            "is missing"
+        };
+        eprintln!(
+            "{} {what}; run `lesson index` to regenerate it",
+            path.display()
+        );
+        return Ok(ExitCode::from(1));
+    }
+    let mut lock = super::lock(root)?;
+    let line = lock.with(|| -> anyhow::Result<String> {
+        let bank = super::load(root)?;
+        let rendered = index_md::render(&bank)?;
+        let path = bank.index_path();
+        if index_md::is_current(&bank, &rendered) {
+            return Ok(format!("{} is up to date", path.display()));
+        }
+        write_atomic(root, &path, rendered.as_bytes())?;
+        let n = bank.lessons().count();
+        Ok(format!(
+            "wrote {} ({n} lesson{})",
+            path.display(),
+            if n == 1 { "" } else { "s" }
+        ))
+    })??;
+    println!("{line}");
+    Ok(ExitCode::SUCCESS)
+}

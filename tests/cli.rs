@@ -1,0 +1,401 @@
+//! The commands that read and write a bank, run as a user would: the `lesson` binary in a
+//! temp directory holding `lessons/` (copied from a fixture, or created by `lesson init`).
+//! Each test snapshots what the command printed, its exit code and, for commands that write,
+//! every file of the bank afterwards (in/out style).
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const NOW: &str = "2026-11-22T12:00:00Z";
+const SMALL: &str = "tests/fixtures/banks/small";
+
+/// A temp directory the binary runs in.
+struct Sandbox {
+    tmp: tempfile::TempDir,
+}
+
+/// What one run of the binary did.
+struct Run {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+impl fmt::Display for Run {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "exit: {}\n--- stdout\n{}--- stderr\n{}",
+            self.code, self.stdout, self.stderr
+        )
+    }
+}
+
+impl Sandbox {
+    fn new() -> Self {
+        Sandbox {
+            tmp: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    /// A sandbox whose `lessons/` is a copy of `fixture`.
+    fn with_bank(fixture: &str) -> Self {
+        let sandbox = Sandbox::new();
+        copy_dir(Path::new(fixture), &sandbox.bank());
+        sandbox
+    }
+
+    fn bank(&self) -> PathBuf {
+        self.tmp.path().join("lessons")
+    }
+
+    fn run(&self, args: &[&str]) -> Run {
+        let out = Command::new(env!("CARGO_BIN_EXE_lesson"))
+            .args(args)
+            .current_dir(self.tmp.path())
+            .env("LESSON_NOW", NOW)
+            .env_remove("LESSON_DIR")
+            .output()
+            .unwrap();
+        let redact = |b: &[u8]| {
+            String::from_utf8_lossy(b).replace(&self.tmp.path().display().to_string(), "[TMP]")
+        };
+        Run {
+            code: out.status.code().unwrap_or(-1),
+            stdout: redact(&out.stdout),
+            stderr: redact(&out.stderr),
+        }
+    }
+
+    /// Every file under `lessons/` but the lock directory, with its content.
+    fn tree(&self) -> String {
+        let mut out = String::new();
+        let root = self.bank();
+        let mut paths: Vec<PathBuf> = walkdir::WalkDir::new(&root)
+            .into_iter()
+            .filter_entry(|e| e.file_name() != ".lesson")
+            .filter_map(Result::ok)
+            .filter(|e| e.file_type().is_file())
+            .map(|e| e.path().to_path_buf())
+            .collect();
+        paths.sort();
+        for p in paths {
+            let rel = p.strip_prefix(self.tmp.path()).unwrap();
+            out.push_str(&format!("=== {}\n", rel.display()));
+            out.push_str(&std::fs::read_to_string(&p).unwrap());
+        }
+        out
+    }
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    for entry in walkdir::WalkDir::new(from) {
+        let entry = entry.unwrap();
+        let target = to.join(entry.path().strip_prefix(from).unwrap());
+        if entry.file_type().is_dir() {
+            std::fs::create_dir_all(&target).unwrap();
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}
+
+/// Runs, each with the command line that produced it.
+fn transcript(sandbox: &Sandbox, commands: &[&[&str]]) -> String {
+    let mut out = String::new();
+    for args in commands {
+        out.push_str(&format!(
+            "$ lesson {}\n{}\n",
+            args.join(" "),
+            sandbox.run(args)
+        ));
+    }
+    out
+}
+
+// --- init ---------------------------------------------------------------------------------
+
+#[test]
+fn init_creates_a_bank() {
+    let s = Sandbox::new();
+    let run = s.run(&["init"]);
+    insta::assert_snapshot!(format!("{run}\n{}", s.tree()));
+    assert_eq!(s.run(&["lint"]).code, 0, "a new bank lints clean");
+}
+
+#[test]
+fn init_refuses_to_overwrite_and_changes_nothing() {
+    let s = Sandbox::new();
+    assert_eq!(s.run(&["init", "lessons"]).code, 0);
+    std::fs::write(s.bank().join("lesson.toml"), "# mine\n").unwrap();
+    let before = s.tree();
+    let run = s.run(&["init", "lessons"]);
+    assert_eq!(s.tree(), before);
+    insta::assert_snapshot!(run.to_string());
+}
+
+#[test]
+fn init_refuses_when_only_one_file_exists() {
+    let s = Sandbox::new();
+    std::fs::create_dir(s.bank()).unwrap();
+    std::fs::write(s.bank().join(".gitignore"), "target/\n").unwrap();
+    let run = s.run(&["--dir", "lessons", "init"]);
+    assert_eq!(run.code, 2);
+    assert_eq!(
+        run.stderr,
+        "error: refusing to overwrite lessons/.gitignore: lessons is already set up as a bank\n"
+    );
+    assert!(!s.bank().join("lesson.toml").exists());
+}
+
+// --- new ----------------------------------------------------------------------------------
+
+#[test]
+fn new_writes_the_lesson_and_updates_the_index() {
+    let s = Sandbox::new();
+    assert_eq!(s.run(&["init"]).code, 0);
+    let run = s.run(&[
+        "new",
+        "verify-page-id",
+        "--title",
+        "Verify the page id: before clicking *Load More* twice",
+        "--trigger",
+        "A paginated list with a Load More button # in a browser",
+        "--tag",
+        "pagination",
+        "--tag",
+        "browser",
+        "--target",
+        "role=reviewer",
+        "--target",
+        "skill=rust-*",
+        "--outcome",
+        "failure",
+        "--evidence",
+        "run:r_2026-04-21_a3f2e9:clicked twice; the page id had not advanced",
+        "--evidence",
+        "wiki-page:https://wiki.test/pagination",
+        "--confidence",
+        "0.6",
+    ]);
+    insta::assert_snapshot!(format!("{run}\n{}", s.tree()));
+    let check = s.run(&["index", "--check"]);
+    assert_eq!((check.code, check.stdout.as_str()), (0, ""));
+    assert_eq!(s.run(&["lint"]).code, 0);
+}
+
+#[test]
+fn new_dry_run_prints_and_writes_nothing() {
+    let s = Sandbox::with_bank(SMALL);
+    let before = s.tree();
+    let run = s.run(&[
+        "new",
+        "cite-evidence-refs",
+        "--title",
+        "Cite evidence by id, not in prose",
+        "--trigger",
+        "Writing a lesson",
+        "--evidence",
+        "work-item:pr-118",
+        "--dry-run",
+    ]);
+    assert_eq!(s.tree(), before);
+    assert!(
+        !s.bank().join(".lesson").exists(),
+        "a dry run takes no lock"
+    );
+    insta::assert_snapshot!(run.to_string());
+}
+
+#[test]
+fn new_refuses_bad_slugs_existing_lessons_and_missing_evidence() {
+    let s = Sandbox::with_bank(SMALL);
+    let before = s.tree();
+    let args = ["--title", "T", "--trigger", "d", "--evidence", "run:r1"];
+    let new = |slug: &'static str| -> Vec<&str> {
+        let mut v = vec!["new", slug];
+        v.extend(args);
+        v
+    };
+    let commands: Vec<Vec<&str>> = vec![
+        new("../x"),
+        new("A"),
+        new("x/y"),
+        new("Keep-CI-Green"),
+        new("check-exit-codes"),
+        new("lint-in-ci"),
+        new("notes"),
+        vec!["new", "fine-slug", "--title", "T", "--trigger", "d"],
+        vec![
+            "new",
+            "fine-slug",
+            "--title",
+            "T",
+            "--trigger",
+            "d",
+            "--evidence",
+            "log:x",
+        ],
+        vec![
+            "new",
+            "fine-slug",
+            "--title",
+            "T",
+            "--trigger",
+            "d",
+            "--evidence",
+            "run:r1",
+            "--target",
+            "team=x",
+        ],
+        vec![
+            "--dir",
+            "nowhere",
+            "new",
+            "fine-slug",
+            "--title",
+            "T",
+            "--trigger",
+            "d",
+            "--evidence",
+            "run:r",
+        ],
+    ];
+    let commands: Vec<&[&str]> = commands.iter().map(Vec::as_slice).collect();
+    let out = transcript(&s, &commands);
+    assert_eq!(s.tree(), before, "a refused `new` writes nothing");
+    assert!(!s.tmp.path().join("x.md").exists());
+    assert!(!s.tmp.path().join("nowhere").exists());
+    insta::assert_snapshot!(out);
+}
+
+#[test]
+fn new_refuses_a_lesson_with_lint_errors_and_prints_them() {
+    let s = Sandbox::new();
+    assert_eq!(s.run(&["init"]).code, 0);
+    // an override that forgets to quote: `title: a: b` is not YAML
+    let template = BUILTIN_LESSON_TEMPLATE.replace("{{ title | yaml }}", "{{ title }}");
+    std::fs::create_dir(s.bank().join("templates")).unwrap();
+    std::fs::write(s.bank().join("templates/lesson.md.j2"), template).unwrap();
+    let before = s.tree();
+    let run = s.run(&[
+        "new",
+        "ab",
+        "--title",
+        "Note: this",
+        "--trigger",
+        "d",
+        "--evidence",
+        "run:r",
+    ]);
+    assert_eq!(s.tree(), before);
+    insta::assert_snapshot!(run.to_string());
+}
+
+const BUILTIN_LESSON_TEMPLATE: &str = include_str!("../templates/lesson.md.j2");
+
+#[test]
+fn new_round_trips_hostile_text() {
+    let s = Sandbox::new();
+    assert_eq!(s.run(&["init"]).code, 0);
+    let cases = [
+        ("colon", "Note: quote this"),
+        ("star", "*.md files are lessons"),
+        ("hash", "Issue #12 and a # comment"),
+        ("quotes", "'single' and \"double\""),
+        ("bool", "yes"),
+        ("number", "0.5"),
+        ("pipe", "a | b > c"),
+        ("colon-end", "Ends with a colon:"),
+        ("unicode", "Évite les « guillemets »\u{a0}!"),
+        ("backslash", "C:\\path\\to"),
+    ];
+    for (slug, title) in cases {
+        let slug = format!("title-{slug}");
+        let run = s.run(&[
+            "new",
+            &slug,
+            "--title",
+            title,
+            "--trigger",
+            title,
+            "--tag",
+            "x",
+            "--evidence",
+            &format!("run:r_{slug}:{title}"),
+        ]);
+        assert_eq!(run.code, 0, "{title:?}: {run}");
+        let show = s.run(&["show", &slug, "--format", "json"]);
+        let json: serde_json::Value = serde_json::from_str(&show.stdout).unwrap();
+        assert_eq!(json["title"], title);
+        assert_eq!(json["trigger"]["description"], title);
+        assert_eq!(json["evidence"][0]["ref"], format!("r_{slug}"));
+        assert_eq!(json["evidence"][0]["note"], title);
+    }
+    assert_eq!(s.run(&["index", "--check"]).code, 0);
+}
+
+// --- index --------------------------------------------------------------------------------
+
+#[test]
+fn index_check_reports_a_stale_index_and_index_fixes_it() {
+    let s = Sandbox::with_bank(SMALL);
+    let out = transcript(
+        &s,
+        &[
+            &["index", "--check"],
+            &["index"],
+            &["index"],
+            &["index", "--check"],
+        ],
+    );
+    insta::assert_snapshot!(out);
+    let stdout = s.run(&["index", "--stdout"]).stdout;
+    assert_eq!(
+        stdout,
+        std::fs::read_to_string(s.bank().join("_index.md")).unwrap()
+    );
+}
+
+#[test]
+fn index_check_shows_a_hand_edit() {
+    let s = Sandbox::with_bank(SMALL);
+    assert_eq!(s.run(&["index"]).code, 0);
+    let path = s.bank().join("_index.md");
+    let text = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(&path, text.replace("| 3 | 1 |", "| 4 | 1 |")).unwrap();
+    insta::assert_snapshot!(s.run(&["index", "--check"]).to_string());
+}
+
+// --- list and show ------------------------------------------------------------------------
+
+#[test]
+fn list_text_and_json() {
+    let s = Sandbox::with_bank(SMALL);
+    let out = transcript(
+        &s,
+        &[
+            &["list"],
+            &["list", "--status", "superseded"],
+            &["list", "--status", "active", "--format", "json"],
+        ],
+    );
+    insta::assert_snapshot!(out);
+}
+
+#[test]
+fn show_text_json_and_unknown() {
+    let s = Sandbox::with_bank(SMALL);
+    let out = transcript(
+        &s,
+        &[
+            &["show", "check-exit-codes"],
+            &["show", "lint-in-ci", "--format", "json"],
+            &["show", "check-exit-code"],
+            &["show", "nothing-like-it"],
+            &["show", "notes", "--format", "json"],
+        ],
+    );
+    insta::assert_snapshot!(out);
+}
