@@ -7,12 +7,24 @@ use crate::source::{ReadProblem, Source};
 use crate::yaml::YamlErrorKind;
 
 pub mod duplicate_key;
+pub mod duplicate_slug;
+pub mod expired;
 pub mod file_too_large;
 pub mod frontmatter_not_mapping;
+pub mod hidden_unicode;
 pub mod invalid_utf8;
+pub mod missing_counter_example;
 pub mod missing_frontmatter;
+pub mod missing_section;
 pub mod non_yaml_frontmatter;
 pub mod nul_byte;
+pub mod secret;
+pub mod self_supersession;
+pub mod slug_mismatch;
+pub mod superseded_twice;
+pub mod supersedes_missing;
+pub mod supersession_cycle;
+pub mod title_mismatch;
 pub mod unreadable_file;
 pub mod unterminated_frontmatter;
 pub mod unused_suppression;
@@ -22,6 +34,18 @@ pub mod yaml_too_complex;
 
 /// Every rule, sorted by code.
 pub static RULES: &[&Rule] = &[
+    &slug_mismatch::RULE,
+    &duplicate_slug::RULE,
+    &supersedes_missing::RULE,
+    &self_supersession::RULE,
+    &supersession_cycle::RULE,
+    &superseded_twice::RULE,
+    &expired::RULE,
+    &title_mismatch::RULE,
+    &missing_section::RULE,
+    &missing_counter_example::RULE,
+    &hidden_unicode::RULE,
+    &secret::RULE,
     &unreadable_file::RULE,
     &file_too_large::RULE,
     &invalid_utf8::RULE,
