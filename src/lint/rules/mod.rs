@@ -8,11 +8,14 @@ use crate::yaml::YamlErrorKind;
 
 pub mod confidence_out_of_range;
 pub mod duplicate_key;
+pub mod duplicate_slug;
 pub mod empty_evidence;
 pub mod empty_target;
+pub mod expired;
 pub mod expires_at_without_offset;
 pub mod file_too_large;
 pub mod frontmatter_not_mapping;
+pub mod hidden_unicode;
 pub mod index_stale;
 pub mod invalid_count;
 pub mod invalid_evidence_kind;
@@ -26,13 +29,22 @@ pub mod invalid_tag;
 pub mod invalid_target_glob;
 pub mod invalid_utf8;
 pub mod legacy_schema_id;
+pub mod missing_counter_example;
 pub mod missing_frontmatter;
 pub mod missing_required_field;
+pub mod missing_section;
 pub mod misspelled_field;
 pub mod non_yaml_frontmatter;
 pub mod nul_byte;
 pub mod overbroad_trigger;
 pub mod schema_walk;
+pub mod secret;
+pub mod self_supersession;
+pub mod slug_mismatch;
+pub mod superseded_twice;
+pub mod supersedes_missing;
+pub mod supersession_cycle;
+pub mod title_mismatch;
 pub mod unknown_field;
 pub mod unreadable_file;
 pub mod unterminated_frontmatter;
@@ -45,7 +57,19 @@ pub mod yaml_too_complex;
 
 /// Every rule, sorted by code.
 pub static RULES: &[&Rule] = &[
+    &slug_mismatch::RULE,
+    &duplicate_slug::RULE,
+    &supersedes_missing::RULE,
+    &self_supersession::RULE,
+    &supersession_cycle::RULE,
+    &superseded_twice::RULE,
+    &expired::RULE,
     &index_stale::RULE,
+    &title_mismatch::RULE,
+    &missing_section::RULE,
+    &missing_counter_example::RULE,
+    &hidden_unicode::RULE,
+    &secret::RULE,
     &unreadable_file::RULE,
     &file_too_large::RULE,
     &invalid_utf8::RULE,

@@ -1,0 +1,316 @@
+//! `secret` (D005).
+
+use std::ops::Range;
+use std::sync::LazyLock;
+
+use regex::Regex;
+
+use crate::declare_rule;
+use crate::diagnostic::Diagnostic;
+use crate::lint::{Check, FileContext};
+
+declare_rule! {
+    /// The file holds what looks like a credential.
+    ///
+    /// ## What it does
+    /// Scans the whole file (frontmatter, evidence refs and notes, body) for AWS access key IDs
+    /// and secret access keys, GitHub tokens, private key blocks, bearer tokens, Slack tokens,
+    /// OpenAI and Anthropic API keys, and Google API keys. The finding names the kind of secret
+    /// and points at it; it never repeats the value.
+    ///
+    /// ## Why is this bad?
+    /// A lesson bank is shared through git and injected into prompts: a credential in a lesson
+    /// leaks to every clone, every runtime and every model that reads it, and git history keeps
+    /// it after the line is deleted. Revoke the credential, then remove it.
+    ///
+    /// ## Example
+    /// ```text
+    /// evidence:
+    ///   - kind: run
+    ///     ref: r_2026-04-22_8c1d4f
+    ///     note: Retried with token ghp_xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx and it worked.
+    /// ```
+    pub static RULE = {
+        code: "D005",
+        name: "secret",
+        level: Error,
+        fixable: false,
+        check: Check::File(check),
+    }
+}
+
+fn check(ctx: &FileContext<'_>, out: &mut Vec<Diagnostic>) {
+    let doc = ctx.doc;
+    for (range, kind) in find_secrets(&doc.source.text) {
+        out.push(
+            Diagnostic::new(&RULE, &doc.source, range, format!("possible {kind}"))
+                .with_help(
+                    "revoke the credential, then remove it: git history keeps every version of a lesson",
+                ),
+        );
+    }
+}
+
+/// One kind of secret: its name, a pattern (capture group 1, if any, is the secret itself) and
+/// an optional check on the matched value.
+struct Pattern {
+    kind: &'static str,
+    regex: Regex,
+    plausible: fn(&str) -> bool,
+}
+
+fn pattern(kind: &'static str, regex: &str, plausible: fn(&str) -> bool) -> Pattern {
+    Pattern {
+        kind,
+        regex: Regex::new(regex).expect("secret patterns compile"),
+        plausible,
+    }
+}
+
+fn any(_: &str) -> bool {
+    true
+}
+
+/// Random-looking: a digit, or both upper- and lowercase letters. Prose in kebab-case and
+/// placeholders such as `YOUR_TOKEN_HERE` are neither.
+fn random_looking(s: &str) -> bool {
+    s.bytes().any(|b| b.is_ascii_digit())
+        || (s.bytes().any(|b| b.is_ascii_uppercase()) && s.bytes().any(|b| b.is_ascii_lowercase()))
+}
+
+/// Most specific first: where two patterns match overlapping text, the first one names it.
+/// `(?-u:\b)` is an ASCII word boundary; a trailing `(?:[^...]|$)` stands in for a lookahead.
+static PATTERNS: LazyLock<Vec<Pattern>> = LazyLock::new(|| {
+    vec![
+        pattern(
+            "AWS access key ID",
+            r"(?-u:\b)((?:AKIA|ASIA)[0-9A-Z]{16})(?:[^0-9A-Za-z]|$)",
+            any,
+        ),
+        pattern(
+            "AWS secret access key",
+            r#"(?i)aws_?secret_?access_?key["']?[ \t]*[:=][ \t]*["']?([A-Za-z0-9/+]{40})(?:[^A-Za-z0-9/+=]|$)"#,
+            any,
+        ),
+        pattern(
+            "GitHub personal access token",
+            r"(?-u:\b)(ghp_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})(?:[^A-Za-z0-9_]|$)",
+            any,
+        ),
+        pattern(
+            "GitHub OAuth token",
+            r"(?-u:\b)(gho_[A-Za-z0-9]{36,255})(?:[^A-Za-z0-9_]|$)",
+            any,
+        ),
+        pattern(
+            "GitHub App token",
+            r"(?-u:\b)(gh[us]_[A-Za-z0-9]{36,255})(?:[^A-Za-z0-9_]|$)",
+            any,
+        ),
+        pattern(
+            "GitHub refresh token",
+            r"(?-u:\b)(ghr_[A-Za-z0-9]{36,255})(?:[^A-Za-z0-9_]|$)",
+            any,
+        ),
+        pattern(
+            "Slack token",
+            r"(?-u:\b)(xox[abposr]-[A-Za-z0-9-]{10,250})",
+            random_looking,
+        ),
+        pattern(
+            "Anthropic API key",
+            r"(?-u:\b)(sk-ant-[A-Za-z0-9_-]{32,})",
+            random_looking,
+        ),
+        pattern(
+            "OpenAI API key",
+            r"(?-u:\b)(sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{32,})",
+            random_looking,
+        ),
+        pattern(
+            "Google API key",
+            r"(?-u:\b)(AIza[0-9A-Za-z_-]{35})(?:[^0-9A-Za-z_-]|$)",
+            any,
+        ),
+        pattern(
+            "bearer token",
+            r"(?-u:\b)(?i:bearer)[ \t]+([A-Za-z0-9._~+/-]{20,}=*)",
+            random_looking,
+        ),
+    ]
+});
+
+/// A private key's armour line, its headers, and the start of its base64 body.
+static PRIVATE_KEY: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----[ \t]*\r?\n(?:[ \t>]*[A-Za-z-]+: [^\n]*\n)*(?:[ \t>]*\r?\n)?[ \t>]*[A-Za-z0-9+/=]{40,}",
+    )
+    .expect("private key pattern compiles")
+});
+
+static PRIVATE_KEY_END: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----")
+        .expect("private key end pattern compiles")
+});
+
+/// Every secret in `text`: its byte range and kind, in order, without overlaps.
+fn find_secrets(text: &str) -> Vec<(Range<usize>, &'static str)> {
+    let mut found: Vec<(Range<usize>, &'static str)> = Vec::new();
+    for m in PRIVATE_KEY.find_iter(text) {
+        // the whole block up to its END line, when there is one before the next BEGIN
+        let end = PRIVATE_KEY_END
+            .find(&text[m.end()..])
+            .filter(|e| !text[m.end()..m.end() + e.start()].contains("-----BEGIN"))
+            .map_or(m.end(), |e| m.end() + e.end());
+        found.push((m.start()..end, "private key"));
+    }
+    for p in PATTERNS.iter() {
+        for caps in p.regex.captures_iter(text) {
+            let Some(m) = caps.get(1).or_else(|| caps.get(0)) else {
+                continue;
+            };
+            let range = m.range();
+            if !(p.plausible)(m.as_str()) || found.iter().any(|(r, _)| overlaps(r, &range)) {
+                continue;
+            }
+            found.push((range, p.kind));
+        }
+    }
+    found.sort_by_key(|(r, _)| r.start);
+    found
+}
+
+fn overlaps(a: &Range<usize>, b: &Range<usize>) -> bool {
+    a.start < b.end && b.start < a.end
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kinds(text: &str) -> Vec<&'static str> {
+        find_secrets(text).into_iter().map(|(_, k)| k).collect()
+    }
+
+    #[test]
+    fn finds_each_kind_at_its_span() {
+        let x36 = "x".repeat(36);
+        let cases = [
+            ("key AKIAIOSFODNN7EXAMPLE here", "AWS access key ID", "AKIAIOSFODNN7EXAMPLE"),
+            ("ASIAY34FZKBOKMUTVV7A,", "AWS access key ID", "ASIAY34FZKBOKMUTVV7A"),
+            (
+                "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY\n",
+                "AWS secret access key",
+                "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+            ),
+            (
+                "AWS_SECRET_ACCESS_KEY: \"wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY\"",
+                "AWS secret access key",
+                "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+            ),
+            (&format!("token ghp_{x36}."), "GitHub personal access token", &format!("ghp_{x36}")),
+            (&format!("gho_{x36}"), "GitHub OAuth token", &format!("gho_{x36}")),
+            (&format!("(ghs_{x36})"), "GitHub App token", &format!("ghs_{x36}")),
+            (&format!("ghr_{x36}"), "GitHub refresh token", &format!("ghr_{x36}")),
+            (
+                "github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGHIJKLMNOPQRSTU",
+                "GitHub personal access token",
+                "github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGHIJKLMNOPQRSTU",
+            ),
+            (
+                "xoxb-123456789012-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx",
+                "Slack token",
+                "xoxb-123456789012-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx",
+            ),
+            (
+                "key=sk-ant-api03-AbCdEfGhIjKlMnOpQrStUvWxYz0123456789-_abcdefgh",
+                "Anthropic API key",
+                "sk-ant-api03-AbCdEfGhIjKlMnOpQrStUvWxYz0123456789-_abcdefgh",
+            ),
+            (
+                "OPENAI_API_KEY=sk-proj-AbCdEfGhIjKlMnOpQrStUvWxYz0123456789abcd",
+                "OpenAI API key",
+                "sk-proj-AbCdEfGhIjKlMnOpQrStUvWxYz0123456789abcd",
+            ),
+            (
+                "sk-AbCdEfGhIjKlMnOpQrStUvWxYz0123456789abcdefghijkl",
+                "OpenAI API key",
+                "sk-AbCdEfGhIjKlMnOpQrStUvWxYz0123456789abcdefghijkl",
+            ),
+            (
+                "AIzaSyA-1234567890abcdefghijklmnopqrstu ",
+                "Google API key",
+                "AIzaSyA-1234567890abcdefghijklmnopqrstu",
+            ),
+            (
+                "Authorization: Bearer eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.abc123",
+                "bearer token",
+                "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.abc123",
+            ),
+        ];
+        for (text, kind, secret) in cases {
+            let found = find_secrets(text);
+            assert_eq!(found.len(), 1, "{text}: {found:?}");
+            assert_eq!(found[0].1, kind, "{text}");
+            assert_eq!(&text[found[0].0.clone()], secret, "{text}");
+        }
+    }
+
+    #[test]
+    fn private_key_block_spans_begin_to_end() {
+        let body = "MIIEpAIBAAKCAQEA0Z3VS5JJcds3xfn/ygWyF0qQ3RHdh6Zy1PrUqHc0ZKeUmcQb";
+        let text = format!(
+            "x\n-----BEGIN RSA PRIVATE KEY-----\n{body}\n{body}\n-----END RSA PRIVATE KEY-----\ny"
+        );
+        let found = find_secrets(&text);
+        assert_eq!(found.len(), 1);
+        assert_eq!(found[0].1, "private key");
+        let span = &text[found[0].0.clone()];
+        assert!(span.starts_with("-----BEGIN RSA") && span.ends_with("KEY-----"));
+        let openssh = format!("-----BEGIN OPENSSH PRIVATE KEY-----\r\n{body}");
+        assert_eq!(kinds(&openssh), ["private key"]);
+    }
+
+    #[test]
+    fn the_most_specific_kind_wins() {
+        let text = format!("Authorization: Bearer ghp_{}", "a1".repeat(18));
+        assert_eq!(kinds(&text), ["GitHub personal access token"]);
+    }
+
+    #[test]
+    fn ordinary_prose_is_not_a_secret() {
+        let prose = [
+            "Build the skeleton first, then wire the task-runner.",
+            "The Bearer of bad news was the CI dashboard.",
+            "Send the header `Authorization: Bearer <token>` with the request.",
+            "Authorization: Bearer YOUR_ACCESS_TOKEN_HERE",
+            "Authorization: Bearer $GITHUB_TOKEN",
+            "bearer authentication-is-deprecated-here",
+            "Never paste a -----BEGIN RSA PRIVATE KEY----- block into a lesson.",
+            "-----BEGIN OPENSSH PRIVATE KEY-----\n<redacted>\n-----END OPENSSH PRIVATE KEY-----",
+            "Use sk-learn, risk-averse plans and a desk-booking-system-for-the-whole-office.",
+            "sk-this-is-a-very-long-kebab-case-identifier-name",
+            "AKIA is the prefix of AWS access key ids; AKIAEXAMPLE is too short.",
+            "ghp_ tokens are 40 characters: ghp_short.",
+            "xoxb-your-slack-token-here",
+            "aws_secret_access_key = <your secret key>",
+            "AIza is how Google API keys start.",
+            "The slug is cite-source-url-in-research-summaries.",
+        ];
+        for text in prose {
+            assert!(kinds(text).is_empty(), "{text}: {:?}", kinds(text));
+        }
+    }
+
+    #[test]
+    fn official_examples_are_clean() {
+        let examples = [
+            "ref: r_2026-04-22_8c1d4f\nref: aud_2026-04-22_8c1d4f_ok\nref: wiki/research/numerical-claims-policy",
+            "supersedes: [retry-aggressively-on-embedding-rate-limit]",
+            "tags: [tool-calls, prompting, context]\nexpires_at: 2026-10-01T00:00:00Z",
+        ];
+        for text in examples {
+            assert!(kinds(text).is_empty(), "{text}");
+        }
+    }
+}
