@@ -399,3 +399,104 @@ fn show_text_json_and_unknown() {
     );
     insta::assert_snapshot!(out);
 }
+
+const FIXABLE: &str = "tests/fixtures/banks/fixable";
+
+#[test]
+fn lint_diff_then_fix_converges_and_keeps_unfixable_errors() {
+    let s = Sandbox::with_bank(FIXABLE);
+    let before = s.tree();
+    let out = transcript(
+        &s,
+        &[&["lint", "--output-format", "concise"], &["lint", "--diff"]],
+    );
+    assert_eq!(s.tree(), before, "--diff must not write");
+    let fixed = transcript(
+        &s,
+        &[
+            &["lint", "--fix", "--output-format", "concise"],
+            &["lint", "--fix", "--output-format", "concise"],
+            &["lint", "--diff"],
+        ],
+    );
+    insta::assert_snapshot!(format!(
+        "{out}{fixed}=== the bank after --fix\n{}",
+        s.tree()
+    ));
+}
+
+#[test]
+fn lint_reports_only_on_the_paths_given() {
+    let s = Sandbox::with_bank(FIXABLE);
+    let run = s.run(&[
+        "lint",
+        "--output-format",
+        "concise",
+        "lessons/keep-vendor-fields-namespaced.md",
+    ]);
+    assert_eq!(run.code, 1);
+    assert!(
+        run.stdout.lines().all(
+            |l| l.starts_with("lessons/keep-vendor-fields-namespaced.md:")
+                || l.starts_with("4 files checked")
+        ),
+        "{run}"
+    );
+    let missing = s.run(&["lint", "lessons/nope.md"]);
+    assert_eq!(missing.code, 2, "{missing}");
+}
+
+#[test]
+fn lint_honours_suppressions_and_levels() {
+    let s = Sandbox::with_bank(FIXABLE);
+    let run = s.run(&[
+        "lint",
+        "--output-format",
+        "concise",
+        "lessons/allowed-broad-trigger.md",
+    ]);
+    // T001 and D002 are suppressed in that file, and both suppressions are used: nothing remains
+    // but the bank-wide stale index
+    assert!(!run.stdout.contains("allowed-broad-trigger.md"), "{run}");
+    std::fs::write(
+        s.bank().join("lesson.toml"),
+        "[lint.rules]\nunknown-field = \"warning\"\nindex-stale = \"off\"\nS005 = \"off\"\n",
+    )
+    .unwrap();
+    let run = s.run(&[
+        "lint",
+        "--output-format",
+        "concise",
+        "--select",
+        "S002,S005,B008",
+    ]);
+    insta::assert_snapshot!(run.to_string());
+}
+
+#[test]
+fn rule_and_config_print_docs_and_the_resolved_configuration() {
+    let s = Sandbox::with_bank(FIXABLE);
+    let out = transcript(
+        &s,
+        &[
+            &["rule", "S017"],
+            &["rule", "expires-at-without-offset"],
+            &["rule", "S999"],
+            &["config"],
+        ],
+    );
+    insta::assert_snapshot!(out);
+    let table = s.run(&["rule"]);
+    for rule in lesson::lint::RULES {
+        assert!(
+            table.stdout.contains(rule.code),
+            "`lesson rule` lacks {}",
+            rule.code
+        );
+    }
+    let all = s.run(&["rule", "--all"]);
+    assert_eq!(
+        all.stdout.matches("## What it does").count(),
+        lesson::lint::RULES.len()
+    );
+}

@@ -19,7 +19,11 @@ fn project_bank_lints_clean_and_its_index_is_current() {
         .map(|d| format!("{}:{}: {} {}", d.path.display(), d.line, d.code, d.message))
         .collect();
     assert!(findings.is_empty(), "{findings:#?}");
-    assert_eq!(expected.len(), 1, "exactly one lesson of the bank is expired");
+    assert_eq!(
+        expected.len(),
+        1,
+        "exactly one lesson of the bank is expired"
+    );
     let rendered = lesson::index_md::render(&bank).unwrap();
     assert!(
         lesson::index_md::is_current(&bank, &rendered),

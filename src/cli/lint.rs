@@ -25,7 +25,7 @@ pub struct LintArgs {
     /// Also apply unsafe fixes (with --fix or --diff)
     #[arg(long)]
     unsafe_fixes: bool,
-    /// Print the fixes as a unified diff instead of writing them
+    /// Print the fixes as a unified diff instead of writing them; exit 1 if there are any
     #[arg(long)]
     diff: bool,
     /// Run only these rules (codes or names, comma-separated or repeated)
@@ -77,10 +77,12 @@ pub fn run(root: &Path, args: LintArgs) -> anyhow::Result<ExitCode> {
     };
     let mut out = stdout.lock();
 
+    let mut would_change = false;
     let (diagnostics, summary_line, checked) = if args.fix || args.diff {
         let fixed = fix::fix(root, Default::default(), &selection, args.unsafe_fixes, now)
             .with_context(|| format!("cannot load the bank at {}", root.display()))?;
         if args.diff {
+            would_change = !fixed.changes.is_empty();
             write!(out, "{}", fix::unified_diff(&fixed.changes))?;
         } else {
             fix::write(root, &fixed.changes).context("cannot write fixes")?;
@@ -120,7 +122,9 @@ pub fn run(root: &Path, args: LintArgs) -> anyhow::Result<ExitCode> {
         eprintln!("{line}");
     }
     let failed = diagnostics.iter().any(|d| d.severity == Severity::Error);
-    Ok(if failed && !args.exit_zero && !args.diff {
+    // `--diff` is a check: it fails when fixes would change a file, whatever else remains
+    let failing = if args.diff { would_change } else { failed };
+    Ok(if failing && !args.exit_zero {
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS

@@ -23,7 +23,7 @@ fn docs(rule: &Rule) -> String {
         rule.name,
         rule.code,
         rule.default_level.as_str(),
-        rule.docs.trim_end()
+        rule.markdown()
     )
 }
 

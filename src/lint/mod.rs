@@ -45,6 +45,16 @@ pub struct Rule {
 }
 
 impl Rule {
+    /// The docs as markdown: doc-comment lines without their leading space, trimmed.
+    pub fn markdown(&self) -> String {
+        let lines: Vec<&str> = self
+            .docs
+            .lines()
+            .map(|l| l.strip_prefix(' ').unwrap_or(l))
+            .collect();
+        lines.join("\n").trim().to_string()
+    }
+
     /// The first line of the docs.
     pub fn summary(&self) -> &'static str {
         self.docs

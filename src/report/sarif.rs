@@ -209,7 +209,7 @@ fn level(severity: Severity) -> &'static str {
 }
 
 fn descriptor(rule: &Rule) -> ReportingDescriptor {
-    let docs = unindent_docs(rule.docs);
+    let docs = rule.markdown();
     ReportingDescriptor {
         id: rule.code,
         name: rule.name,
@@ -234,14 +234,6 @@ fn descriptor(rule: &Rule) -> ReportingDescriptor {
 }
 
 /// Rule docs come from `///` comments: drop the space each line starts with.
-fn unindent_docs(docs: &str) -> String {
-    let lines: Vec<&str> = docs
-        .lines()
-        .map(|l| l.strip_prefix(' ').unwrap_or(l))
-        .collect();
-    lines.join("\n").trim().to_string()
-}
-
 fn result<'a>(d: &'a Diagnostic, sources: &Sources<'_>) -> SarifResult<'a> {
     let artifact = artifact_location(&d.path);
     SarifResult {
