@@ -268,3 +268,22 @@ impl Summary {
         s
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn markdown_loses_the_doc_comment_indent() {
+        let rule = Rule {
+            code: "Z001",
+            name: "z",
+            default_level: Severity::Info,
+            docs: " Summary.\n\n ## What\n  two\n",
+            fixable: false,
+            check: Check::Emitted,
+        };
+        assert_eq!(rule.markdown(), "Summary.\n\n## What\n two");
+        assert_eq!(rule.summary(), "Summary.");
+    }
+}

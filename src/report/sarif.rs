@@ -344,12 +344,4 @@ mod tests {
         assert_eq!(loc.uri, "file:///tmp/bank/x.md");
         assert_eq!(loc.uri_base_id, None);
     }
-
-    #[test]
-    fn docs_lose_the_doc_comment_indent() {
-        assert_eq!(
-            unindent_docs(" Summary.\n\n ## What\n  two\n"),
-            "Summary.\n\n## What\n two"
-        );
-    }
 }
