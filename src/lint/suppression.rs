@@ -44,7 +44,8 @@ fn allows(doc: &Document) -> Vec<Allow> {
     if let Some(body) = &doc.body {
         let text = &doc.source.text;
         for comment in &body.comments {
-            let inner = &text[comment.start + 4..comment.end - 3];
+            // `<!-->` and `<!--->` are whole (empty) comments whose markers overlap
+            let inner = text.get(comment.start + 4..comment.end - 3).unwrap_or("");
             let Some(rest) = inner.trim_start().strip_prefix("lesson-allow") else {
                 continue;
             };
@@ -105,4 +106,20 @@ pub fn apply(doc: &Document, diagnostics: Vec<Diagnostic>) -> Vec<Diagnostic> {
         }
     }
     kept
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::source::Source;
+
+    #[test]
+    fn empty_comments_with_overlapping_markers_are_not_suppressions() {
+        let text = "---\nslug: x\n---\n<!-->\n\n<!--->\n\n<!-- lesson-allow P008 -->\n";
+        let doc = Document::parse(Source::new("x.md", text.to_string()), None);
+        let body = doc.body.as_ref().unwrap();
+        assert_eq!(body.comments.len(), 3);
+        let codes: Vec<_> = allows(&doc).into_iter().map(|a| a.written).collect();
+        assert_eq!(codes, ["P008"]);
+    }
 }
