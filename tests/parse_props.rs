@@ -15,6 +15,7 @@ use lesson::document::Document;
 use lesson::lint::{self, rules};
 use lesson::source::Source;
 use proptest::prelude::*;
+use proptest::test_runner::FileFailurePersistence;
 
 /// A bank with no lessons, for the file rules' context.
 static BANK: LazyLock<Bank> = LazyLock::new(|| {
@@ -127,7 +128,11 @@ fn parse_and_check(bytes: Vec<u8>) -> Result<(), TestCaseError> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(1024))]
+    #![proptest_config(ProptestConfig {
+        cases: 1024,
+        failure_persistence: Some(Box::new(FileFailurePersistence::WithSource("proptest-regressions"))),
+        ..ProptestConfig::default()
+    })]
 
     #[test]
     fn arbitrary_bytes_parse_with_positions_inside(bytes in arbitrary_bytes()) {

@@ -205,6 +205,7 @@ fn measure_bank(
             stderr: out.join(format!("{stem}.stderr")),
         }
     };
+    prepare_index(&bank, programs, out)?;
     let cat = tools.iter().find(|t| t.role == Role::CatFloor).unwrap();
     eprintln!("warming the page cache: {}", cat.shown);
     measure::run(&mut cat.command(), &output(cat))?;
@@ -261,6 +262,34 @@ fn measure_bank(
         })
         .collect();
     Ok(SizeResult { bank, tools, notes })
+}
+
+/// Give the bank a current `_index.md` when the binary can write one (a maintained bank has
+/// one, and lint reports it missing otherwise); else remove one left by an earlier binary, which
+/// the floors would read and this lint would not.
+fn prepare_index(bank: &SyntheticBank, programs: &Programs, out: &Path) -> anyhow::Result<()> {
+    let n = bank.lessons;
+    let path = bank.dir.join("_index.md");
+    if !programs.has_index {
+        if path.exists() {
+            std::fs::remove_file(&path)
+                .with_context(|| format!("cannot remove {}", path.display()))?;
+        }
+        return Ok(());
+    }
+    eprintln!("writing {} with `lesson index` (untimed)", path.display());
+    let mut write_index = Command::new(&programs.lesson);
+    write_index
+        .args(["index", "--dir"])
+        .arg(&bank.dir)
+        .env("LESSON_NOW", NOW)
+        .env_remove("LESSON_DIR");
+    let output = Output {
+        stdout: out.join(format!("{n}-index-write.stdout")),
+        stderr: out.join(format!("{n}-index-write.stderr")),
+    };
+    measure::run(&mut write_index, &output)?;
+    Ok(())
 }
 
 fn line_count(path: &Path) -> usize {
