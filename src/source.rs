@@ -124,7 +124,8 @@ impl Source {
 
     /// The 1-based line and 1-based character column of a byte offset.
     ///
-    /// Offsets past the end map to the end; offsets inside a character map to that character.
+    /// Offsets past the end map to the end; offsets inside a character map to that character;
+    /// offsets inside a line ending (after a `\r`) map to the end of the line's text.
     pub fn line_col(&self, offset: usize) -> (usize, usize) {
         let offset = floor_char_boundary(&self.text, offset.min(self.text.len()));
         let line = self.line_starts.partition_point(|&s| s <= offset).max(1);
@@ -133,7 +134,8 @@ impl Source {
             // inside the BOM
             1
         } else {
-            self.text[start..offset].chars().count() + 1
+            let content_end = start + self.line_text(line).len();
+            self.text[start..offset.min(content_end)].chars().count() + 1
         };
         (line, col)
     }
@@ -181,6 +183,15 @@ mod tests {
         assert_eq!(src.line_col(x), (2, 3));
         assert_eq!(src.line_text(1), "ab");
         assert_eq!(src.line_count(), 2);
+    }
+
+    #[test]
+    fn offsets_inside_a_line_ending_map_to_the_end_of_the_line() {
+        let src = Source::new("a.md", "ab\r\ncd\r".to_string());
+        assert_eq!(src.line_col(2), (1, 3));
+        assert_eq!(src.line_col(3), (1, 3));
+        assert_eq!(src.line_col(4), (2, 1));
+        assert_eq!(src.line_col(src.text.len()), (2, 3));
     }
 
     #[test]

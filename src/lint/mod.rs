@@ -185,15 +185,7 @@ pub fn lint(bank: &Bank, selection: &Selection) -> Vec<Diagnostic> {
             if !selection.includes(&doc.source.path) {
                 return Vec::new();
             }
-            let mut out = Vec::new();
-            rules::parse_diagnostics(doc, &mut out);
-            let ctx = FileContext { doc, bank };
-            for rule in RULES.iter().filter(|r| enabled(r)) {
-                if let Check::File(check) = rule.check {
-                    check(&ctx, &mut out);
-                }
-            }
-            out
+            file_diagnostics(doc, bank, enabled)
         })
         .collect();
 
@@ -227,15 +219,52 @@ pub fn lint(bank: &Bank, selection: &Selection) -> Vec<Diagnostic> {
         .collect();
     all.extend(others);
     all.retain(|d| selection.includes(&d.path));
-    all.retain_mut(|d| match levels.get(d.code).copied().flatten() {
+    apply_levels(&levels, &mut all);
+    all.sort_by(|a, b| a.sort_key().cmp(&b.sort_key()));
+    all
+}
+
+/// Lint one document on its own: its parse diagnostics and every file rule, suppressions and the
+/// bank's configured levels applied, sorted by position. Bank-wide rules (duplicates,
+/// supersession) do not run: they need every lesson.
+pub fn lint_document(doc: &Document, bank: &Bank) -> Vec<Diagnostic> {
+    let levels = levels(bank);
+    let enabled = |rule: &Rule| levels.get(rule.code).copied().flatten().is_some();
+    let mut out = suppression::apply(doc, file_diagnostics(doc, bank, enabled));
+    apply_levels(&levels, &mut out);
+    out.sort_by(|a, b| a.sort_key().cmp(&b.sort_key()));
+    out
+}
+
+/// One file's parse diagnostics and the findings of its enabled file rules, before suppressions.
+fn file_diagnostics(
+    doc: &Document,
+    bank: &Bank,
+    enabled: impl Fn(&Rule) -> bool,
+) -> Vec<Diagnostic> {
+    let mut out = Vec::new();
+    rules::parse_diagnostics(doc, &mut out);
+    let ctx = FileContext { doc, bank };
+    for rule in RULES.iter().filter(|r| enabled(r)) {
+        if let Check::File(check) = rule.check {
+            check(&ctx, &mut out);
+        }
+    }
+    out
+}
+
+/// Set each diagnostic's configured level; drop those whose rule is off.
+fn apply_levels(
+    levels: &HashMap<&'static str, Option<Severity>>,
+    diagnostics: &mut Vec<Diagnostic>,
+) {
+    diagnostics.retain_mut(|d| match levels.get(d.code).copied().flatten() {
         Some(level) => {
             d.severity = level;
             true
         }
         None => false,
     });
-    all.sort_by(|a, b| a.sort_key().cmp(&b.sort_key()));
-    all
 }
 
 /// Counts by severity.

@@ -1,1 +1,113 @@
-fn main() {}
+//! Project tasks that are code, not shell scripts: `cargo xtask <task>`.
+//!
+//! - `cargo xtask bench [lint] [--sizes 10000,100000] [--runs 3]`: benchmarks against
+//!   synthetic banks and the `cat` / `rg` floors (see `bench.rs`).
+
+mod bench;
+
+use anyhow::{bail, Context};
+
+const USAGE: &str = "\
+Usage: cargo xtask bench [TARGET] [--sizes N[,N...]] [--runs N]
+
+Targets (default: all):
+  lint    `lesson lint` and `lesson index` against the cat and rg floors
+
+Options:
+  --sizes N[,N...]  bank sizes in lessons (default: 10000,100000)
+  --runs N          timed runs per tool and size; best and median are reported (default: 3)";
+
+fn main() -> anyhow::Result<()> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match args.first().map(String::as_str) {
+        Some("bench") => bench::run(&parse_bench(&args[1..])?),
+        Some("-h" | "--help") | None => {
+            println!("{USAGE}");
+            Ok(())
+        }
+        Some(other) => bail!("unknown task `{other}`\n\n{USAGE}"),
+    }
+}
+
+/// Parse the flags of `cargo xtask bench`.
+fn parse_bench(args: &[String]) -> anyhow::Result<bench::Options> {
+    let mut options = bench::Options::default();
+    let mut targets = Vec::new();
+    let mut args = args.iter();
+    while let Some(arg) = args.next() {
+        let (flag, inline) = match arg.split_once('=') {
+            Some((flag, value)) if flag.starts_with("--") => (flag, Some(value.to_string())),
+            _ => (arg.as_str(), None),
+        };
+        let mut value = || {
+            inline
+                .clone()
+                .or_else(|| args.next().cloned())
+                .with_context(|| format!("{flag} needs a value\n\n{USAGE}"))
+        };
+        match flag {
+            "--sizes" => options.sizes = parse_sizes(&value()?)?,
+            "--runs" => {
+                let v = value()?;
+                options.runs = v
+                    .parse()
+                    .ok()
+                    .filter(|&n| n > 0)
+                    .with_context(|| format!("--runs {v}: expected a positive integer"))?;
+            }
+            "-h" | "--help" => {
+                println!("{USAGE}");
+                std::process::exit(0);
+            }
+            _ if flag.starts_with('-') => bail!("unknown option `{flag}`\n\n{USAGE}"),
+            name => targets.push(
+                bench::Target::from_name(name)
+                    .with_context(|| format!("unknown bench `{name}`\n\n{USAGE}"))?,
+            ),
+        }
+    }
+    if !targets.is_empty() {
+        options.targets = targets;
+    }
+    Ok(options)
+}
+
+/// `10000,100000` (underscores allowed, `k` for thousands).
+fn parse_sizes(s: &str) -> anyhow::Result<Vec<usize>> {
+    s.split(',')
+        .map(|part| {
+            let p = part.trim().replace('_', "");
+            let (digits, scale) = match p.strip_suffix(['k', 'K']) {
+                Some(d) => (d, 1000),
+                None => (p.as_str(), 1),
+            };
+            digits
+                .parse::<usize>()
+                .ok()
+                .map(|n| n * scale)
+                .filter(|&n| n > 0)
+                .with_context(|| format!("--sizes: `{part}` is not a positive integer"))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn strings(args: &[&str]) -> Vec<String> {
+        args.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn bench_flags_parse() {
+        let o = parse_bench(&strings(&["lint", "--sizes", "10_000,2k", "--runs=5"])).unwrap();
+        assert_eq!(o.sizes, vec![10_000, 2_000]);
+        assert_eq!(o.runs, 5);
+        assert_eq!(o.targets, vec![bench::Target::Lint]);
+        let default = parse_bench(&[]).unwrap();
+        assert_eq!(default.targets, bench::Target::ALL.to_vec());
+        assert!(parse_bench(&strings(&["--runs", "0"])).is_err());
+        assert!(parse_bench(&strings(&["nope"])).is_err());
+    }
+}

@@ -1,0 +1,100 @@
+//! `cargo xtask bench`: reproducible benchmarks of the release binary on synthetic banks.
+//!
+//! Each bench measures child processes (wall clock, CPU time, peak RSS via `wait4`) against
+//! floors that any implementation must pay (`cat` of every file, `rg` over the bank), prints a
+//! table and writes `target/bench/<bench>.json`. Banks are generated once per generator version
+//! under `target/bench/banks/` and reused.
+
+mod json;
+mod lint;
+mod machine;
+mod measure;
+mod prng;
+mod synthetic_bank;
+mod table;
+mod tools;
+
+use std::path::{Path, PathBuf};
+
+/// A benchmark `cargo xtask bench` can run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Target {
+    /// `lesson lint` and `lesson index` against the `cat` and `rg` floors.
+    Lint,
+}
+
+impl Target {
+    /// Every bench, in the order `cargo xtask bench` runs them.
+    pub const ALL: [Target; 1] = [Target::Lint];
+
+    /// The name on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Target::Lint => "lint",
+        }
+    }
+
+    /// The bench named `name`.
+    pub fn from_name(name: &str) -> Option<Target> {
+        Target::ALL.into_iter().find(|t| t.name() == name)
+    }
+}
+
+/// What to run and how often.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// The benches to run.
+    pub targets: Vec<Target>,
+    /// Bank sizes, in lessons.
+    pub sizes: Vec<usize>,
+    /// Timed runs per tool and size.
+    pub runs: usize,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            targets: Target::ALL.to_vec(),
+            sizes: vec![10_000, 100_000],
+            runs: 3,
+        }
+    }
+}
+
+/// Where things live: the workspace root and `target/bench`.
+pub struct Paths {
+    /// The workspace root (where `Cargo.toml` with `[workspace]` is).
+    pub root: PathBuf,
+    /// Cargo's target directory.
+    pub target: PathBuf,
+}
+
+impl Paths {
+    fn discover() -> Paths {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .parent()
+            .expect("xtask lives in the workspace root")
+            .to_path_buf();
+        let target = match std::env::var_os("CARGO_TARGET_DIR") {
+            Some(dir) => root.join(dir),
+            None => root.join("target"),
+        };
+        Paths { root, target }
+    }
+
+    /// `target/bench`.
+    pub fn bench(&self) -> PathBuf {
+        self.target.join("bench")
+    }
+}
+
+/// Run the selected benches.
+pub fn run(options: &Options) -> anyhow::Result<()> {
+    let paths = Paths::discover();
+    for target in &options.targets {
+        match target {
+            Target::Lint => lint::run(&paths, options)?,
+        }
+    }
+    Ok(())
+}
