@@ -71,11 +71,24 @@ fn any(_: &str) -> bool {
     true
 }
 
-/// Random-looking: a digit, or both upper- and lowercase letters. Prose in kebab-case and
-/// placeholders such as `YOUR_TOKEN_HERE` are neither.
+/// Random-looking: a digit, or both upper- and lowercase letters, and not a placeholder. Prose
+/// in kebab-case and placeholders such as `YOUR_TOKEN_HERE` or
+/// `PERSONAL_ACCESS_TOKEN_FROM_STEP_1` are not.
 fn random_looking(s: &str) -> bool {
-    s.bytes().any(|b| b.is_ascii_digit())
-        || (s.bytes().any(|b| b.is_ascii_uppercase()) && s.bytes().any(|b| b.is_ascii_lowercase()))
+    !placeholder(s)
+        && (s.bytes().any(|b| b.is_ascii_digit())
+            || (s.bytes().any(|b| b.is_ascii_uppercase())
+                && s.bytes().any(|b| b.is_ascii_lowercase())))
+}
+
+/// Upper-case words joined by `_` or `-`, with at most a short number among them.
+fn placeholder(s: &str) -> bool {
+    let parts: Vec<&str> = s.split(['_', '-']).collect();
+    parts.len() >= 2
+        && parts.iter().all(|p| {
+            (!p.is_empty() && p.bytes().all(|b| b.is_ascii_uppercase()))
+                || (!p.is_empty() && p.len() <= 2 && p.bytes().all(|b| b.is_ascii_digit()))
+        })
 }
 
 /// Most specific first: where two patterns match overlapping text, the first one names it.
@@ -284,6 +297,8 @@ mod tests {
             "The Bearer of bad news was the CI dashboard.",
             "Send the header `Authorization: Bearer <token>` with the request.",
             "Authorization: Bearer YOUR_ACCESS_TOKEN_HERE",
+            // from zola's Netlify docs, found by the corpus test
+            "-H \"Authorization: Bearer PERSONAL_ACCESS_TOKEN_FROM_STEP_1\"",
             "Authorization: Bearer $GITHUB_TOKEN",
             "bearer authentication-is-deprecated-here",
             "Never paste a -----BEGIN RSA PRIVATE KEY----- block into a lesson.",
