@@ -6,6 +6,11 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
+// Loading a bank allocates many small strings; mimalloc is markedly faster at that than the
+// system allocator (the same choice as ruff and uv).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> ExitCode {
     let args = cli::Args::parse();
     match cli::run(args) {

@@ -147,18 +147,14 @@ impl Source {
 }
 
 fn memchr_nul(bytes: &[u8]) -> Option<usize> {
-    bytes.iter().position(|&b| b == 0)
+    memchr::memchr(0, bytes)
 }
 
 fn line_starts(text: &str) -> Vec<usize> {
     let first = if text.starts_with(BOM) { BOM.len() } else { 0 };
-    let mut starts = vec![first];
-    starts.extend(
-        text.bytes()
-            .enumerate()
-            .filter(|&(_, b)| b == b'\n')
-            .map(|(i, _)| i + 1),
-    );
+    let mut starts = Vec::with_capacity(text.len() / 32 + 2);
+    starts.push(first);
+    starts.extend(memchr::memchr_iter(b'\n', text.as_bytes()).map(|i| i + 1));
     starts
 }
 

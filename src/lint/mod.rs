@@ -102,6 +102,19 @@ pub struct FileContext<'a> {
     pub doc: &'a Document,
     /// The bank it belongs to.
     pub bank: &'a Bank,
+    /// The schema's closed mappings in this file, computed on first use by any rule.
+    pub(crate) objects: std::cell::OnceCell<Vec<rules::schema_walk::Object>>,
+}
+
+impl<'a> FileContext<'a> {
+    /// The context for one file of a bank.
+    pub fn new(doc: &'a Document, bank: &'a Bank) -> Self {
+        FileContext {
+            doc,
+            bank,
+            objects: std::cell::OnceCell::new(),
+        }
+    }
 }
 
 /// Find a rule by code or name (case-insensitive code).
@@ -198,15 +211,16 @@ pub fn lint(bank: &Bank, selection: &Selection) -> Vec<Diagnostic> {
     if enabled(&rules::walk_error::RULE) {
         rules::walk_diagnostics(bank, &mut bank_level);
     }
-    let index_of: HashMap<&Path, usize> = bank
+    // keyed by the path's bytes: hashing a `Path` walks its components
+    let index_of: HashMap<&[u8], usize> = bank
         .documents
         .iter()
         .enumerate()
-        .map(|(i, d)| (d.source.path.as_path(), i))
+        .map(|(i, d)| (d.source.path.as_os_str().as_encoded_bytes(), i))
         .collect();
     let mut others = Vec::new();
     for d in bank_level {
-        match index_of.get(d.path.as_path()) {
+        match index_of.get(d.path.as_os_str().as_encoded_bytes()) {
             Some(&i) => per_file[i].push(d),
             None => others.push(d),
         }
@@ -244,7 +258,7 @@ fn file_diagnostics(
 ) -> Vec<Diagnostic> {
     let mut out = Vec::new();
     rules::parse_diagnostics(doc, &mut out);
-    let ctx = FileContext { doc, bank };
+    let ctx = FileContext::new(doc, bank);
     for rule in RULES.iter().filter(|r| enabled(r)) {
         if let Check::File(check) = rule.check {
             check(&ctx, &mut out);

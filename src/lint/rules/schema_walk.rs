@@ -3,7 +3,6 @@
 //! for messages, and the small checks several rules share (misspelled keys, the tag pattern,
 //! catch-all globs, "did you mean").
 
-use std::collections::HashSet;
 use std::ops::Range;
 
 use crate::document::Document;
@@ -23,6 +22,8 @@ pub struct Frontmatter<'a> {
     pub yaml: &'a Yaml,
     /// The root mapping.
     pub root: NodeId,
+    /// The file's objects, computed once and shared by every rule that runs on it.
+    objects: &'a std::cell::OnceCell<Vec<Object>>,
 }
 
 /// Which closed mapping of the schema an [`Object`] is.
@@ -101,12 +102,13 @@ pub struct UnknownKey {
 
 impl<'a> Frontmatter<'a> {
     /// The frontmatter of the file being linted, when it parsed to a mapping.
-    pub fn of(ctx: &FileContext<'a>) -> Option<Self> {
+    pub fn of(ctx: &'a FileContext<'a>) -> Option<Self> {
         let doc = ctx.doc;
         Some(Frontmatter {
             doc,
             yaml: doc.yaml.as_ref()?,
             root: doc.root_map()?,
+            objects: &ctx.objects,
         })
     }
 
@@ -189,11 +191,17 @@ impl<'a> Frontmatter<'a> {
 
     /// Every closed mapping: top level, `trigger`, the targets and the evidence items that are
     /// mappings. A mapping reached twice through aliases is listed once.
-    pub fn objects(&self) -> Vec<Object> {
-        let mut seen = HashSet::new();
+    pub fn objects(&self) -> &'a [Object] {
+        self.objects.get_or_init(|| self.find_objects())
+    }
+
+    fn find_objects(&self) -> Vec<Object> {
+        let mut seen: Vec<NodeId> = Vec::new();
         let mut out = Vec::new();
         let mut push = |kind, map: NodeId, path: String, at: Range<usize>| {
-            if self.yaml.map(map).is_some() && seen.insert(self.yaml.resolve(map)) {
+            let resolved = self.yaml.resolve(map);
+            if self.yaml.map(map).is_some() && !seen.contains(&resolved) {
+                seen.push(resolved);
                 out.push(Object {
                     kind,
                     map,
@@ -232,11 +240,12 @@ impl<'a> Frontmatter<'a> {
     pub fn unknown_keys(&self, object: &Object) -> Vec<UnknownKey> {
         let entries = self.yaml.map(object.map).unwrap_or_default();
         let allowed = object.kind.keys();
-        let present: HashSet<&str> = entries
+        // mappings here have a handful of keys: a linear scan beats hashing
+        let present: Vec<&str> = entries
             .iter()
             .filter_map(|&(k, _)| self.yaml.str(k))
             .collect();
-        let mut claimed = HashSet::new();
+        let mut claimed: Vec<&str> = Vec::new();
         let mut out = Vec::new();
         for &(key, _) in entries {
             if self.yaml.scalar(key).is_none() {
@@ -253,7 +262,13 @@ impl<'a> Frontmatter<'a> {
                 continue;
             }
             let guess = misspelling_of(name, allowed);
-            let free = guess.filter(|g| !present.contains(g) && claimed.insert(*g));
+            let free = guess.filter(|g| {
+                let free = !present.contains(g) && !claimed.contains(g);
+                if free {
+                    claimed.push(g);
+                }
+                free
+            });
             out.push(UnknownKey {
                 key,
                 name: Some(name.to_string()),
@@ -449,6 +464,7 @@ fn join(names: &[&str], conjunction: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::HashSet;
 
     #[test]
     fn misspellings_are_close_and_unambiguous() {

@@ -36,7 +36,7 @@ fn check(ctx: &FileContext<'_>, out: &mut Vec<Diagnostic>) {
         return;
     };
     for object in fm.objects() {
-        for unknown in fm.unknown_keys(&object) {
+        for unknown in fm.unknown_keys(object) {
             if unknown.correction.is_some() {
                 continue;
             }
