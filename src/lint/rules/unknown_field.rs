@@ -46,7 +46,7 @@ fn check(ctx: &FileContext<'_>, out: &mut Vec<Diagnostic>) {
                     format!(
                         "a {} is not a field name{}",
                         fm.yaml.type_name(unknown.key),
-                        location(&object)
+                        location(object)
                     ),
                     "field names are plain strings".to_string(),
                 ),
