@@ -57,7 +57,7 @@ fn check(ctx: &FileContext<'_>, out: &mut Vec<Diagnostic>) {
                             "it looks like `{}`, which is already set; remove one of them",
                             object.field(twin)
                         ),
-                        None => help(&object, name),
+                        None => help(object, name),
                     },
                 ),
             };
