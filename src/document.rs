@@ -277,7 +277,7 @@ impl Body {
     pub fn section(&self, name: &str) -> Option<&Section> {
         self.sections
             .iter()
-            .find(|s| fold(&s.heading.text) == fold(name))
+            .find(|s| fold_eq(&s.heading.text, name))
     }
 }
 
@@ -292,12 +292,29 @@ fn trim_line_end(text: &str, range: Range<usize>) -> Range<usize> {
     range.start..range.start + trimmed.len()
 }
 
-/// Lowercase and collapse whitespace, for comparing headings.
-pub fn fold(s: &str) -> String {
-    s.split_whitespace()
-        .collect::<Vec<_>>()
-        .join(" ")
-        .to_lowercase()
+/// Whether two headings are equal but for case and whitespace (`fold(a) == fold(b)`, without
+/// allocating).
+pub fn fold_eq(a: &str, b: &str) -> bool {
+    let mut a = a.split_whitespace();
+    let mut b = b.split_whitespace();
+    loop {
+        match (a.next(), b.next()) {
+            (None, None) => return true,
+            (Some(x), Some(y)) => {
+                let same = if x.is_ascii() && y.is_ascii() {
+                    x.eq_ignore_ascii_case(y)
+                } else {
+                    x.chars()
+                        .flat_map(char::to_lowercase)
+                        .eq(y.chars().flat_map(char::to_lowercase))
+                };
+                if !same {
+                    return false;
+                }
+            }
+            _ => return false,
+        }
+    }
 }
 
 fn sections(text: &str, headings: &[Heading]) -> Vec<Section> {
@@ -365,6 +382,15 @@ mod tests {
             panic!()
         };
         assert!(f.content.is_empty());
+    }
+
+    #[test]
+    fn fold_eq_ignores_case_and_whitespace() {
+        assert!(fold_eq("When this  applies", "when this applies"));
+        assert!(fold_eq(" Counter-example ", "counter-example"));
+        assert!(fold_eq("Ärger Über", "ärger über"));
+        assert!(!fold_eq("When this", "When this applies"));
+        assert!(!fold_eq("Counter example", "Counter-example"));
     }
 
     #[test]

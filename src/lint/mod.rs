@@ -191,6 +191,7 @@ pub fn lint(bank: &Bank, selection: &Selection) -> Vec<Diagnostic> {
         levels.insert(rule.code, None);
     }
     let enabled = |rule: &Rule| levels.get(rule.code).copied().flatten().is_some();
+    let checks = file_checks(enabled);
     let mut per_file: Vec<Vec<Diagnostic>> = bank
         .documents
         .par_iter()
@@ -198,7 +199,7 @@ pub fn lint(bank: &Bank, selection: &Selection) -> Vec<Diagnostic> {
             if !selection.includes(&doc.source.path) {
                 return Vec::new();
             }
-            file_diagnostics(doc, bank, enabled)
+            file_diagnostics(doc, bank, &checks)
         })
         .collect();
 
@@ -244,25 +245,35 @@ pub fn lint(bank: &Bank, selection: &Selection) -> Vec<Diagnostic> {
 pub fn lint_document(doc: &Document, bank: &Bank) -> Vec<Diagnostic> {
     let levels = levels(bank);
     let enabled = |rule: &Rule| levels.get(rule.code).copied().flatten().is_some();
-    let mut out = suppression::apply(doc, file_diagnostics(doc, bank, enabled));
+    let checks = file_checks(enabled);
+    let mut out = suppression::apply(doc, file_diagnostics(doc, bank, &checks));
     apply_levels(&levels, &mut out);
     out.sort_by(|a, b| a.sort_key().cmp(&b.sort_key()));
     out
 }
 
+/// A file rule's check function.
+type FileCheck = fn(&FileContext<'_>, &mut Vec<Diagnostic>);
+
+/// The check functions of the enabled file rules, looked up once per run rather than per file.
+fn file_checks(enabled: impl Fn(&Rule) -> bool) -> Vec<FileCheck> {
+    RULES
+        .iter()
+        .filter(|r| enabled(r))
+        .filter_map(|r| match r.check {
+            Check::File(check) => Some(check),
+            _ => None,
+        })
+        .collect()
+}
+
 /// One file's parse diagnostics and the findings of its enabled file rules, before suppressions.
-fn file_diagnostics(
-    doc: &Document,
-    bank: &Bank,
-    enabled: impl Fn(&Rule) -> bool,
-) -> Vec<Diagnostic> {
+fn file_diagnostics(doc: &Document, bank: &Bank, checks: &[FileCheck]) -> Vec<Diagnostic> {
     let mut out = Vec::new();
     rules::parse_diagnostics(doc, &mut out);
     let ctx = FileContext::new(doc, bank);
-    for rule in RULES.iter().filter(|r| enabled(r)) {
-        if let Check::File(check) = rule.check {
-            check(&ctx, &mut out);
-        }
+    for check in checks {
+        check(&ctx, &mut out);
     }
     out
 }

@@ -4,7 +4,7 @@ use std::ops::Range;
 
 use crate::declare_rule;
 use crate::diagnostic::Diagnostic;
-use crate::document::{fold, Body, Section};
+use crate::document::{fold_eq, Body, Section};
 use crate::lesson::Outcome;
 use crate::lint::{Check, FileContext};
 
@@ -99,7 +99,7 @@ pub fn find<'a>(body: &'a Body, name: &str) -> Found<'a> {
     let want = key(name);
     body.sections
         .iter()
-        .filter(|s| !SECTIONS.iter().any(|e| fold(e) == fold(&s.heading.text)))
+        .filter(|s| !SECTIONS.iter().any(|e| fold_eq(e, &s.heading.text)))
         .map(|s| (similarity(&key(&s.heading.text), &want), s))
         .filter(|(score, _)| *score >= 0.75)
         .max_by(|a, b| a.0.total_cmp(&b.0))

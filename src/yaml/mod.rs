@@ -10,6 +10,8 @@ use std::ops::Range;
 
 use saphyr_parser::{Event, Parser, ScalarStyle};
 
+mod fast;
+
 /// Nesting deeper than this is refused (a hostile file cannot exhaust the stack of any walker).
 pub const MAX_DEPTH: usize = 64;
 /// More aliases than this are refused.
@@ -19,7 +21,7 @@ pub const MAX_ALIASES: usize = 1024;
 pub type NodeId = usize;
 
 /// A parsed YAML document.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Yaml {
     /// Every node; children refer to each other by index.
     pub nodes: Vec<Node>,
@@ -28,7 +30,7 @@ pub struct Yaml {
 }
 
 /// One node and where it stands in the file.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Node {
     /// What the node holds.
     pub kind: NodeKind,
@@ -37,7 +39,7 @@ pub struct Node {
 }
 
 /// The shape of a node.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum NodeKind {
     /// A scalar with its text (after unescaping and folding) and style.
     Scalar { value: String, style: Style },
@@ -147,8 +149,25 @@ impl Yaml {
     /// Parse `content`, which starts at byte `base` of the file.
     ///
     /// Returns the tree (when the syntax allows one) and every problem found. A syntax error
-    /// yields no tree; duplicate keys yield both a tree and errors.
+    /// yields no tree; duplicate keys yield both a tree and errors. The common shape of lesson
+    /// frontmatter takes a fast path that builds the same tree; everything else goes through
+    /// saphyr.
     pub fn parse(content: &str, base: usize) -> (Option<Yaml>, Vec<YamlError>) {
+        match fast::parse(content, base) {
+            Some(yaml) => (Some(yaml), Vec::new()),
+            None => Yaml::parse_with_saphyr(content, base),
+        }
+    }
+
+    /// Parse with the fast path only: `None` when the text is outside its subset.
+    #[doc(hidden)]
+    pub fn parse_fast(content: &str, base: usize) -> Option<Yaml> {
+        fast::parse(content, base)
+    }
+
+    /// Parse with saphyr only (the reference the fast path is tested against).
+    #[doc(hidden)]
+    pub fn parse_with_saphyr(content: &str, base: usize) -> (Option<Yaml>, Vec<YamlError>) {
         let offsets = Offsets::new(content, base);
         let mut nodes: Vec<Node> = Vec::new();
         let mut anchors: HashMap<usize, NodeId> = HashMap::new();
