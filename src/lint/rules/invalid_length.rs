@@ -35,31 +35,28 @@ fn check(ctx: &FileContext<'_>, out: &mut Vec<Diagnostic>) {
     let Some(fm) = Frontmatter::of(ctx) else {
         return;
     };
-    let mut fields: Vec<(String, NodeId, NodeId, usize, usize)> = Vec::new();
-    let mut add = |path: String, map: NodeId, key: &str, min: usize, max: usize| {
-        if let Some((k, v)) = fm.get(map, key) {
-            fields.push((path, k, v, min, max));
-        }
-    };
-    add("title".into(), fm.root, "title", 1, 200);
+    // (field path, evidence index, map, key, min, max): paths are formatted only for a finding
+    let mut fields: Vec<(&str, Option<usize>, NodeId, &str, usize, usize)> = Vec::new();
+    fields.push(("title", None, fm.root, "title", 1, 200));
     if let Some((_, trigger)) = fm.trigger() {
-        add(
-            "trigger.description".into(),
-            trigger,
-            "description",
-            1,
-            1000,
-        );
+        fields.push(("trigger.description", None, trigger, "description", 1, 1000));
     }
     for (i, item) in fm.items(fm.root, "evidence") {
-        add(format!("evidence[{i}].ref"), item, "ref", 1, 256);
-        add(format!("evidence[{i}].note"), item, "note", 0, 500);
+        fields.push(("ref", Some(i), item, "ref", 1, 256));
+        fields.push(("note", Some(i), item, "note", 0, 500));
     }
-    for (path, key, value, min, max) in fields {
+    for (path, index, map, name, min, max) in fields {
+        let Some((key, value)) = fm.get(map, name) else {
+            continue;
+        };
         let Some(text) = fm.string(value) else {
             continue;
         };
         if let Some(problem) = length_problem(text, min, max) {
+            let path = match index {
+                Some(i) => format!("evidence[{i}].{path}"),
+                None => path.to_string(),
+            };
             out.push(Diagnostic::new(
                 &RULE,
                 fm.source(),

@@ -44,19 +44,25 @@ fn check_document(doc: &Document, out: &mut Vec<Diagnostic>) {
     let (Some(lesson), Some(body)) = (&doc.lesson, &doc.body) else {
         return;
     };
-    let title = fold_whitespace(&lesson.title.value);
-    if title.is_empty() {
+    let written = lesson.title.value.as_str();
+    if written.trim().is_empty() {
         return;
     }
     let text = &doc.source.text;
-    let (title_line, _) = doc.source.line_col(lesson.title.span.start);
     match body.h1() {
         Some(h1) => {
             let content = heading_content(text, h1);
-            let raw = fold_whitespace(&text[content.range.clone()]);
-            if raw == title || raw == heading_text(&title) || fold_whitespace(&h1.text) == title {
+            let raw = &text[content.range.clone()];
+            // compared without allocating: this runs on every lesson
+            if same_words(raw, written)
+                || same_words(&h1.text, written)
+                || (written.trim_end().ends_with('#')
+                    && same_words(raw, &heading_text(&fold_whitespace(written))))
+            {
                 return;
             }
+            let title = fold_whitespace(written);
+            let (title_line, _) = doc.source.line_col(lesson.title.span.start);
             let range = if content.range.is_empty() {
                 h1.range.clone()
             } else {
@@ -81,6 +87,7 @@ fn check_document(doc: &Document, out: &mut Vec<Diagnostic>) {
             );
         }
         None => {
+            let title = fold_whitespace(written);
             let (at, insertion) = insertion(doc, body.start, &heading_text(&title));
             out.push(
                 Diagnostic::new(
@@ -97,6 +104,11 @@ fn check_document(doc: &Document, out: &mut Vec<Diagnostic>) {
             );
         }
     }
+}
+
+/// Whether two texts have the same words (`fold_whitespace(a) == fold_whitespace(b)`).
+fn same_words(a: &str, b: &str) -> bool {
+    a.split_whitespace().eq(b.split_whitespace())
 }
 
 /// Collapse whitespace runs (a folded multi-line YAML title, a heading with double spaces).

@@ -92,11 +92,11 @@ fn check(ctx: &FileContext<'_>, out: &mut Vec<Diagnostic>) {
             let Some(want) = want(object.kind, name) else {
                 continue;
             };
-            let field = object.field(name);
+            // the field's path is built only for a finding: this loop runs on every key
             match want {
                 Want::Strings | Want::Mappings => {
                     let Some(items) = fm.yaml.seq(value) else {
-                        report(&fm, out, &field, want, key, value);
+                        report(&fm, out, &object.field(name), want, key, value);
                         continue;
                     };
                     let item_want = if want == Want::Strings {
@@ -106,11 +106,14 @@ fn check(ctx: &FileContext<'_>, out: &mut Vec<Diagnostic>) {
                     };
                     for (i, &item) in items.iter().enumerate() {
                         if !is(&fm, item, item_want) {
-                            report(&fm, out, &format!("{field}[{i}]"), item_want, item, item);
+                            let field = format!("{}[{i}]", object.field(name));
+                            report(&fm, out, &field, item_want, item, item);
                         }
                     }
                 }
-                _ if !is(&fm, value, want) => report(&fm, out, &field, want, key, value),
+                _ if !is(&fm, value, want) => {
+                    report(&fm, out, &object.field(name), want, key, value)
+                }
                 _ => {}
             }
         }
