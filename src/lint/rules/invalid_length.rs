@@ -31,21 +31,71 @@ declare_rule! {
     }
 }
 
+/// A length-limited string field; its path is formatted only for a finding.
+struct Field {
+    /// The path, or the key within `evidence[index]`.
+    path: &'static str,
+    /// The evidence item's index, for fields of evidence items.
+    index: Option<usize>,
+    /// The mapping holding the field.
+    map: NodeId,
+    /// The key.
+    name: &'static str,
+    /// Least length, in characters.
+    min: usize,
+    /// Greatest length, in characters.
+    max: usize,
+}
+
+impl Field {
+    fn new(
+        path: &'static str,
+        index: Option<usize>,
+        map: NodeId,
+        name: &'static str,
+        min: usize,
+        max: usize,
+    ) -> Self {
+        Field {
+            path,
+            index,
+            map,
+            name,
+            min,
+            max,
+        }
+    }
+}
+
 fn check(ctx: &FileContext<'_>, out: &mut Vec<Diagnostic>) {
     let Some(fm) = Frontmatter::of(ctx) else {
         return;
     };
-    // (field path, evidence index, map, key, min, max): paths are formatted only for a finding
-    let mut fields: Vec<(&str, Option<usize>, NodeId, &str, usize, usize)> = Vec::new();
-    fields.push(("title", None, fm.root, "title", 1, 200));
+    let mut fields: Vec<Field> = Vec::new();
+    fields.push(Field::new("title", None, fm.root, "title", 1, 200));
     if let Some((_, trigger)) = fm.trigger() {
-        fields.push(("trigger.description", None, trigger, "description", 1, 1000));
+        fields.push(Field::new(
+            "trigger.description",
+            None,
+            trigger,
+            "description",
+            1,
+            1000,
+        ));
     }
     for (i, item) in fm.items(fm.root, "evidence") {
-        fields.push(("ref", Some(i), item, "ref", 1, 256));
-        fields.push(("note", Some(i), item, "note", 0, 500));
+        fields.push(Field::new("ref", Some(i), item, "ref", 1, 256));
+        fields.push(Field::new("note", Some(i), item, "note", 0, 500));
     }
-    for (path, index, map, name, min, max) in fields {
+    for Field {
+        path,
+        index,
+        map,
+        name,
+        min,
+        max,
+    } in fields
+    {
         let Some((key, value)) = fm.get(map, name) else {
             continue;
         };
