@@ -132,11 +132,26 @@ impl Bank {
         Bank::load_with(root, &Overlay::new(), now_from_env()?)
     }
 
+    /// Load the lessons' frontmatter only, without parsing bodies: for commands that need the
+    /// model but not the body (index, list, show).
+    pub fn load_lessons(root: &Path) -> Result<Bank, BankError> {
+        Bank::load_as(root, &Overlay::new(), now_from_env()?, false)
+    }
+
     /// Load with file contents overridden by `overlay` and expiry judged at `now`.
     pub fn load_with(
         root: &Path,
         overlay: &Overlay,
         now: jiff::Timestamp,
+    ) -> Result<Bank, BankError> {
+        Bank::load_as(root, overlay, now, true)
+    }
+
+    fn load_as(
+        root: &Path,
+        overlay: &Overlay,
+        now: jiff::Timestamp,
+        with_bodies: bool,
     ) -> Result<Bank, BankError> {
         if !root.is_dir() {
             return Err(BankError::NotFound(root.display().to_string()));
@@ -150,7 +165,11 @@ impl Bank {
             .par_iter()
             .map(|path| {
                 let (source, problem) = read(path, overlay, limit);
-                Document::parse(source, problem)
+                if with_bodies {
+                    Document::parse(source, problem)
+                } else {
+                    Document::parse_frontmatter(source, problem)
+                }
             })
             .collect();
         let index_path = root.join(INDEX_FILE);

@@ -30,6 +30,15 @@ pub struct Document {
 impl Document {
     /// Parse a source. Never fails: what cannot be parsed is recorded for the lint rules.
     pub fn parse(source: Source, read_problem: Option<ReadProblem>) -> Document {
+        Document::parse_as(source, read_problem, true)
+    }
+
+    /// Parse the frontmatter only (no body): enough for the index, listing and retrieval.
+    pub fn parse_frontmatter(source: Source, read_problem: Option<ReadProblem>) -> Document {
+        Document::parse_as(source, read_problem, false)
+    }
+
+    fn parse_as(source: Source, read_problem: Option<ReadProblem>, with_body: bool) -> Document {
         let mut doc = Document {
             source,
             read_problem,
@@ -55,7 +64,9 @@ impl Document {
             Split::Missing => Some(if text.starts_with(BOM) { BOM.len() } else { 0 }),
             Split::Unterminated { .. } | Split::Foreign { .. } => None,
         };
-        doc.body = body_start.map(|start| Body::parse(text, start));
+        if with_body {
+            doc.body = body_start.map(|start| Body::parse(text, start));
+        }
         doc.split = Some(split);
         doc
     }

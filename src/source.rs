@@ -45,32 +45,39 @@ impl Source {
     /// On a problem the returned `Source` holds as much text as can be shown (for an invalid
     /// UTF-8 file, the valid prefix), so that the diagnostic can still point into it.
     pub fn read(path: &Path, display: PathBuf, limit: u64) -> (Source, Option<ReadProblem>) {
-        let empty = || Source::new(display.clone(), String::new());
-        match std::fs::metadata(path) {
-            Ok(meta) if meta.len() > limit => {
-                let problem = ReadProblem::TooLarge {
-                    size: meta.len(),
-                    limit,
-                };
-                return (empty(), Some(problem));
-            }
-            Ok(_) => {}
-            Err(err) => {
-                let problem = ReadProblem::Io {
-                    message: err.to_string(),
-                };
-                return (empty(), Some(problem));
-            }
+        use std::io::Read;
+        let failed = |err: std::io::Error| {
+            let problem = ReadProblem::Io {
+                message: err.to_string(),
+            };
+            (Source::new(display.clone(), String::new()), Some(problem))
+        };
+        // one open, one fstat, one read: this runs for every file of the bank
+        let mut file = match std::fs::File::open(path) {
+            Ok(file) => file,
+            Err(err) => return failed(err),
+        };
+        let size = match file.metadata() {
+            Ok(meta) => meta.len(),
+            Err(err) => return failed(err),
+        };
+        if size > limit {
+            let problem = ReadProblem::TooLarge { size, limit };
+            return (Source::new(display, String::new()), Some(problem));
         }
-        match std::fs::read(path) {
-            Ok(bytes) => Source::from_bytes(display, bytes),
-            Err(err) => (
-                empty(),
-                Some(ReadProblem::Io {
-                    message: err.to_string(),
-                }),
-            ),
+        let mut bytes = Vec::with_capacity(size as usize + 1);
+        // `take` bounds a file that grows while it is read
+        if let Err(err) = file.by_ref().take(limit + 1).read_to_end(&mut bytes) {
+            return failed(err);
         }
+        if bytes.len() as u64 > limit {
+            let problem = ReadProblem::TooLarge {
+                size: bytes.len() as u64,
+                limit,
+            };
+            return (Source::new(display, String::new()), Some(problem));
+        }
+        Source::from_bytes(display, bytes)
     }
 
     /// Take bytes as text, reporting invalid UTF-8 and NUL bytes.

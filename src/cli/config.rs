@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 /// Print the bank's configuration with every default spelled out.
 pub fn run(root: &Path) -> anyhow::Result<ExitCode> {
-    let bank = super::load(root)?;
+    let bank = super::load_lessons(root)?;
     let origin = if bank.has_config {
         format!("{}/lesson.toml", root.display())
     } else {

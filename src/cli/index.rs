@@ -23,7 +23,7 @@ pub struct IndexArgs {
 /// Run `lesson index`.
 pub fn run(root: &Path, args: IndexArgs) -> anyhow::Result<ExitCode> {
     if args.check || args.stdout {
-        let bank = super::load(root)?;
+        let bank = super::load_lessons(root)?;
         let rendered = index_md::render(&bank)?;
         if args.stdout {
             print!("{rendered}");
@@ -49,7 +49,7 @@ pub fn run(root: &Path, args: IndexArgs) -> anyhow::Result<ExitCode> {
     }
     let mut lock = super::lock(root)?;
     let line = lock.with(|| -> anyhow::Result<String> {
-        let bank = super::load(root)?;
+        let bank = super::load_lessons(root)?;
         let rendered = index_md::render(&bank)?;
         let path = bank.index_path();
         if index_md::is_current(&bank, &rendered) {

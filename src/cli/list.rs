@@ -117,7 +117,7 @@ impl<'a> LessonJson<'a> {
 
 /// Run `lesson list`.
 pub fn run(root: &Path, args: ListArgs) -> anyhow::Result<ExitCode> {
-    let bank = super::load(root)?;
+    let bank = super::load_lessons(root)?;
     let keep = |state: &str| match args.status {
         StatusFilter::All => true,
         StatusFilter::Active => state == "active",

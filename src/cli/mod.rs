@@ -74,6 +74,12 @@ fn load(root: &Path) -> anyhow::Result<lesson::Bank> {
     lesson::Bank::load(root).with_context(|| format!("cannot load the bank at {}", root.display()))
 }
 
+/// Load a bank's frontmatter only (no bodies), for commands that do not lint.
+fn load_lessons(root: &Path) -> anyhow::Result<lesson::Bank> {
+    lesson::Bank::load_lessons(root)
+        .with_context(|| format!("cannot load the bank at {}", root.display()))
+}
+
 /// Take the bank's lock for a read-modify-write. A missing bank is an error here, not a
 /// directory to create.
 fn lock(root: &Path) -> anyhow::Result<lesson::edit::BankLock> {

@@ -19,7 +19,7 @@ pub struct ShowArgs {
 
 /// Run `lesson show`.
 pub fn run(root: &Path, args: ShowArgs) -> anyhow::Result<ExitCode> {
-    let bank = super::load(root)?;
+    let bank = super::load_lessons(root)?;
     let by_slug = bank.by_slug();
     let Some(&(doc, lesson)) = by_slug.get(args.slug.as_str()) else {
         // a file named like the slug that does not parse as a lesson
