@@ -118,6 +118,18 @@ fn entry(bank: &Bank, doc: &Document, lesson: &Lesson) -> Entry {
 /// The document's path relative to the bank root, with `/` separators.
 pub fn relative_link(bank: &Bank, doc: &Document) -> String {
     let path = &doc.source.path;
+    // the common case, `<root>/<name>` in UTF-8 on a `/` system, without walking components
+    if let (Some(full), Some(root)) = (path.to_str(), bank.root.to_str()) {
+        if let Some(rest) = full.strip_prefix(root).and_then(|r| r.strip_prefix('/')) {
+            if std::path::MAIN_SEPARATOR == '/'
+                && !rest.starts_with('/')
+                && !rest.contains("/./")
+                && !rest.starts_with("./")
+            {
+                return rest.to_string();
+            }
+        }
+    }
     let rel = path.strip_prefix(&bank.root).unwrap_or(path);
     rel.components()
         .map(|c| c.as_os_str().to_string_lossy())
@@ -126,6 +138,9 @@ pub fn relative_link(bank: &Bank, doc: &Document) -> String {
 }
 
 fn escape_link_text(s: &str) -> String {
+    if !s.bytes().any(|b| matches!(b, b'[' | b']' | b'\\')) {
+        return s.to_string();
+    }
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         if matches!(c, '[' | ']' | '\\') {
@@ -138,15 +153,22 @@ fn escape_link_text(s: &str) -> String {
 
 /// Percent-encode every byte of a relative path but unreserved characters and `/`.
 fn encode_link_target(path: &str) -> String {
+    if path.bytes().all(unreserved) {
+        return path.to_string();
+    }
     let mut out = String::with_capacity(path.len());
     for b in path.bytes() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~' | b'/') {
+        if unreserved(b) {
             out.push(b as char);
         } else {
             out.push_str(&format!("%{b:02X}"));
         }
     }
     out
+}
+
+fn unreserved(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~' | b'/')
 }
 
 /// Count entries by status.

@@ -124,6 +124,9 @@ fn environment() -> Environment<'static> {
 
 /// Text for a markdown table cell: `|` escaped, line breaks folded into one space.
 pub fn table_cell(s: &str) -> String {
+    if !needs_cell_escape(s) {
+        return s.to_string();
+    }
     let mut out = String::with_capacity(s.len());
     let mut pending_space = false;
     for c in s.chars() {
@@ -146,11 +149,21 @@ pub fn table_cell(s: &str) -> String {
 }
 
 /// Filter `cell`: a value made safe for a markdown table cell.
-fn cell(value: Value) -> String {
+fn cell(value: Value) -> Value {
     match value.as_str() {
-        Some(s) => table_cell(s),
-        None => table_cell(&value.to_string()),
+        // most cells need no escaping: hand the value back without copying it
+        Some(s) if !needs_cell_escape(s) => value,
+        Some(s) => Value::from(table_cell(s)),
+        None => Value::from(table_cell(&value.to_string())),
     }
+}
+
+/// Whether [`table_cell`] would change `s`.
+fn needs_cell_escape(s: &str) -> bool {
+    s.bytes().any(|b| matches!(b, b'|' | b'\n' | b'\r'))
+        || (!s.is_ascii()
+            && s.chars()
+                .any(|c| matches!(c, '\u{85}' | '\u{2028}' | '\u{2029}')))
 }
 
 /// Filter `yaml`: a string as a YAML scalar (quoted when needed), a sequence as a flow
