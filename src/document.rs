@@ -129,7 +129,7 @@ fn lines_from(text: &str, start: usize) -> impl Iterator<Item = (Range<usize>, u
             return None;
         }
         let rest = &text[pos..];
-        let (line_len, next) = match rest.find('\n') {
+        let (line_len, next) = match memchr::memchr(b'\n', rest.as_bytes()) {
             Some(i) => (i, pos + i + 1),
             None => (rest.len(), text.len()),
         };

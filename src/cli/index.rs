@@ -27,6 +27,7 @@ pub fn run(root: &Path, args: IndexArgs) -> anyhow::Result<ExitCode> {
         let rendered = index_md::render(&bank)?;
         if args.stdout {
             print!("{rendered}");
+            super::release(bank);
             return Ok(ExitCode::SUCCESS);
         }
         if index_md::is_current(&bank, &rendered) {
@@ -57,6 +58,7 @@ pub fn run(root: &Path, args: IndexArgs) -> anyhow::Result<ExitCode> {
         }
         write_atomic(root, &path, rendered.as_bytes())?;
         let n = bank.lessons().count();
+        super::release(bank);
         Ok(format!(
             "wrote {} ({n} lesson{})",
             path.display(),

@@ -111,7 +111,9 @@ pub fn run(root: &Path, args: LintArgs) -> anyhow::Result<ExitCode> {
             "{}",
             report::render(format, &diagnostics, &Sources::of(&bank), options)
         )?;
-        (diagnostics, None, bank.documents.len())
+        let checked = bank.documents.len();
+        super::release(bank);
+        (diagnostics, None, checked)
     };
 
     let summary = Summary::of(&diagnostics);

@@ -44,7 +44,9 @@ struct Parser<'a> {
 /// Parse `content` (which starts at byte `base` of the file) when it is in the fast subset.
 pub fn parse(content: &str, base: usize) -> Option<Yaml> {
     let bytes = content.as_bytes();
-    if memchr::memchr3(b'\t', b'#', b'\\', bytes).is_some() || content.contains('\u{feff}') {
+    if memchr::memchr3(b'\t', b'#', b'\\', bytes).is_some()
+        || (memchr::memchr(0xEF, bytes).is_some() && content.contains('\u{feff}'))
+    {
         return None;
     }
     let mut lines = Vec::with_capacity(bytes.len() / 24 + 1);
@@ -209,8 +211,7 @@ impl<'a> Parser<'a> {
 
     /// Whether the text from `from` to `end` is a `key: value` or `key:` line.
     fn key_like(&self, from: usize, end: usize) -> bool {
-        let s = &self.text[from..end];
-        s.contains(": ") || s.ends_with(':')
+        has_mapping_colon(&self.text[from..end])
     }
 
     /// Split a `key: value` line at `from`: the key's range and where the value starts (`None`
@@ -347,8 +348,7 @@ impl<'a> Parser<'a> {
                     || item
                         .bytes()
                         .any(|b| matches!(b, b'[' | b']' | b'{' | b'}' | b'"' | b'\'' | b'#'))
-                    || item.contains(": ")
-                    || item.ends_with(':')
+                    || has_mapping_colon(item)
                 {
                     return None;
                 }
@@ -361,9 +361,16 @@ impl<'a> Parser<'a> {
     }
 }
 
-/// A plain scalar's text that the fast path reads exactly like YAML does.
+/// A plain scalar's text that the fast path reads exactly like YAML does (`#` never gets here:
+/// a file with one goes to saphyr).
 fn plain_ok(s: &str) -> bool {
-    !s.is_empty() && !s.contains(": ") && !s.ends_with(':') && !s.contains(" #")
+    !s.is_empty() && !has_mapping_colon(s)
+}
+
+/// Whether `s` holds `: ` or ends with `:` (a mapping indicator in block context).
+fn has_mapping_colon(s: &str) -> bool {
+    let b = s.as_bytes();
+    memchr::memchr_iter(b':', b).any(|i| i + 1 == b.len() || b[i + 1] == b' ')
 }
 
 impl NodeKind {
