@@ -8,6 +8,8 @@ use crate::lesson::Lesson;
 use crate::source::{ReadProblem, Source, BOM};
 use crate::yaml::{NodeId, Yaml, YamlError};
 
+mod heading_scan;
+
 /// One file, parsed as far as it goes: source, fences, YAML tree, typed lesson, body.
 #[derive(Debug, Clone)]
 pub struct Document {
@@ -221,8 +223,35 @@ pub struct Body {
 }
 
 impl Body {
-    /// Parse the body of `text` starting at `start` with pulldown-cmark.
+    /// Find the headings, sections and comments of the body of `text` starting at `start`.
+    /// Plain bodies take a line scanner; everything else goes through pulldown-cmark.
     pub fn parse(text: &str, start: usize) -> Body {
+        match heading_scan::scan(text, start) {
+            Some(headings) => Body {
+                start,
+                sections: sections(text, &headings),
+                headings,
+                comments: Vec::new(),
+            },
+            None => Body::parse_with_pulldown(text, start),
+        }
+    }
+
+    /// Parse with the line scanner only: `None` when the body needs pulldown-cmark.
+    #[doc(hidden)]
+    pub fn parse_fast(text: &str, start: usize) -> Option<Body> {
+        let headings = heading_scan::scan(text, start)?;
+        Some(Body {
+            start,
+            sections: sections(text, &headings),
+            headings,
+            comments: Vec::new(),
+        })
+    }
+
+    /// Parse with pulldown-cmark (the reference the line scanner is tested against).
+    #[doc(hidden)]
+    pub fn parse_with_pulldown(text: &str, start: usize) -> Body {
         let body = &text[start..];
         let mut headings = Vec::new();
         let mut comments = Vec::new();
