@@ -9,9 +9,18 @@
 
 use super::Heading;
 
-/// Characters that make a heading's text differ from its source (inline markup, escapes,
-/// entities): such a body goes to pulldown-cmark.
-const INLINE: &[u8] = b"*_`[]<>\\&!~#";
+/// Bytes that make a heading's text differ from its source (inline markup, escapes, entities,
+/// a closing sequence): such a body goes to pulldown-cmark. A table: this is checked per byte.
+const INLINE: [bool; 256] = {
+    let mut table = [false; 256];
+    let chars = b"*_`[]<>\\&!~#";
+    let mut i = 0;
+    while i < chars.len() {
+        table[chars[i] as usize] = true;
+        i += 1;
+    }
+    table
+};
 
 /// The headings of `text[start..]`, or `None` when the body needs a real markdown parser.
 pub(super) fn scan(text: &str, start: usize) -> Option<Vec<Heading>> {
@@ -116,7 +125,7 @@ fn heading(text: &str, at: usize, rest: &[u8]) -> Option<Option<Heading>> {
     if lead >= trimmed_len
         || content[lead..trimmed_len]
             .iter()
-            .any(|b| INLINE.contains(b))
+            .any(|&b| INLINE[b as usize])
     {
         return None;
     }
