@@ -332,9 +332,25 @@ fn trim_line_end(text: &str, range: Range<usize>) -> Range<usize> {
     range.start..range.start + trimmed.len()
 }
 
+/// ASCII without a vertical tab: there `split_ascii_whitespace` splits as `split_whitespace`.
+fn ascii_words(s: &str) -> bool {
+    s.is_ascii() && !s.contains('\x0b')
+}
+
 /// Whether two headings are equal but for case and whitespace (`fold(a) == fold(b)`, without
 /// allocating).
 pub fn fold_eq(a: &str, b: &str) -> bool {
+    if ascii_words(a) && ascii_words(b) {
+        let mut a = a.split_ascii_whitespace();
+        let mut b = b.split_ascii_whitespace();
+        return loop {
+            match (a.next(), b.next()) {
+                (None, None) => break true,
+                (Some(x), Some(y)) if x.eq_ignore_ascii_case(y) => {}
+                _ => break false,
+            }
+        };
+    }
     let mut a = a.split_whitespace();
     let mut b = b.split_whitespace();
     loop {

@@ -49,7 +49,7 @@ fn check(ctx: &FileContext<'_>, out: &mut Vec<Diagnostic>) {
                 object.at.clone(),
                 format!(
                     "`{}` is empty, expected `operator`, `role` or `skill`",
-                    object.path
+                    object.path()
                 ),
             )
             .with_help("give the target a glob, or remove it (no targets means anyone)"),

@@ -57,7 +57,7 @@ fn check(ctx: &FileContext<'_>, out: &mut Vec<Diagnostic>) {
             ObjectKind::Top => format!("missing required {fields} {}", list(&missing)),
             _ => format!(
                 "`{}` is missing required {fields} {}",
-                object.path,
+                object.path(),
                 list(&missing)
             ),
         };

@@ -50,6 +50,30 @@ impl ObjectKind {
         }
     }
 
+    /// Whether the schema allows `key` here (a `match`: this runs for every key of every file).
+    pub fn allows(self, key: &str) -> bool {
+        match self {
+            ObjectKind::Top => matches!(
+                key,
+                "schema"
+                    | "slug"
+                    | "title"
+                    | "trigger"
+                    | "outcome"
+                    | "evidence"
+                    | "confidence"
+                    | "success_count"
+                    | "failure_count"
+                    | "supersedes"
+                    | "expires_at"
+                    | "metadata"
+            ),
+            ObjectKind::Trigger => matches!(key, "description" | "tags" | "targets" | "metadata"),
+            ObjectKind::Target => matches!(key, "operator" | "role" | "skill"),
+            ObjectKind::Evidence => matches!(key, "kind" | "ref" | "note"),
+        }
+    }
+
     /// The keys the schema requires.
     pub fn required(self) -> &'static [&'static str] {
         match self {
@@ -68,20 +92,30 @@ pub struct Object {
     pub kind: ObjectKind,
     /// The mapping node as written (an alias resolves to its anchor).
     pub map: NodeId,
-    /// Its path for messages: "" (top level), `trigger`, `trigger.targets[0]`, `evidence[1]`.
-    pub path: String,
+    /// For a target or an evidence item, its index in its list.
+    pub index: usize,
     /// Where a finding about the whole mapping points: the opening fence for the top level,
     /// the `trigger` key, or the item.
     pub at: Range<usize>,
 }
 
 impl Object {
+    /// Its path for messages: "" (top level), `trigger`, `trigger.targets[0]`, `evidence[1]`.
+    /// Built on demand: only findings need it.
+    pub fn path(&self) -> String {
+        match self.kind {
+            ObjectKind::Top => String::new(),
+            ObjectKind::Trigger => "trigger".into(),
+            ObjectKind::Target => format!("trigger.targets[{}]", self.index),
+            ObjectKind::Evidence => format!("evidence[{}]", self.index),
+        }
+    }
+
     /// The path of one of its fields, for messages.
     pub fn field(&self, key: &str) -> String {
-        if self.path.is_empty() {
-            key.to_string()
-        } else {
-            format!("{}.{key}", self.path)
+        match self.kind {
+            ObjectKind::Top => key.to_string(),
+            _ => format!("{}.{key}", self.path()),
         }
     }
 }
@@ -198,39 +232,28 @@ impl<'a> Frontmatter<'a> {
     fn find_objects(&self) -> Vec<Object> {
         let mut seen: Vec<NodeId> = Vec::new();
         let mut out = Vec::new();
-        let mut push = |kind, map: NodeId, path: String, at: Range<usize>| {
+        let mut push = |kind, map: NodeId, index: usize, at: Range<usize>| {
             let resolved = self.yaml.resolve(map);
             if self.yaml.map(map).is_some() && !seen.contains(&resolved) {
                 seen.push(resolved);
                 out.push(Object {
                     kind,
                     map,
-                    path,
+                    index,
                     at,
                 });
             }
         };
         let open = self.doc.fences().map_or(0..0, |f| f.open.clone());
-        push(ObjectKind::Top, self.root, String::new(), open);
+        push(ObjectKind::Top, self.root, 0, open);
         if let Some((key, trigger)) = self.trigger() {
-            push(
-                ObjectKind::Trigger,
-                trigger,
-                "trigger".into(),
-                self.span(key),
-            );
+            push(ObjectKind::Trigger, trigger, 0, self.span(key));
             for (i, item) in self.items(trigger, "targets") {
-                let path = format!("trigger.targets[{i}]");
-                push(ObjectKind::Target, item, path, self.span(item));
+                push(ObjectKind::Target, item, i, self.span(item));
             }
         }
         for (i, item) in self.items(self.root, "evidence") {
-            push(
-                ObjectKind::Evidence,
-                item,
-                format!("evidence[{i}]"),
-                self.span(item),
-            );
+            push(ObjectKind::Evidence, item, i, self.span(item));
         }
         out
     }
@@ -239,6 +262,14 @@ impl<'a> Frontmatter<'a> {
     /// or not (S002).
     pub fn unknown_keys(&self, object: &Object) -> Vec<UnknownKey> {
         let entries = self.yaml.map(object.map).unwrap_or_default();
+        // the common case: every key is allowed, nothing to classify
+        if entries.iter().all(|&(k, _)| {
+            self.yaml
+                .str(k)
+                .is_some_and(|name| object.kind.allows(name))
+        }) {
+            return Vec::new();
+        }
         let allowed = object.kind.keys();
         // mappings here have a handful of keys: a linear scan beats hashing
         let present: Vec<&str> = entries

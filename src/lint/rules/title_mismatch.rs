@@ -108,7 +108,16 @@ fn check_document(doc: &Document, out: &mut Vec<Diagnostic>) {
 
 /// Whether two texts have the same words (`fold_whitespace(a) == fold_whitespace(b)`).
 fn same_words(a: &str, b: &str) -> bool {
-    a.split_whitespace().eq(b.split_whitespace())
+    if ascii_words(a) && ascii_words(b) {
+        a.split_ascii_whitespace().eq(b.split_ascii_whitespace())
+    } else {
+        a.split_whitespace().eq(b.split_whitespace())
+    }
+}
+
+/// ASCII without a vertical tab: there `split_ascii_whitespace` splits as `split_whitespace`.
+fn ascii_words(s: &str) -> bool {
+    s.is_ascii() && !s.contains('\x0b')
 }
 
 /// Collapse whitespace runs (a folded multi-line YAML title, a heading with double spaces).

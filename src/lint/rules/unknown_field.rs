@@ -67,10 +67,10 @@ fn check(ctx: &FileContext<'_>, out: &mut Vec<Diagnostic>) {
 }
 
 fn location(object: &Object) -> String {
-    if object.path.is_empty() {
+    if object.kind == ObjectKind::Top {
         String::new()
     } else {
-        format!(" in `{}`", object.path)
+        format!(" in `{}`", object.path())
     }
 }
 
@@ -88,7 +88,7 @@ fn help(object: &Object, name: &str) -> String {
             list(&TRIGGER_KEYS)
         ),
         ObjectKind::Target | ObjectKind::Evidence => {
-            format!("`{}` allows {}", object.path, list(object.kind.keys()))
+            format!("`{}` allows {}", object.path(), list(object.kind.keys()))
         }
     }
 }
