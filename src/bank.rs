@@ -135,7 +135,8 @@ impl Bank {
     /// Load the lessons' frontmatter only, without parsing bodies: for commands that need the
     /// model but not the body (index, list, show).
     pub fn load_lessons(root: &Path) -> Result<Bank, BankError> {
-        Bank::load_as(root, &Overlay::new(), now_from_env()?, false)
+        let (bank, _) = Bank::load_as(root, &Overlay::new(), now_from_env()?, false, |_, _| ())?;
+        Ok(bank)
     }
 
     /// Load with file contents overridden by `overlay` and expiry judged at `now`.
@@ -144,15 +145,29 @@ impl Bank {
         overlay: &Overlay,
         now: jiff::Timestamp,
     ) -> Result<Bank, BankError> {
-        Bank::load_as(root, overlay, now, true)
+        let (bank, _) = Bank::load_as(root, overlay, now, true, |_, _| ())?;
+        Ok(bank)
     }
 
-    fn load_as(
+    /// Load in full, handing each parsed document to `visit` (in parallel, with the bank's
+    /// configuration) before it is stored: `visit` takes what it needs and may slim the document
+    /// down. Its results come back in the order of [`Bank::documents`].
+    pub fn load_visiting<T: Send>(
         root: &Path,
         overlay: &Overlay,
         now: jiff::Timestamp,
-        with_bodies: bool,
-    ) -> Result<Bank, BankError> {
+        visit: impl Fn(&Config, &mut Document) -> T + Sync,
+    ) -> Result<(Bank, Vec<T>), BankError> {
+        Bank::load_as(root, overlay, now, true, visit)
+    }
+
+    fn load_as<T: Send>(
+        root: &Path,
+        overlay: &Overlay,
+        now: jiff::Timestamp,
+        full: bool,
+        visit: impl Fn(&Config, &mut Document) -> T + Sync,
+    ) -> Result<(Bank, Vec<T>), BankError> {
         if !root.is_dir() {
             return Err(BankError::NotFound(root.display().to_string()));
         }
@@ -161,17 +176,19 @@ impl Bank {
         let exclude = exclude_set(&config)?;
         let (paths, walk_problems) = lesson_paths(root, &exclude);
         let limit = config.lint.size_limit;
-        let documents: Vec<Document> = paths
+        let (documents, visited): (Vec<Document>, Vec<T>) = paths
             .par_iter()
             .map(|path| {
                 let (source, problem) = read(path, overlay, limit);
-                if with_bodies {
+                let mut doc = if full {
                     Document::parse(source, problem)
                 } else {
                     Document::parse_frontmatter(source, problem)
-                }
+                };
+                let result = visit(&config, &mut doc);
+                (doc, result)
             })
-            .collect();
+            .unzip();
         let index_path = root.join(INDEX_FILE);
         let index = if let Some(text) = overlay.get(&index_path) {
             Some(Source::new(index_path, text.clone()))
@@ -193,7 +210,7 @@ impl Bank {
             superseded_by: HashMap::new(),
         };
         bank.superseded_by = bank.supersession_map();
-        Ok(bank)
+        Ok((bank, visited))
     }
 
     /// Every parsed lesson with its document, in path order.

@@ -104,8 +104,8 @@ pub fn run(root: &Path, args: LintArgs) -> anyhow::Result<ExitCode> {
         write!(out, "{text}")?;
         (fixed.remaining, Some(note), checked)
     } else {
-        let bank = super::load(root)?;
-        let diagnostics = lint::lint(&bank, &selection);
+        let (bank, diagnostics) = lint::lint_at(root, &Default::default(), now, &selection)
+            .with_context(|| format!("cannot load the bank at {}", root.display()))?;
         write!(
             out,
             "{}",

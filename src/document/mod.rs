@@ -19,7 +19,7 @@ pub struct Document {
     pub read_problem: Option<ReadProblem>,
     /// Where the frontmatter is (`None` when the file could not be read).
     pub split: Option<Split>,
-    /// The frontmatter tree, when its syntax is valid.
+    /// The frontmatter tree, when its syntax is valid (and the document was parsed in full).
     pub yaml: Option<Yaml>,
     /// YAML problems: syntax errors, duplicate keys, limits.
     pub yaml_errors: Vec<YamlError>,
@@ -35,12 +35,14 @@ impl Document {
         Document::parse_as(source, read_problem, true)
     }
 
-    /// Parse the frontmatter only (no body): enough for the index, listing and retrieval.
+    /// Parse the frontmatter into the typed lesson only: no body, and the YAML tree is dropped
+    /// once the lesson is built (`yaml` is `None`). Enough for the index, listing and retrieval,
+    /// at a fraction of the memory.
     pub fn parse_frontmatter(source: Source, read_problem: Option<ReadProblem>) -> Document {
         Document::parse_as(source, read_problem, false)
     }
 
-    fn parse_as(source: Source, read_problem: Option<ReadProblem>, with_body: bool) -> Document {
+    fn parse_as(source: Source, read_problem: Option<ReadProblem>, full: bool) -> Document {
         let mut doc = Document {
             source,
             read_problem,
@@ -59,14 +61,14 @@ impl Document {
             Split::Yaml(f) => {
                 let (yaml, errors) = Yaml::parse(&text[f.content.clone()], f.content.start);
                 doc.lesson = yaml.as_ref().and_then(Lesson::from_yaml);
-                doc.yaml = yaml;
+                doc.yaml = if full { yaml } else { None };
                 doc.yaml_errors = errors;
                 Some(f.body_start)
             }
             Split::Missing => Some(if text.starts_with(BOM) { BOM.len() } else { 0 }),
             Split::Unterminated { .. } | Split::Foreign { .. } => None,
         };
-        if with_body {
+        if full {
             doc.body = body_start.map(|start| Body::parse(text, start));
         }
         doc.split = Some(split);

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use crate::bank::{Bank, BankError, Overlay};
 use crate::diagnostic::{apply_edits, Applicability, Diagnostic, Fix};
-use crate::lint::{lint, Selection};
+use crate::lint::{lint_at, Selection};
 
 /// At most this many lint-and-fix passes (fixes normally converge in two).
 pub const MAX_PASSES: usize = 10;
@@ -38,8 +38,7 @@ pub fn fix(
     let mut applied = 0;
     let mut passes = 0;
     loop {
-        let bank = Bank::load_with(root, &overlay, now)?;
-        let diagnostics = lint(&bank, selection);
+        let (bank, diagnostics) = lint_at(root, &overlay, now, selection)?;
         passes += 1;
         let mut by_path: BTreeMap<&Path, Vec<&Fix>> = BTreeMap::new();
         for d in &diagnostics {

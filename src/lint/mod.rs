@@ -9,7 +9,8 @@ use std::path::{Path, PathBuf};
 
 use rayon::prelude::*;
 
-use crate::bank::Bank;
+use crate::bank::{Bank, BankError, Overlay};
+use crate::config::Config;
 use crate::config::Level;
 use crate::diagnostic::{Diagnostic, Severity};
 use crate::document::Document;
@@ -96,22 +97,26 @@ macro_rules! declare_rule {
     };
 }
 
-/// What a file rule sees.
+/// What a file rule sees: the file and the settings, never the rest of the bank (rules that
+/// need every lesson are `Check::Bank`), so file rules can run while the bank is loading.
 pub struct FileContext<'a> {
     /// The file.
     pub doc: &'a Document,
-    /// The bank it belongs to.
-    pub bank: &'a Bank,
+    /// The bank's configuration.
+    pub config: &'a Config,
+    /// The instant expiry is judged at.
+    pub now: jiff::Timestamp,
     /// The schema's closed mappings in this file, computed on first use by any rule.
     pub(crate) objects: std::cell::OnceCell<Vec<rules::schema_walk::Object>>,
 }
 
 impl<'a> FileContext<'a> {
-    /// The context for one file of a bank.
-    pub fn new(doc: &'a Document, bank: &'a Bank) -> Self {
+    /// The context for one file.
+    pub fn new(doc: &'a Document, config: &'a Config, now: jiff::Timestamp) -> Self {
         FileContext {
             doc,
-            bank,
+            config,
+            now,
             objects: std::cell::OnceCell::new(),
         }
     }
@@ -160,19 +165,19 @@ fn same_file(a: &Path, b: &Path) -> bool {
     }
 }
 
-/// The configured level of each rule (`None` = off).
-fn levels(bank: &Bank) -> HashMap<&'static str, Option<Severity>> {
+/// The configured level of each rule (`None` = off), with the rules a selection leaves out off.
+fn levels(config: &Config, selection: &Selection) -> HashMap<&'static str, Option<Severity>> {
     RULES
         .iter()
         .map(|rule| {
-            let configured = bank
-                .config
+            let configured = config
                 .lint
                 .rules
                 .iter()
                 .find(|(k, _)| k.eq_ignore_ascii_case(rule.code) || k.as_str() == rule.name)
                 .map(|(_, level)| *level);
             let level = match configured {
+                _ if !selection.selects(rule) => None,
                 None => Some(rule.default_level),
                 Some(Level::Off) => None,
                 Some(Level::Error) => Some(Severity::Error),
@@ -184,25 +189,77 @@ fn levels(bank: &Bank) -> HashMap<&'static str, Option<Severity>> {
         .collect()
 }
 
-/// Lint a bank: every rule, suppressions applied, levels applied, sorted by path and position.
-pub fn lint(bank: &Bank, selection: &Selection) -> Vec<Diagnostic> {
-    let mut levels = levels(bank);
-    for rule in RULES.iter().filter(|r| !selection.selects(r)) {
-        levels.insert(rule.code, None);
+/// What the first pass keeps of one file: its findings and its suppressions.
+struct FilePass {
+    diagnostics: Vec<Diagnostic>,
+    allows: Vec<suppression::Allow>,
+}
+
+/// The file rules on one document, and its suppressions.
+fn file_pass(
+    doc: &Document,
+    config: &Config,
+    now: jiff::Timestamp,
+    checks: &[FileCheck],
+    selection: &Selection,
+) -> FilePass {
+    if !selection.includes(&doc.source.path) {
+        return FilePass {
+            diagnostics: Vec::new(),
+            allows: Vec::new(),
+        };
     }
-    let enabled = |rule: &Rule| levels.get(rule.code).copied().flatten().is_some();
-    let checks = file_checks(enabled);
-    let mut per_file: Vec<Vec<Diagnostic>> = bank
+    FilePass {
+        diagnostics: file_diagnostics(doc, &FileContext::new(doc, config, now), checks),
+        allows: suppression::allows(doc),
+    }
+}
+
+/// Lint a loaded bank: every rule, suppressions applied, levels applied, sorted by path and
+/// position.
+pub fn lint(bank: &Bank, selection: &Selection) -> Vec<Diagnostic> {
+    let levels = levels(&bank.config, selection);
+    let checks = file_checks(|r| levels.get(r.code).copied().flatten().is_some());
+    let passes: Vec<FilePass> = bank
         .documents
         .par_iter()
-        .map(|doc| {
-            if !selection.includes(&doc.source.path) {
-                return Vec::new();
-            }
-            file_diagnostics(doc, bank, &checks)
-        })
+        .map(|doc| file_pass(doc, &bank.config, bank.now, &checks, selection))
         .collect();
+    finish(bank, passes, &levels, selection)
+}
 
+/// Load the bank at `root` and lint it in one pass: each file's rules run as it is parsed, and
+/// its YAML tree and body are dropped right after, so a large bank never holds them all. The
+/// returned bank keeps every file's text and lesson (enough for reports, fixes and the bank
+/// rules).
+pub fn lint_at(
+    root: &Path,
+    overlay: &Overlay,
+    now: jiff::Timestamp,
+    selection: &Selection,
+) -> Result<(Bank, Vec<Diagnostic>), BankError> {
+    // the levels depend on lesson.toml, which the loader reads again: it is small
+    let config = Config::load(root)?;
+    let levels = levels(&config, selection);
+    let checks = file_checks(|r| levels.get(r.code).copied().flatten().is_some());
+    let (bank, passes) = Bank::load_visiting(root, overlay, now, |config, doc| {
+        let pass = file_pass(doc, config, now, &checks, selection);
+        doc.yaml = None;
+        doc.body = None;
+        pass
+    })?;
+    let diagnostics = finish(&bank, passes, &levels, selection);
+    Ok((bank, diagnostics))
+}
+
+/// The bank rules, then suppressions and levels over everything, sorted.
+fn finish(
+    bank: &Bank,
+    passes: Vec<FilePass>,
+    levels: &HashMap<&'static str, Option<Severity>>,
+    selection: &Selection,
+) -> Vec<Diagnostic> {
+    let enabled = |rule: &Rule| levels.get(rule.code).copied().flatten().is_some();
     let mut bank_level = Vec::new();
     for rule in RULES.iter().filter(|r| enabled(r)) {
         if let Check::Bank(check) = rule.check {
@@ -212,6 +269,7 @@ pub fn lint(bank: &Bank, selection: &Selection) -> Vec<Diagnostic> {
     if enabled(&rules::walk_error::RULE) {
         rules::walk_diagnostics(bank, &mut bank_level);
     }
+    let mut passes = passes;
     // keyed by the path's bytes: hashing a `Path` walks its components
     let index_of: HashMap<&[u8], usize> = bank
         .documents
@@ -222,19 +280,18 @@ pub fn lint(bank: &Bank, selection: &Selection) -> Vec<Diagnostic> {
     let mut others = Vec::new();
     for d in bank_level {
         match index_of.get(d.path.as_os_str().as_encoded_bytes()) {
-            Some(&i) => per_file[i].push(d),
+            Some(&i) => passes[i].diagnostics.push(d),
             None => others.push(d),
         }
     }
-
-    let mut all: Vec<Diagnostic> = per_file
+    let mut all: Vec<Diagnostic> = passes
         .into_par_iter()
         .zip(bank.documents.par_iter())
-        .flat_map_iter(|(diags, doc)| suppression::apply(doc, diags))
+        .flat_map_iter(|(pass, doc)| suppression::apply(doc, pass.allows, pass.diagnostics))
         .collect();
     all.extend(others);
     all.retain(|d| selection.includes(&d.path));
-    apply_levels(&levels, &mut all);
+    apply_levels(levels, &mut all);
     all.sort_by(|a, b| a.sort_key().cmp(&b.sort_key()));
     all
 }
@@ -243,10 +300,12 @@ pub fn lint(bank: &Bank, selection: &Selection) -> Vec<Diagnostic> {
 /// bank's configured levels applied, sorted by position. Bank-wide rules (duplicates,
 /// supersession) do not run: they need every lesson.
 pub fn lint_document(doc: &Document, bank: &Bank) -> Vec<Diagnostic> {
-    let levels = levels(bank);
-    let enabled = |rule: &Rule| levels.get(rule.code).copied().flatten().is_some();
-    let checks = file_checks(enabled);
-    let mut out = suppression::apply(doc, file_diagnostics(doc, bank, &checks));
+    let selection = Selection::default();
+    let levels = levels(&bank.config, &selection);
+    let checks = file_checks(|r| levels.get(r.code).copied().flatten().is_some());
+    let ctx = FileContext::new(doc, &bank.config, bank.now);
+    let diagnostics = file_diagnostics(doc, &ctx, &checks);
+    let mut out = suppression::apply(doc, suppression::allows(doc), diagnostics);
     apply_levels(&levels, &mut out);
     out.sort_by(|a, b| a.sort_key().cmp(&b.sort_key()));
     out
@@ -268,12 +327,11 @@ fn file_checks(enabled: impl Fn(&Rule) -> bool) -> Vec<FileCheck> {
 }
 
 /// One file's parse diagnostics and the findings of its enabled file rules, before suppressions.
-fn file_diagnostics(doc: &Document, bank: &Bank, checks: &[FileCheck]) -> Vec<Diagnostic> {
+fn file_diagnostics(doc: &Document, ctx: &FileContext<'_>, checks: &[FileCheck]) -> Vec<Diagnostic> {
     let mut out = Vec::new();
     rules::parse_diagnostics(doc, &mut out);
-    let ctx = FileContext::new(doc, bank);
     for check in checks {
-        check(&ctx, &mut out);
+        check(ctx, &mut out);
     }
     out
 }

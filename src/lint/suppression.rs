@@ -9,7 +9,7 @@ use crate::lint::{find_rule, rules};
 use crate::yaml::Scalar;
 
 /// One suppressed code and where it was written.
-struct Allow {
+pub(crate) struct Allow {
     /// The code or name as written.
     written: String,
     /// The rule code it resolves to, if any.
@@ -18,8 +18,9 @@ struct Allow {
     used: bool,
 }
 
-/// The suppressions a document declares.
-fn allows(doc: &Document) -> Vec<Allow> {
+/// The suppressions a document declares (read from its tree and body, so taken before a lint
+/// pass drops those).
+pub(crate) fn allows(doc: &Document) -> Vec<Allow> {
     let mut out = Vec::new();
     let mut push = |written: &str, range: Range<usize>| {
         out.push(Allow {
@@ -69,8 +70,11 @@ fn allows(doc: &Document) -> Vec<Allow> {
 }
 
 /// Drop suppressed diagnostics and report unused or unknown suppressions.
-pub fn apply(doc: &Document, diagnostics: Vec<Diagnostic>) -> Vec<Diagnostic> {
-    let mut allows = allows(doc);
+pub(crate) fn apply(
+    doc: &Document,
+    mut allows: Vec<Allow>,
+    diagnostics: Vec<Diagnostic>,
+) -> Vec<Diagnostic> {
     if allows.is_empty() {
         return diagnostics;
     }
