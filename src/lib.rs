@@ -11,6 +11,7 @@ pub mod diagnostic;
 pub mod document;
 pub mod edit;
 pub mod index_md;
+pub mod ledger;
 pub mod lesson;
 pub mod lint;
 pub mod report;

@@ -129,6 +129,8 @@ fn plain_is_safe(s: &str, flow: bool) -> bool {
         && !s.contains(" #")
         && s.chars().all(is_plain_char)
         && !(flow && s.contains([',', '[', ']', '{', '}', ':', '#']))
+        // saphyr refuses `[a -]`: a plain scalar ending in ` -` before a flow indicator
+        && !(flow && s.ends_with(" -"))
         && matches!(resolve_plain(s), Scalar::Str(_))
         && !YAML11_WORDS.contains(&s.to_ascii_lowercase().as_str())
 }
