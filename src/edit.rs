@@ -135,6 +135,35 @@ pub fn append(bank: &Path, path: &Path, lines: &[u8]) -> Result<bool, EditError>
     Ok(repaired)
 }
 
+/// Move the regular file `from` to `to` (a new name), both inside `bank`: one rename, so the
+/// file is at one place or the other, never both, never neither. Refuses to replace an existing
+/// file or to move a symlink. The caller holds the bank's lock.
+pub fn move_file(bank: &Path, from: &Path, to: &Path) -> Result<(), EditError> {
+    let meta = from.symlink_metadata().map_err(io(from))?;
+    if !meta.is_file() {
+        return Err(EditError::Io {
+            path: from.display().to_string(),
+            source: std::io::Error::other("not a regular file (a symlink?); move it by hand"),
+        });
+    }
+    let source = checked_target(bank, from)?;
+    let target = checked_target(bank, to)?;
+    if target.symlink_metadata().is_ok() {
+        return Err(EditError::Io {
+            path: to.display().to_string(),
+            source: std::io::Error::new(
+                std::io::ErrorKind::AlreadyExists,
+                "already exists; refusing to replace it",
+            ),
+        });
+    }
+    std::fs::rename(&source, &target).map_err(io(from))?;
+    for dir in [target.parent(), source.parent()].into_iter().flatten() {
+        sync_dir(dir);
+    }
+    Ok(())
+}
+
 /// Make a new directory entry durable (best effort; a no-op where directories cannot be opened).
 fn sync_dir(dir: &Path) {
     if let Ok(d) = File::open(dir) {

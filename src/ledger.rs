@@ -333,7 +333,27 @@ impl Event {
 
     /// Parse one line (without its line ending).
     pub fn parse(line: &str) -> Result<Event, String> {
-        let value: Value = serde_json::from_str(line).map_err(|e| format!("not JSON: {e}"))?;
+        // one typed pass for the lines this version writes; anything else takes the slow path,
+        // which says precisely what is wrong (or keeps an event kind it does not know)
+        if let Ok(known) = serde_json::from_str::<Known>(line) {
+            if let Some(event) = known.into_event() {
+                return Ok(event);
+            }
+        }
+        Event::parse_value(line)
+    }
+
+    fn parse_value(line: &str) -> Result<Event, String> {
+        let value: Value = serde_json::from_str(line).map_err(|e| {
+            // serde_json says "at line 1 column N": within the line, only the column means much
+            let what = e.to_string();
+            let what = what
+                .split(" at line ")
+                .next()
+                .unwrap_or_default()
+                .to_string();
+            format!("not JSON: {what} at column {}", e.column())
+        })?;
         let Value::Object(map) = &value else {
             return Err("not a JSON object".into());
         };
@@ -355,6 +375,64 @@ impl Event {
         let kind = EventKind::parse(&name, value)
             .map_err(|e| format!("not a valid `{name}` event: {e}"))?;
         Ok(Event { at, by, kind })
+    }
+}
+
+/// Every field of the events this version writes, for the fast path of [`Event::parse`].
+#[derive(Deserialize)]
+struct Known {
+    at: String,
+    event: String,
+    #[serde(default)]
+    by: String,
+    success_count: Option<u64>,
+    failure_count: Option<u64>,
+    applied: Option<Applied>,
+    run: Option<RunOutcome>,
+    delta: Option<Delta>,
+    evidence: Option<EvidenceRef>,
+    superseded_by: Option<String>,
+    into: Option<String>,
+    to: Option<String>,
+}
+
+impl Known {
+    /// The event, when it is complete and of a known kind.
+    fn into_event(self) -> Option<Event> {
+        let counts = || {
+            Some(Counts {
+                success_count: self.success_count?,
+                failure_count: self.failure_count?,
+            })
+        };
+        let kind = match self.event.as_str() {
+            "created" => EventKind::Created(counts()?),
+            "imported" => EventKind::Imported(counts()?),
+            "outcome" => {
+                let delta = self.delta?;
+                if delta.success > 1 || delta.failure > 1 {
+                    return None;
+                }
+                EventKind::Outcome(OutcomeEvent {
+                    applied: self.applied?,
+                    run: self.run?,
+                    delta,
+                    evidence: self.evidence?,
+                })
+            }
+            "evidence" => EventKind::Evidence(self.evidence?),
+            "superseded" => EventKind::Superseded {
+                superseded_by: self.superseded_by?,
+            },
+            "merged" => EventKind::Merged { into: self.into? },
+            "archived" => EventKind::Archived { to: self.to? },
+            _ => return None,
+        };
+        Some(Event {
+            at: self.at.parse().ok()?,
+            by: self.by,
+            kind,
+        })
     }
 }
 

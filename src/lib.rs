@@ -7,6 +7,7 @@
 
 pub mod bank;
 pub mod config;
+pub mod curate;
 pub mod diagnostic;
 pub mod document;
 pub mod edit;
