@@ -275,7 +275,12 @@ fn uneditable(doc: &Document, e: Unedit) -> CurateError {
 /// Write `_index.md` when the bank's rendering differs from the file; whether it was written.
 pub fn refresh_index(bank: &Bank) -> Result<bool, CurateError> {
     let rendered = crate::index_md::render(bank)?;
-    if crate::index_md::is_current(bank, &rendered) {
+    write_index(bank, &rendered)
+}
+
+/// Write an already rendered `_index.md` unless the file holds it; whether it was written.
+fn write_index(bank: &Bank, rendered: &str) -> Result<bool, CurateError> {
+    if crate::index_md::is_current(bank, rendered) {
         return Ok(false);
     }
     crate::edit::write_atomic(&bank.root, &bank.index_path(), rendered.as_bytes())?;

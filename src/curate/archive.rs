@@ -94,6 +94,8 @@ pub fn archive(
         if moves.is_empty() {
             return Ok(moves);
         }
+        // a broken index template stops here, before anything is written
+        crate::index_md::render(&bank)?;
         let dir = root.join(ARCHIVE_DIR);
         std::fs::create_dir_all(&dir).map_err(|source| crate::edit::EditError::Io {
             path: dir.display().to_string(),

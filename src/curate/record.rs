@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use super::{edited, file_counts, find, frontmatter, json_without, lesson_of, locked};
-use super::{refresh_index, with_import, CurateError, Stamp};
+use super::{with_import, write_index, CurateError, Stamp};
 use crate::bank::{Bank, Overlay};
 use crate::edit::frontmatter::NewItem;
 use crate::ledger::{
@@ -140,18 +140,24 @@ fn record_locked(
             .then(|| "a field other than the counts and evidence changed".into())
     })?;
 
-    if !already {
-        let events = with_import(&ledger, lesson, stamp, EventKind::Outcome(outcome));
-        ledger.append(root, &events)?;
-    }
+    let events = if already {
+        Vec::new()
+    } else {
+        with_import(&ledger, lesson, stamp, EventKind::Outcome(outcome))
+    };
     let path = doc.source.path.clone();
     let changed = new.source.text != doc.source.text;
+    let new_text = new.source.text.clone();
+    // counts and evidence do not change supersession: the loaded bank stays valid with the new
+    // file, and the index is rendered before anything is written (a broken template stops here)
+    bank.documents[i] = new;
+    let index = crate::index_md::render(&bank)?;
+
+    ledger.append(root, &events)?;
     if changed {
-        crate::edit::write_atomic(root, &path, new.source.text.as_bytes())?;
-        // counts and evidence do not change supersession: the bank stays valid with the new file
-        bank.documents[i] = new;
+        crate::edit::write_atomic(root, &path, new_text.as_bytes())?;
     }
-    refresh_index(&bank)?;
+    write_index(&bank, &index)?;
     Ok(Recorded {
         path,
         before,

@@ -101,6 +101,8 @@ fn supersede_locked(
         None => None,
     };
 
+    // a broken index template stops here, before anything is written
+    crate::index_md::render(&bank)?;
     let mut logged = Vec::new();
     for (slug, &i) in olds.iter().zip(&old_indexes) {
         let mut ledger = Ledger::read(root, slug)?;
