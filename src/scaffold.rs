@@ -12,7 +12,7 @@ use crate::bank::{Bank, BankError, INDEX_FILE};
 use crate::config::CONFIG_FILE;
 use crate::diagnostic::{Diagnostic, Severity};
 use crate::document::Document;
-use crate::edit::{EditError, STATE_DIR};
+use crate::edit::{EditError, STATE_DIR, TEMP_PREFIX};
 use crate::index_md::IndexError;
 use crate::lesson::{EvidenceKind, Lesson, Outcome, SCHEMA, TARGET_KEYS};
 use crate::lint::{self, Selection};
@@ -565,7 +565,9 @@ pub fn init(dir: &Path) -> Result<Vec<PathBuf>, ScaffoldError> {
         refuse(&files)?;
         let [config, gitignore, gitattributes, index] = &files;
         crate::edit::write_atomic(dir, config, INIT_CONFIG.as_bytes())?;
-        crate::edit::write_atomic(dir, gitignore, format!("{STATE_DIR}/\n").as_bytes())?;
+        // a writer killed before its rename leaves a temp file until the next writer's lock
+        let ignored = format!("{STATE_DIR}/\n{TEMP_PREFIX}*\n");
+        crate::edit::write_atomic(dir, gitignore, ignored.as_bytes())?;
         crate::edit::write_atomic(dir, gitattributes, INIT_GITATTRIBUTES.as_bytes())?;
         let bank = Bank::load(dir)?;
         let text = crate::index_md::render(&bank)?;
