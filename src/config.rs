@@ -15,6 +15,55 @@ pub struct Config {
     /// `[lint]`
     #[serde(default)]
     pub lint: LintConfig,
+    /// `[review]`
+    #[serde(default)]
+    pub review: ReviewConfig,
+}
+
+/// `[review]`: when a lesson needs a human (`lesson review`, rule L003).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct ReviewConfig {
+    /// Successes and failures must both be at least this for the mixed band.
+    #[serde(default = "default_mixed_min")]
+    pub mixed_min: u64,
+    /// The mixed band: the smaller count divided by the larger is at least this (0 to 1).
+    #[serde(default = "default_mixed_ratio")]
+    pub mixed_ratio: f64,
+    /// A lesson with no recorded outcome this many days after it was created is listed.
+    #[serde(default = "default_unapplied_days")]
+    pub unapplied_days: u64,
+}
+
+impl Default for ReviewConfig {
+    fn default() -> Self {
+        ReviewConfig {
+            mixed_min: default_mixed_min(),
+            mixed_ratio: default_mixed_ratio(),
+            unapplied_days: default_unapplied_days(),
+        }
+    }
+}
+
+impl ReviewConfig {
+    /// Whether counts fall in the mixed band: both at least `mixed-min`, and
+    /// `min / max >= mixed-ratio`.
+    pub fn in_mixed_band(&self, successes: u64, failures: u64) -> bool {
+        let (low, high) = (successes.min(failures), successes.max(failures));
+        low >= self.mixed_min.max(1) && low as f64 / high as f64 >= self.mixed_ratio
+    }
+}
+
+fn default_mixed_min() -> u64 {
+    3
+}
+
+fn default_mixed_ratio() -> f64 {
+    0.5
+}
+
+fn default_unapplied_days() -> u64 {
+    90
 }
 
 /// `[lint]`: rule levels and limits.
@@ -150,5 +199,18 @@ mod tests {
         assert_eq!(c.lint.rules["S006"], Level::Warning);
         assert_eq!(c.lint.rules["missing-section"], Level::Off);
         assert_eq!(c.lint.size_limit, 1024 * 1024);
+    }
+
+    #[test]
+    fn mixed_band() {
+        let r = ReviewConfig::default();
+        assert!(r.in_mixed_band(3, 3));
+        assert!(r.in_mixed_band(6, 3));
+        assert!(!r.in_mixed_band(7, 3));
+        assert!(!r.in_mixed_band(2, 2));
+        let c = Config::parse("[review]\nmixed-min = 0\nmixed-ratio = 0.8\n", "x").unwrap();
+        assert!(!c.review.in_mixed_band(0, 0));
+        assert!(c.review.in_mixed_band(4, 5));
+        assert!(Config::parse("[review]\nmixed = 1\n", "x").is_err());
     }
 }

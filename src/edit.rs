@@ -1,11 +1,21 @@
-//! The one door for writes: atomic replacement inside the bank, and the bank's lock.
+//! The one door for writes: atomic replacement inside the bank, appends to ledgers, the bank's
+//! lock, and span edits of a lesson's frontmatter ([`frontmatter`]).
+//!
+//! Every writer holds the bank's lock ([`BankLock`]) for its whole read-modify-write. A writer
+//! killed between creating its temp file and renaming it leaves a `.lesson-tmp-*` file behind;
+//! the next writer removes such leftovers as soon as it holds the lock (no live writer can own
+//! one then), so they never accumulate and never reach git.
+
+pub mod frontmatter;
 
 use std::fs::File;
-use std::io::Write;
+use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 /// Directory (inside the bank, git-ignored) for local state: lock, index cache.
 pub const STATE_DIR: &str = ".lesson";
+/// The name prefix of the temp files [`write_atomic`] renames into place.
+pub const TEMP_PREFIX: &str = ".lesson-tmp-";
 
 /// A write was refused or failed.
 #[derive(Debug, thiserror::Error)]
@@ -70,7 +80,7 @@ pub fn write_atomic(bank: &Path, path: &Path, contents: &[u8]) -> Result<(), Edi
     let target = checked_target(bank, path)?;
     let dir = target.parent().expect("checked target has a parent");
     let mut builder = tempfile::Builder::new();
-    builder.prefix(".lesson-tmp-");
+    builder.prefix(TEMP_PREFIX);
     #[cfg(unix)]
     {
         // a new file gets the mode any editor would give it (0666 less the umask), not 0600
@@ -91,9 +101,104 @@ pub fn write_atomic(bank: &Path, path: &Path, contents: &[u8]) -> Result<(), Edi
     Ok(())
 }
 
+/// Append whole lines to the file at `path` inside `bank` (created when missing): one `write`
+/// with `O_APPEND`, then fsync. When the file does not end with a line break (an earlier append
+/// was cut short), a `\n` goes first, so the new lines start on a line of their own. Returns
+/// whether that repair was needed. The caller holds the bank's lock.
+pub fn append(bank: &Path, path: &Path, lines: &[u8]) -> Result<bool, EditError> {
+    let target = checked_target(bank, path)?;
+    let created = !target.exists();
+    let mut file = File::options()
+        .read(true)
+        .append(true)
+        .create(true)
+        .open(&target)
+        .map_err(io(path))?;
+    let len = file.metadata().map_err(io(path))?.len();
+    let mut repaired = false;
+    if len > 0 {
+        let mut last = [0u8];
+        file.seek(SeekFrom::End(-1)).map_err(io(path))?;
+        file.read_exact(&mut last).map_err(io(path))?;
+        repaired = last[0] != b'\n';
+    }
+    let mut buf = Vec::with_capacity(lines.len() + 1);
+    if repaired {
+        buf.push(b'\n');
+    }
+    buf.extend_from_slice(lines);
+    file.write_all(&buf).map_err(io(path))?;
+    file.sync_data().map_err(io(path))?;
+    if created {
+        sync_dir(target.parent().expect("checked target has a parent"));
+    }
+    Ok(repaired)
+}
+
+/// Move the regular file `from` to `to` (a new name), both inside `bank`: one rename, so the
+/// file is at one place or the other, never both, never neither. Refuses to replace an existing
+/// file or to move a symlink. The caller holds the bank's lock.
+pub fn move_file(bank: &Path, from: &Path, to: &Path) -> Result<(), EditError> {
+    let meta = from.symlink_metadata().map_err(io(from))?;
+    if !meta.is_file() {
+        return Err(EditError::Io {
+            path: from.display().to_string(),
+            source: std::io::Error::other("not a regular file (a symlink?); move it by hand"),
+        });
+    }
+    let source = checked_target(bank, from)?;
+    let target = checked_target(bank, to)?;
+    if target.symlink_metadata().is_ok() {
+        return Err(EditError::Io {
+            path: to.display().to_string(),
+            source: std::io::Error::new(
+                std::io::ErrorKind::AlreadyExists,
+                "already exists; refusing to replace it",
+            ),
+        });
+    }
+    std::fs::rename(&source, &target).map_err(io(from))?;
+    for dir in [target.parent(), source.parent()].into_iter().flatten() {
+        sync_dir(dir);
+    }
+    Ok(())
+}
+
+/// Make a new directory entry durable (best effort; a no-op where directories cannot be opened).
+fn sync_dir(dir: &Path) {
+    if let Ok(d) = File::open(dir) {
+        let _ = d.sync_all();
+    }
+}
+
+/// Remove the `.lesson-tmp-*` files a killed writer left in the bank's directories (hidden
+/// directories and `_`-prefixed ones below the root are not lesson directories and are
+/// skipped). Only call it holding the bank's lock. Returns the files removed.
+pub fn remove_leftover_temp_files(bank: &Path) -> Vec<PathBuf> {
+    let walker = walkdir::WalkDir::new(bank)
+        .follow_links(false)
+        .into_iter()
+        .filter_entry(|e| {
+            let name = e.file_name().to_string_lossy();
+            e.depth() == 0
+                || !e.file_type().is_dir()
+                || !(name.starts_with('.') || name.starts_with('_'))
+        });
+    let mut removed = Vec::new();
+    for entry in walker.filter_map(Result::ok) {
+        let leftover = entry.file_type().is_file()
+            && entry.file_name().to_string_lossy().starts_with(TEMP_PREFIX);
+        if leftover && std::fs::remove_file(entry.path()).is_ok() {
+            removed.push(entry.path().to_path_buf());
+        }
+    }
+    removed
+}
+
 /// The bank's cross-process lock, held for the duration of a read-modify-write.
 pub struct BankLock {
     lock: fd_lock::RwLock<File>,
+    bank: PathBuf,
 }
 
 impl BankLock {
@@ -110,15 +215,18 @@ impl BankLock {
             .map_err(io(&path))?;
         Ok(BankLock {
             lock: fd_lock::RwLock::new(file),
+            bank: bank.to_path_buf(),
         })
     }
 
-    /// Block until the lock is held exclusively, then run `f`.
+    /// Block until the lock is held exclusively, remove temp files killed writers left, then
+    /// run `f`.
     pub fn with<T>(&mut self, f: impl FnOnce() -> T) -> Result<T, EditError> {
         let _guard = self.lock.write().map_err(|source| EditError::Io {
             path: STATE_DIR.into(),
             source,
         })?;
+        remove_leftover_temp_files(&self.bank);
         Ok(f())
     }
 }
@@ -139,6 +247,38 @@ mod tests {
         assert_eq!(std::fs::read_to_string(bank.join("ok.md")).unwrap(), "ok");
         let leftovers: Vec<_> = std::fs::read_dir(&bank).unwrap().collect();
         assert_eq!(leftovers.len(), 1);
+    }
+
+    #[test]
+    fn append_starts_on_a_fresh_line_after_a_torn_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("l.jsonl");
+        assert!(!append(dir.path(), &path, b"one\n").unwrap());
+        std::fs::write(&path, "one\ntw").unwrap();
+        assert!(append(dir.path(), &path, b"three\n").unwrap());
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "one\ntw\nthree\n");
+        assert!(append(dir.path(), &dir.path().join("../x"), b"x\n").is_err());
+    }
+
+    #[test]
+    fn the_lock_removes_leftover_temp_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let bank = dir.path();
+        std::fs::create_dir_all(bank.join("sub")).unwrap();
+        std::fs::create_dir_all(bank.join(".git")).unwrap();
+        for f in [
+            ".lesson-tmp-a1",
+            "sub/.lesson-tmp-b2",
+            ".git/.lesson-tmp-c3",
+            "keep.md",
+        ] {
+            std::fs::write(bank.join(f), "x").unwrap();
+        }
+        BankLock::open(bank).unwrap().with(|| ()).unwrap();
+        assert!(!bank.join(".lesson-tmp-a1").exists());
+        assert!(!bank.join("sub/.lesson-tmp-b2").exists());
+        assert!(bank.join(".git/.lesson-tmp-c3").exists());
+        assert!(bank.join("keep.md").exists());
     }
 
     #[cfg(unix)]

@@ -7,10 +7,12 @@
 
 pub mod bank;
 pub mod config;
+pub mod curate;
 pub mod diagnostic;
 pub mod document;
 pub mod edit;
 pub mod index_md;
+pub mod ledger;
 pub mod lesson;
 pub mod lint;
 pub mod report;

@@ -12,7 +12,7 @@ use crate::bank::{Bank, BankError, INDEX_FILE};
 use crate::config::CONFIG_FILE;
 use crate::diagnostic::{Diagnostic, Severity};
 use crate::document::Document;
-use crate::edit::{EditError, STATE_DIR};
+use crate::edit::{EditError, STATE_DIR, TEMP_PREFIX};
 use crate::index_md::IndexError;
 use crate::lesson::{EvidenceKind, Lesson, Outcome, SCHEMA, TARGET_KEYS};
 use crate::lint::{self, Selection};
@@ -26,6 +26,10 @@ pub const TEMPLATE: &str = "lesson.md.j2";
 pub const BUILTIN_TEMPLATE: &str = include_str!("../templates/lesson.md.j2");
 /// The `.gitignore` of a new bank.
 pub const GITIGNORE: &str = ".gitignore";
+/// The `.gitattributes` of a new bank.
+pub const GITATTRIBUTES: &str = ".gitattributes";
+/// Ledgers are append-only: git merges them by keeping the lines of both sides.
+pub const INIT_GITATTRIBUTES: &str = "_log/*.jsonl merge=union\n";
 
 /// `lesson.toml` of a new bank: every setting commented out at its default.
 pub const INIT_CONFIG: &str = r#"# lesson.toml: the configuration of this lesson bank.
@@ -40,6 +44,14 @@ pub const INIT_CONFIG: &str = r#"# lesson.toml: the configuration of this lesson
 [lint.rules]
 # Rule levels by code or name: "error", "warning", "info" or "off"; `lesson rule` lists the rules.
 # index-stale = "error"
+
+[review]
+# The mixed band (`lesson review`, rule L003): both counts at least mixed-min, and the smaller
+# at least mixed-ratio of the larger.
+# mixed-min = 3
+# mixed-ratio = 0.5
+# A lesson with no recorded outcome this many days after it was created is listed for review.
+# unapplied-days = 90
 "#;
 
 /// Scaffolding failed or was refused.
@@ -129,6 +141,8 @@ fn plain_is_safe(s: &str, flow: bool) -> bool {
         && !s.contains(" #")
         && s.chars().all(is_plain_char)
         && !(flow && s.contains([',', '[', ']', '{', '}', ':', '#']))
+        // saphyr refuses `[a -]`: a plain scalar ending in ` -` before a flow indicator
+        && !(flow && s.ends_with(" -"))
         && matches!(resolve_plain(s), Scalar::Str(_))
         && !YAML11_WORDS.contains(&s.to_ascii_lowercase().as_str())
 }
@@ -376,6 +390,8 @@ pub fn existing(bank: &Bank, slug: &str) -> Option<PathBuf> {
     [
         lesson_path(&bank.root, slug),
         lesson_path(&bank.root.join("_archive"), slug),
+        // a slug with a ledger was used before: its history is not a new lesson's
+        crate::ledger::path(&bank.root, slug),
     ]
     .into_iter()
     .find(|p| p.symlink_metadata().is_ok())
@@ -511,16 +527,17 @@ fn mismatch(lesson: &Lesson, new: &NewLesson) -> Option<String> {
 // lesson init
 
 /// The files `lesson init` creates, in the order it writes them.
-pub fn init_files(dir: &Path) -> [PathBuf; 3] {
+pub fn init_files(dir: &Path) -> [PathBuf; 4] {
     [
         dir.join(CONFIG_FILE),
         dir.join(GITIGNORE),
+        dir.join(GITATTRIBUTES),
         dir.join(INDEX_FILE),
     ]
 }
 
-/// Create a bank at `dir`: `lesson.toml`, `.gitignore`, `_index.md`. Refuses (writing nothing)
-/// when any of them exists. Returns the files written.
+/// Create a bank at `dir`: `lesson.toml`, `.gitignore`, `.gitattributes`, `_index.md`. Refuses
+/// (writing nothing) when any of them exists. Returns the files written.
 pub fn init(dir: &Path) -> Result<Vec<PathBuf>, ScaffoldError> {
     let files = init_files(dir);
     let refuse = |files: &[PathBuf]| {
@@ -546,9 +563,12 @@ pub fn init(dir: &Path) -> Result<Vec<PathBuf>, ScaffoldError> {
     crate::edit::BankLock::open(dir)?.with(|| {
         // again under the lock: another `lesson init` may have won the race
         refuse(&files)?;
-        let [config, gitignore, index] = &files;
+        let [config, gitignore, gitattributes, index] = &files;
         crate::edit::write_atomic(dir, config, INIT_CONFIG.as_bytes())?;
-        crate::edit::write_atomic(dir, gitignore, format!("{STATE_DIR}/\n").as_bytes())?;
+        // a writer killed before its rename leaves a temp file until the next writer's lock
+        let ignored = format!("{STATE_DIR}/\n{TEMP_PREFIX}*\n");
+        crate::edit::write_atomic(dir, gitignore, ignored.as_bytes())?;
+        crate::edit::write_atomic(dir, gitattributes, INIT_GITATTRIBUTES.as_bytes())?;
         let bank = Bank::load(dir)?;
         let text = crate::index_md::render(&bank)?;
         crate::edit::write_atomic(dir, index, text.as_bytes())?;

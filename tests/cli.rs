@@ -55,6 +55,7 @@ impl Sandbox {
             .args(args)
             .current_dir(self.tmp.path())
             .env("LESSON_NOW", NOW)
+            .env("LESSON_BY", "tester")
             .env_remove("LESSON_DIR")
             .output()
             .unwrap();
@@ -84,6 +85,29 @@ impl Sandbox {
             let rel = p.strip_prefix(self.tmp.path()).unwrap();
             out.push_str(&format!("=== {}\n", rel.display()));
             out.push_str(&std::fs::read_to_string(&p).unwrap());
+        }
+        out
+    }
+}
+
+impl Sandbox {
+    /// The named files of the bank (relative to `lessons/`), each with its content, or a
+    /// directory's listing.
+    fn files(&self, names: &[&str]) -> String {
+        let mut out = String::new();
+        for name in names {
+            let path = self.bank().join(name);
+            if path.is_dir() {
+                let mut entries: Vec<String> = std::fs::read_dir(&path)
+                    .unwrap()
+                    .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                    .collect();
+                entries.sort();
+                out.push_str(&format!("=== lessons/{name}/\n{}\n", entries.join("\n")));
+            } else {
+                let text = std::fs::read_to_string(&path).unwrap_or_else(|_| "(missing)\n".into());
+                out.push_str(&format!("=== lessons/{name}\n{text}"));
+            }
         }
         out
     }
@@ -499,4 +523,237 @@ fn rule_and_config_print_docs_and_the_resolved_configuration() {
         all.stdout.matches("## What it does").count(),
         lesson::lint::RULES.len()
     );
+}
+
+// --- ledger: record, review, supersede, archive -----------------------------------------------
+
+const LEDGER: &str = "tests/fixtures/banks/ledger";
+
+/// The ledger fixture bank; `hand-written.md` has no ledger, so its age is its file's: fixed at
+/// 2026-01-01.
+fn ledger_bank() -> Sandbox {
+    let s = Sandbox::with_bank(LEDGER);
+    let new_year = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_767_225_600);
+    std::fs::File::options()
+        .write(true)
+        .open(s.bank().join("hand-written.md"))
+        .unwrap()
+        .set_modified(new_year)
+        .unwrap();
+    s
+}
+
+#[test]
+fn review_text_and_json() {
+    let s = ledger_bank();
+    let before = s.tree();
+    let out = transcript(&s, &[&["review"], &["review", "--format", "json"]]);
+    assert_eq!(s.tree(), before, "review writes nothing");
+    insta::assert_snapshot!(out);
+}
+
+#[test]
+fn record_updates_counts_evidence_ledger_and_index() {
+    let s = ledger_bank();
+    let out = transcript(
+        &s,
+        &[
+            &[
+                "record",
+                "flaky-retries",
+                "--followed",
+                "--run-outcome",
+                "success",
+                "--evidence",
+                "run:r_2026-11-22_a",
+                "--by",
+                "ci@runner-7",
+            ],
+            // a retry of the same observation appends nothing
+            &[
+                "record",
+                "flaky-retries",
+                "--followed",
+                "--run-outcome",
+                "success",
+                "--evidence",
+                "run:r_2026-11-22_a",
+            ],
+            // a lesson without a ledger: its counts become the `imported` event
+            &[
+                "record",
+                "hand-written",
+                "--contradicted",
+                "--run-outcome",
+                "success",
+                "--evidence",
+                "conversation:c_9:wrote one from a hunch; it held up",
+            ],
+            &[
+                "record",
+                "hand-written",
+                "--followed",
+                "--run-outcome",
+                "failure",
+                "--evidence",
+                "run:r_2026-11-22_b",
+            ],
+            &["index", "--check"],
+            &["lint", "--output-format", "concise"],
+        ],
+    );
+    insta::assert_snapshot!(format!(
+        "{out}{}",
+        s.files(&[
+            "flaky-retries.md",
+            "hand-written.md",
+            "_log/flaky-retries.jsonl",
+            "_log/hand-written.jsonl",
+        ])
+    ));
+}
+
+#[test]
+fn record_refusals_change_nothing() {
+    let s = ledger_bank();
+    let before = s.tree();
+    let ok = ["--run-outcome", "success", "--evidence", "run:r_new"];
+    let with = |prefix: &[&'static str], rest: &[&'static str]| -> Vec<&'static str> {
+        prefix.iter().chain(rest).copied().collect()
+    };
+    let commands: Vec<Vec<&str>> = vec![
+        with(&["record", "flaky-retry", "--followed"], &ok),
+        with(
+            &["record", "flaky-retries", "--followed", "--contradicted"],
+            &ok,
+        ),
+        with(&["record", "flaky-retries"], &ok),
+        vec![
+            "record",
+            "flaky-retries",
+            "--followed",
+            "--run-outcome",
+            "maybe",
+            "--evidence",
+            "run:r1",
+        ],
+        vec![
+            "record",
+            "flaky-retries",
+            "--followed",
+            "--run-outcome",
+            "success",
+            "--evidence",
+            "log:r1",
+        ],
+        vec![
+            "record",
+            "flaky-retries",
+            "--followed",
+            "--run-outcome",
+            "success",
+        ],
+        // r2 is recorded as followed with a successful run: one run is one observation
+        vec![
+            "record",
+            "keep-ci-green",
+            "--contradicted",
+            "--run-outcome",
+            "success",
+            "--evidence",
+            "run:r2",
+        ],
+        with(&["record", "flaky-retries", "--followed", "--by", " "], &ok),
+        with(
+            &["--dir", "nowhere", "record", "flaky-retries", "--followed"],
+            &ok,
+        ),
+    ];
+    let commands: Vec<&[&str]> = commands.iter().map(Vec::as_slice).collect();
+    let out = transcript(&s, &commands);
+    assert_eq!(s.tree(), before, "a refused `record` writes nothing");
+    assert!(!s.tmp.path().join("nowhere").exists());
+    insta::assert_snapshot!(out);
+}
+
+#[test]
+fn supersede_writes_both_sides_once_and_refuses_what_it_cannot_do() {
+    let s = ledger_bank();
+    let out = transcript(
+        &s,
+        &[
+            &[
+                "supersede",
+                "flaky-retries",
+                "hand-written",
+                "--by",
+                "run-clippy-in-ci",
+            ],
+            &[
+                "supersede",
+                "flaky-retries",
+                "hand-written",
+                "--by",
+                "run-clippy-in-ci",
+            ],
+            &["supersede", "run-clippy-in-ci", "--by", "flaky-retries"],
+            &[
+                "supersede",
+                "pin-the-toolchain",
+                "--by",
+                "pin-the-toolchain",
+            ],
+            &["supersede", "nope", "--by", "pin-the-toolchain"],
+            &["supersede", "pin-the-toolchain", "--by", "nope"],
+            &["supersede", "--by", "pin-the-toolchain"],
+            &["index", "--check"],
+            &["lint", "--output-format", "concise"],
+        ],
+    );
+    insta::assert_snapshot!(format!(
+        "{out}{}",
+        s.files(&[
+            "run-clippy-in-ci.md",
+            "_log/flaky-retries.jsonl",
+            "_log/hand-written.jsonl",
+            "_log/run-clippy-in-ci.jsonl",
+        ])
+    ));
+}
+
+#[test]
+fn archive_dry_run_then_archive() {
+    let s = ledger_bank();
+    let before = s.tree();
+    let dry = transcript(&s, &[&["archive", "--expired", "--dry-run"]]);
+    assert_eq!(s.tree(), before, "a dry run writes nothing");
+    let out = transcript(
+        &s,
+        &[
+            &["archive", "--expired"],
+            &["archive", "--expired"],
+            &["archive", "run-clippy-in-ci"],
+            &["archive"],
+            &["archive", "nope"],
+            &[
+                "record",
+                "keep-ci-green",
+                "--followed",
+                "--run-outcome",
+                "success",
+                "--evidence",
+                "run:r9",
+            ],
+            &["list"],
+            &["index", "--check"],
+        ],
+    );
+    insta::assert_snapshot!(format!(
+        "{dry}{out}{}",
+        s.files(&[
+            "_archive",
+            "_log/keep-ci-green.jsonl",
+            "_log/run-clippy-in-ci.jsonl",
+        ])
+    ));
 }

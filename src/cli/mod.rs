@@ -1,14 +1,18 @@
 //! Flags and dispatch. Each command lives in its own module and returns an exit code:
 //! 0 clean, 1 findings at error level (or a stale check), 2 usage or internal failure.
 
+mod archive;
 mod config;
 mod index;
 mod init;
 mod lint;
 mod list;
 mod new;
+mod record;
+mod review;
 mod rule;
 mod show;
+mod supersede;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -40,12 +44,20 @@ enum Command {
     Index(index::IndexArgs),
     /// Scaffold a new lesson from the bank's template and update `_index.md`
     New(new::NewArgs),
-    /// Create a bank: lesson.toml, _index.md and .gitignore
+    /// Create a bank: lesson.toml, _index.md, .gitignore and .gitattributes
     Init(init::InitArgs),
     /// List the bank's lessons
     List(list::ListArgs),
     /// Print one lesson
     Show(show::ShowArgs),
+    /// Record an observed outcome in a lesson's ledger and update its counts and evidence
+    Record(record::RecordArgs),
+    /// List the lessons that need a human: failure-dominant, expired, mixed, never applied
+    Review(review::ReviewArgs),
+    /// Mark lessons as replaced by a newer one (NEW's `supersedes`, OLD's ledger)
+    Supersede(supersede::SupersedeArgs),
+    /// Move lessons to `_archive/` (never deleted)
+    Archive(archive::ArchiveArgs),
 }
 
 /// Run a command.
@@ -59,6 +71,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Command::Init(a) => init::run(args.dir, a),
         Command::List(a) => list::run(&bank_dir(args.dir)?, a),
         Command::Show(a) => show::run(&bank_dir(args.dir)?, a),
+        Command::Record(a) => record::run(&bank_dir(args.dir)?, a),
+        Command::Review(a) => review::run(&bank_dir(args.dir)?, a),
+        Command::Supersede(a) => supersede::run(&bank_dir(args.dir)?, a),
+        Command::Archive(a) => archive::run(&bank_dir(args.dir)?, a),
     }
 }
 
@@ -95,4 +111,16 @@ fn lock(root: &Path) -> anyhow::Result<lesson::edit::BankLock> {
     }
     lesson::edit::BankLock::open(root)
         .with_context(|| format!("cannot lock the bank at {}", root.display()))
+}
+
+/// Who and when for ledger events: `--by` (else `$LESSON_BY`, `$USER@hostname`), `LESSON_NOW`.
+fn stamp(by: Option<String>) -> anyhow::Result<lesson::curate::Stamp> {
+    let by = by.unwrap_or_else(lesson::ledger::default_recorder);
+    if by.trim().is_empty() || by.contains(['\n', '\r']) {
+        anyhow::bail!("--by needs an id on one line, such as ana@laptop");
+    }
+    Ok(lesson::curate::Stamp {
+        at: lesson::bank::now_from_env()?,
+        by,
+    })
 }

@@ -7,6 +7,7 @@ use anyhow::Context;
 use clap::{Args, ValueEnum};
 use lesson::diagnostic::Severity;
 use lesson::edit::write_atomic;
+use lesson::ledger::{EventKind, Ledger};
 use lesson::lesson::Outcome;
 use lesson::report::{self, Format, Sources};
 use lesson::scaffold::{self, Draft, NewEvidence, NewLesson, NewTarget};
@@ -102,6 +103,7 @@ pub fn run(root: &Path, args: NewArgs) -> anyhow::Result<ExitCode> {
         // fail on a broken index template before anything is written
         index_md::render(&draft.bank)?;
         write_atomic(root, &draft.path, draft.text.as_bytes())?;
+        created_event(root, &draft)?;
         let bank = Bank::load(root).with_context(|| {
             format!(
                 "wrote {}, but cannot reload the bank to update _index.md",
@@ -121,6 +123,25 @@ pub fn run(root: &Path, args: NewArgs) -> anyhow::Result<ExitCode> {
         }
         None => Ok(ExitCode::from(1)),
     }
+}
+
+/// Start the new lesson's ledger with a `created` event holding its initial counts. The file
+/// goes first: killed in between, the lesson simply has no ledger yet (its counts are initial).
+fn created_event(root: &Path, draft: &Draft) -> anyhow::Result<()> {
+    let Some(lesson) = draft
+        .bank
+        .documents
+        .iter()
+        .find(|d| d.source.path == draft.path)
+        .and_then(|d| d.lesson.as_ref())
+    else {
+        return Ok(());
+    };
+    let stamp = super::stamp(None)?;
+    let kind = EventKind::Created(lesson::curate::file_counts(lesson));
+    let mut ledger = Ledger::read(root, &lesson.slug.value)?;
+    ledger.append(root, &[stamp.event(kind)])?;
+    Ok(())
 }
 
 /// Print the draft's findings to stderr; whether any of them blocks writing.

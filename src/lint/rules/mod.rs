@@ -28,6 +28,8 @@ pub mod invalid_supersedes_slug;
 pub mod invalid_tag;
 pub mod invalid_target_glob;
 pub mod invalid_utf8;
+pub mod ledger_count_mismatch;
+pub mod ledger_torn_line;
 pub mod legacy_schema_id;
 pub mod missing_counter_example;
 pub mod missing_frontmatter;
@@ -36,6 +38,7 @@ pub mod missing_section;
 pub mod misspelled_field;
 pub mod non_yaml_frontmatter;
 pub mod nul_byte;
+pub mod outcome_mixed_band;
 pub mod overbroad_trigger;
 pub mod schema_walk;
 pub mod secret;
@@ -70,6 +73,9 @@ pub static RULES: &[&Rule] = &[
     &missing_counter_example::RULE,
     &hidden_unicode::RULE,
     &secret::RULE,
+    &ledger_count_mismatch::RULE,
+    &ledger_torn_line::RULE,
+    &outcome_mixed_band::RULE,
     &unreadable_file::RULE,
     &file_too_large::RULE,
     &invalid_utf8::RULE,

@@ -1,0 +1,47 @@
+//! `lesson archive [SLUG…] [--expired] [--dry-run]`: move lessons to `_archive/`.
+
+use std::path::Path;
+use std::process::ExitCode;
+
+use clap::Args;
+use lesson::curate::archive::{self, Selection};
+
+/// Flags of `lesson archive`.
+#[derive(Debug, Args)]
+pub struct ArchiveArgs {
+    /// The slugs of the lessons to archive
+    slugs: Vec<String>,
+    /// Archive every expired lesson
+    #[arg(long)]
+    expired: bool,
+    /// Print what would move; change nothing
+    #[arg(long)]
+    dry_run: bool,
+}
+
+/// Run `lesson archive`.
+pub fn run(root: &Path, args: ArchiveArgs) -> anyhow::Result<ExitCode> {
+    if args.slugs.is_empty() && !args.expired {
+        anyhow::bail!("name the lessons to archive, or pass --expired");
+    }
+    let stamp = super::stamp(None)?;
+    let selection = Selection {
+        slugs: args.slugs,
+        expired: args.expired,
+    };
+    let moves = archive::archive(root, &selection, &stamp, args.dry_run)?;
+    let verb = if args.dry_run { "would move " } else { "" };
+    for m in &moves {
+        println!("{verb}{} -> {}", m.from.display(), m.to.display());
+        for old in &m.reactivated {
+            eprintln!(
+                "note: `{old}` is active again: `{}` was the last lesson superseding it",
+                m.slug
+            );
+        }
+    }
+    if moves.is_empty() {
+        println!("nothing to archive");
+    }
+    Ok(ExitCode::SUCCESS)
+}

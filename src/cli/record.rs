@@ -1,0 +1,109 @@
+//! `lesson record SLUG --followed|--contradicted --run-outcome … --evidence …`: an observed
+//! outcome, appended to the ledger and cached in the lesson.
+
+use std::path::Path;
+use std::process::ExitCode;
+
+use clap::{ArgGroup, Args, ValueEnum};
+use lesson::curate::record::{self, Request};
+use lesson::ledger::{Applied, RunOutcome};
+use lesson::scaffold::{self, NewEvidence};
+
+/// Flags of `lesson record`.
+#[derive(Debug, Args)]
+#[command(group(ArgGroup::new("applied").required(true).args(["followed", "contradicted"])))]
+pub struct RecordArgs {
+    /// The lesson's slug
+    slug: String,
+    /// The run did what the lesson says
+    #[arg(long)]
+    followed: bool,
+    /// The run did the opposite of what the lesson says
+    #[arg(long)]
+    contradicted: bool,
+    /// How the run ended
+    #[arg(long, value_enum, value_name = "OUTCOME")]
+    run_outcome: RunArg,
+    /// The run (or other record) the outcome was observed in: KIND:REF[:NOTE], KIND one of run,
+    /// conversation, work-item, audit, wiki-page
+    #[arg(long, value_name = "KIND:REF[:NOTE]", value_parser = scaffold::parse_evidence)]
+    evidence: NewEvidence,
+    /// Who records it (default: $LESSON_BY, else $USER@hostname)
+    #[arg(long, value_name = "ID")]
+    by: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum RunArg {
+    Success,
+    Failure,
+}
+
+/// Run `lesson record`.
+pub fn run(root: &Path, args: RecordArgs) -> anyhow::Result<ExitCode> {
+    let applied = if args.followed {
+        Applied::Followed
+    } else {
+        Applied::Contradicted
+    };
+    let run = match args.run_outcome {
+        RunArg::Success => RunOutcome::Success,
+        RunArg::Failure => RunOutcome::Failure,
+    };
+    let stamp = super::stamp(args.by)?;
+    let req = Request {
+        slug: args.slug,
+        applied,
+        run,
+        evidence: args.evidence,
+    };
+    let done = record::record(root, &req, &stamp)?;
+    for p in &done.ledger_problems {
+        eprintln!(
+            "warning: {}:{}: not a whole ledger event, ignored ({}); `lesson lint` reports it as L002",
+            lesson::ledger::path(root, &req.slug).display(),
+            p.line,
+            p.message
+        );
+    }
+    let expected_before = if done.appended {
+        lesson::ledger::Counts {
+            success_count: done.after.success_count - done.delta.success,
+            failure_count: done.after.failure_count - done.delta.failure,
+        }
+    } else {
+        done.after
+    };
+    if done.before != expected_before {
+        eprintln!(
+            "warning: {} had counts {} but its ledger says {}; reset from the ledger",
+            done.path.display(),
+            done.before,
+            expected_before
+        );
+    }
+    let what = format!("{}, run {}", applied.as_str(), run.as_str());
+    if done.appended && done.delta == lesson::ledger::Delta::default() {
+        println!(
+            "{}: {what}: evidence added; counts stay {} (success/failure)",
+            done.path.display(),
+            done.after
+        );
+    } else if done.appended {
+        println!(
+            "{}: {what}: counts {} -> {} (success/failure)",
+            done.path.display(),
+            expected_before,
+            done.after
+        );
+    } else {
+        println!(
+            "{}: {}:{} is already recorded ({what}); counts {}",
+            done.path.display(),
+            req.evidence.kind.as_str(),
+            req.evidence.reference,
+            done.after
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}

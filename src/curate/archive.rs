@@ -1,0 +1,116 @@
+//! `lesson archive`: move lessons out of the live set to `_archive/<slug>.md` (never deleted),
+//! with an `archived` event in each ledger.
+
+use std::path::PathBuf;
+
+use super::{archive_path, find, lesson_of, locked, refresh_index, with_import, ARCHIVE_DIR};
+use super::{CurateError, Stamp};
+use crate::bank::{Bank, Overlay};
+use crate::ledger::{EventKind, Ledger};
+
+/// Which lessons to archive.
+#[derive(Debug, Clone, Default)]
+pub struct Selection {
+    /// These slugs.
+    pub slugs: Vec<String>,
+    /// And every expired lesson.
+    pub expired: bool,
+}
+
+/// One lesson moved (or, in a dry run, to move).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Move {
+    /// The slug.
+    pub slug: String,
+    /// Where it was.
+    pub from: PathBuf,
+    /// Where it goes.
+    pub to: PathBuf,
+    /// Lessons it alone superseded: with it gone they are active again.
+    pub reactivated: Vec<String>,
+}
+
+/// What archiving `selection` would move; checks every destination first.
+pub fn plan(bank: &Bank, selection: &Selection) -> Result<Vec<Move>, CurateError> {
+    let mut slugs: Vec<String> = Vec::new();
+    for slug in &selection.slugs {
+        find(bank, slug)?;
+        if !slugs.contains(slug) {
+            slugs.push(slug.clone());
+        }
+    }
+    if selection.expired {
+        for (slug, (_, lesson)) in bank.by_slug() {
+            if lesson.is_expired(bank.now) && !slugs.iter().any(|s| s == slug) {
+                slugs.push(slug.to_string());
+            }
+        }
+    }
+    let mut moves = Vec::new();
+    for slug in &slugs {
+        let doc = &bank.documents[find(bank, slug)?];
+        let to = archive_path(&bank.root, slug);
+        if to.symlink_metadata().is_ok() {
+            return Err(CurateError::Refused(format!(
+                "cannot archive `{slug}`: {} already exists; rename one of them first",
+                to.display()
+            )));
+        }
+        let reactivated = lesson_of(doc)
+            .supersedes
+            .iter()
+            .map(|s| s.value.as_str())
+            .filter(|old| {
+                let by = bank.superseded_by(old);
+                !by.is_empty() && by.iter().all(|b| slugs.contains(b))
+            })
+            .map(str::to_string)
+            .collect();
+        moves.push(Move {
+            slug: slug.clone(),
+            from: doc.source.path.clone(),
+            to,
+            reactivated,
+        });
+    }
+    Ok(moves)
+}
+
+/// Archive the selected lessons, holding the bank's lock; returns what moved. With `dry_run`,
+/// only plans (without the lock).
+pub fn archive(
+    root: &std::path::Path,
+    selection: &Selection,
+    stamp: &Stamp,
+    dry_run: bool,
+) -> Result<Vec<Move>, CurateError> {
+    if dry_run {
+        let bank = Bank::load_with(root, &Overlay::new(), stamp.at)?;
+        return plan(&bank, selection);
+    }
+    locked(root, || {
+        let bank = Bank::load_with(root, &Overlay::new(), stamp.at)?;
+        let moves = plan(&bank, selection)?;
+        if moves.is_empty() {
+            return Ok(moves);
+        }
+        // a broken index template stops here, before anything is written
+        crate::index_md::render(&bank)?;
+        let dir = root.join(ARCHIVE_DIR);
+        std::fs::create_dir_all(&dir).map_err(|source| crate::edit::EditError::Io {
+            path: dir.display().to_string(),
+            source,
+        })?;
+        for m in &moves {
+            let lesson = lesson_of(&bank.documents[find(&bank, &m.slug)?]);
+            let mut ledger = Ledger::read(root, &m.slug)?;
+            let to = format!("{ARCHIVE_DIR}/{}.md", m.slug);
+            let events = with_import(&ledger, lesson, stamp, EventKind::Archived { to });
+            ledger.append(root, &events)?;
+            crate::edit::move_file(root, &m.from, &m.to)?;
+        }
+        let bank = Bank::load_with(root, &Overlay::new(), stamp.at)?;
+        refresh_index(&bank)?;
+        Ok(moves)
+    })
+}

@@ -1,0 +1,205 @@
+//! `lesson record`: an observed outcome, appended to the lesson's ledger and cached in its
+//! frontmatter (the two count lines and one new evidence item, nothing else).
+
+use std::path::PathBuf;
+
+use super::{edited, file_counts, find, frontmatter, json_without, lesson_of, locked};
+use super::{with_import, write_index, CurateError, Stamp};
+use crate::bank::{Bank, Overlay};
+use crate::edit::frontmatter::NewItem;
+use crate::ledger::{
+    Applied, Counts, Delta, EventKind, EvidenceRef, Ledger, LineProblem, OutcomeEvent, RunOutcome,
+};
+use crate::scaffold::NewEvidence;
+
+/// What to record.
+#[derive(Debug, Clone)]
+pub struct Request {
+    /// The lesson.
+    pub slug: String,
+    /// Whether its advice was followed.
+    pub applied: Applied,
+    /// How the run ended.
+    pub run: RunOutcome,
+    /// Where it was observed. For a failed run a missing note is filled in ("followed; the run
+    /// failed"): nothing else in the lesson would say what the item stands for.
+    pub evidence: NewEvidence,
+}
+
+/// What `record` did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Recorded {
+    /// The lesson file.
+    pub path: PathBuf,
+    /// The counts the file had.
+    pub before: Counts,
+    /// The counts it has now (the ledger's).
+    pub after: Counts,
+    /// What this outcome added.
+    pub delta: Delta,
+    /// `false` when the ledger already held this outcome (a retry): nothing was appended, and
+    /// the lesson was only brought in line with the ledger.
+    pub appended: bool,
+    /// Whether the lesson file changed.
+    pub changed: bool,
+    /// Lines of the ledger that are not whole events (ignored).
+    pub ledger_problems: Vec<LineProblem>,
+}
+
+/// The note written for a failed run when the caller gives none.
+pub fn default_note(applied: Applied, run: RunOutcome) -> String {
+    let ran = match run {
+        RunOutcome::Success => "the run succeeded",
+        RunOutcome::Failure => "the run failed",
+    };
+    format!("{}; {ran}", applied.as_str())
+}
+
+/// Record an outcome, holding the bank's lock.
+pub fn record(
+    root: &std::path::Path,
+    req: &Request,
+    stamp: &Stamp,
+) -> Result<Recorded, CurateError> {
+    locked(root, || record_locked(root, req, stamp))
+}
+
+fn record_locked(
+    root: &std::path::Path,
+    req: &Request,
+    stamp: &Stamp,
+) -> Result<Recorded, CurateError> {
+    let mut bank = Bank::load_with(root, &Overlay::new(), stamp.at)?;
+    let i = find(&bank, &req.slug)?;
+    let doc = &bank.documents[i];
+    let lesson = lesson_of(doc);
+    let mut ledger = Ledger::read(root, &req.slug)?;
+    let evidence = EvidenceRef {
+        kind: req.evidence.kind.as_str().to_string(),
+        reference: req.evidence.reference.clone(),
+        // ADAPTER.md: a failed run adds evidence "with a failure note"
+        note: req.evidence.note.clone().or_else(|| {
+            (req.run == RunOutcome::Failure).then(|| default_note(req.applied, req.run))
+        }),
+    };
+    let delta = Delta::of(req.applied, req.run);
+    let outcome = OutcomeEvent {
+        applied: req.applied,
+        run: req.run,
+        delta,
+        evidence: evidence.clone(),
+    };
+    let already = already_recorded(&ledger, &outcome)?;
+    let before = file_counts(lesson);
+    let mut after = match ledger.tally() {
+        Some(t) => t.counts(),
+        None => before,
+    };
+    if !already {
+        after.success_count += delta.success;
+        after.failure_count += delta.failure;
+    }
+
+    let fm = frontmatter(doc)?;
+    let mut edits = fm
+        .set_counts(after)
+        .map_err(|e| super::uneditable(doc, e))?;
+    let listed = lesson
+        .evidence
+        .iter()
+        .any(|e| e.kind.value.as_str() == evidence.kind && e.reference.value == evidence.reference);
+    if !listed {
+        let item = NewItem {
+            kind: &evidence.kind,
+            reference: &evidence.reference,
+            note: evidence.note.as_deref(),
+        };
+        edits.push(
+            fm.append_evidence(item)
+                .map_err(|e| super::uneditable(doc, e))?,
+        );
+    }
+    let new = edited(doc, &edits, |old, new| {
+        if file_counts(new) != after {
+            return Some(format!("the counts read {}, not {after}", file_counts(new)));
+        }
+        let mut expected: Vec<_> = old.evidence.iter().map(evidence_key).collect();
+        if !listed {
+            expected.push((
+                evidence.kind.clone(),
+                evidence.reference.clone(),
+                evidence.note.clone(),
+            ));
+        }
+        let got: Vec<_> = new.evidence.iter().map(evidence_key).collect();
+        if got != expected {
+            return Some("the evidence list is not the old one plus the new item".into());
+        }
+        let fields = ["success_count", "failure_count", "evidence"];
+        (json_without(old, &fields) != json_without(new, &fields))
+            .then(|| "a field other than the counts and evidence changed".into())
+    })?;
+
+    let events = if already {
+        Vec::new()
+    } else {
+        with_import(&ledger, lesson, stamp, EventKind::Outcome(outcome))
+    };
+    let path = doc.source.path.clone();
+    let changed = new.source.text != doc.source.text;
+    let new_text = new.source.text.clone();
+    // counts and evidence do not change supersession: the loaded bank stays valid with the new
+    // file, and the index is rendered before anything is written (a broken template stops here)
+    bank.documents[i] = new;
+    let index = crate::index_md::render(&bank)?;
+
+    ledger.append(root, &events)?;
+    if changed {
+        crate::edit::write_atomic(root, &path, new_text.as_bytes())?;
+    }
+    write_index(&bank, &index)?;
+    Ok(Recorded {
+        path,
+        before,
+        after,
+        delta,
+        appended: !already,
+        changed,
+        ledger_problems: ledger.problems,
+    })
+}
+
+fn evidence_key(e: &crate::lesson::Evidence) -> (String, String, Option<String>) {
+    (
+        e.kind.value.as_str().to_string(),
+        e.reference.value.clone(),
+        e.note.as_ref().map(|n| n.value.clone()),
+    )
+}
+
+/// Whether the ledger holds this outcome already (same evidence, same outcome): a retry. The
+/// same evidence with another outcome is refused: one run is one observation.
+fn already_recorded(ledger: &Ledger, outcome: &OutcomeEvent) -> Result<bool, CurateError> {
+    let same_ref = |e: &EvidenceRef| {
+        e.kind == outcome.evidence.kind && e.reference == outcome.evidence.reference
+    };
+    for (entry, o) in ledger.outcomes() {
+        if !same_ref(&o.evidence) {
+            continue;
+        }
+        if o.applied == outcome.applied && o.run == outcome.run {
+            return Ok(true);
+        }
+        return Err(CurateError::Refused(format!(
+            "{}:{}: {}:{} is already recorded for this lesson as {}, run {} (at {}); one run is one observation",
+            ledger.path.display(),
+            entry.line,
+            o.evidence.kind,
+            o.evidence.reference,
+            o.applied.as_str(),
+            o.run.as_str(),
+            entry.event.at
+        )));
+    }
+    Ok(false)
+}

@@ -1,0 +1,154 @@
+//! `lesson review`: the lessons that need a human. Failure-dominant lessons (AIP-11: "SHOULD
+//! trigger lesson review", never auto-retirement), expired ones, ones whose counts fall in the
+//! mixed band but whose outcome is not `mixed`, and ones no outcome was ever recorded for since
+//! they were created. Superseded lessons are out of retrieval and are left alone.
+
+use serde::Serialize;
+
+use crate::bank::{Bank, Status};
+use crate::ledger::{Ledger, LedgerError};
+use crate::lesson::{slug_problem, Outcome};
+
+/// Why a lesson needs a look.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Reason {
+    /// More failures than successes.
+    FailureDominant,
+    /// Past its `expires_at`.
+    Expired,
+    /// Successes and failures roughly equal, outcome not `mixed`.
+    MixedBand,
+    /// No outcome recorded since it was created, for `[review] unapplied-days`.
+    NeverApplied,
+}
+
+impl Reason {
+    /// The kebab-case name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Reason::FailureDominant => "failure-dominant",
+            Reason::Expired => "expired",
+            Reason::MixedBand => "mixed-band",
+            Reason::NeverApplied => "never-applied",
+        }
+    }
+}
+
+/// One lesson and one reason to review it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Finding {
+    /// Why.
+    pub reason: Reason,
+    /// The lesson.
+    pub slug: String,
+    /// Its file.
+    pub path: String,
+    /// What was found, in one line.
+    pub message: String,
+    /// `outcome`.
+    pub outcome: Outcome,
+    /// `success_count`.
+    pub success_count: u64,
+    /// `failure_count`.
+    pub failure_count: u64,
+    /// For `expired`: when.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<String>,
+    /// For `never-applied`: since when the lesson has waited for an outcome.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub since: Option<String>,
+}
+
+const DAY: i64 = 86_400;
+
+/// Every finding, by reason, then slug.
+pub fn review(bank: &Bank) -> Result<Vec<Finding>, LedgerError> {
+    let config = &bank.config.review;
+    let mut out = Vec::new();
+    for (slug, (doc, lesson)) in bank.by_slug() {
+        let status = bank.status(lesson);
+        if matches!(status, Status::Superseded(_)) {
+            continue;
+        }
+        let (s, f) = (lesson.successes(), lesson.failures());
+        let finding = |reason, message: String| Finding {
+            reason,
+            slug: slug.to_string(),
+            path: doc.source.path.display().to_string(),
+            message,
+            outcome: lesson.outcome.value,
+            success_count: s,
+            failure_count: f,
+            expires_at: None,
+            since: None,
+        };
+        if f > s {
+            out.push(finding(
+                Reason::FailureDominant,
+                format!(
+                    "{f} failure{} against {s} success{}: retrieval shows it as a caution; rewrite, supersede or archive it",
+                    plural(f, "", "s"),
+                    plural(s, "", "es")
+                ),
+            ));
+        }
+        if let (Status::Expired, Some(expiry)) = (&status, &lesson.expires_at) {
+            let date = expiry.value.at.to_zoned(jiff::tz::TimeZone::UTC).date();
+            out.push(Finding {
+                expires_at: Some(expiry.value.at.to_string()),
+                ..finding(
+                    Reason::Expired,
+                    format!("expired on {date}: re-validate it and move `expires_at`, or `lesson archive {slug}`"),
+                )
+            });
+        }
+        if lesson.outcome.value != Outcome::Mixed && config.in_mixed_band(s, f) {
+            out.push(finding(
+                Reason::MixedBand,
+                format!(
+                    "{s} successes and {f} failures, but `outcome: {}`: it holds only under some conditions; set `outcome: mixed` and say which",
+                    lesson.outcome.value
+                ),
+            ));
+        }
+        if slug_problem(slug).is_some() {
+            continue;
+        }
+        let ledger = Ledger::read(&bank.root, slug)?;
+        if ledger.outcomes().next().is_some() {
+            continue;
+        }
+        let (since, what) = match ledger.since() {
+            Some(at) => (Some(at), "entered the ledger"),
+            None => (modified(&doc.source.path), "file last modified"),
+        };
+        let Some(since) = since else { continue };
+        let days = (bank.now.as_second() - since.as_second()).div_euclid(DAY);
+        if days >= 0 && days as u64 >= config.unapplied_days {
+            let date = since.to_zoned(jiff::tz::TimeZone::UTC).date();
+            out.push(Finding {
+                since: Some(since.to_string()),
+                ..finding(
+                    Reason::NeverApplied,
+                    format!("no outcome recorded in {days} days ({what} {date}): is its trigger ever met?"),
+                )
+            });
+        }
+    }
+    out.sort_by(|a, b| (a.reason, &a.slug).cmp(&(b.reason, &b.slug)));
+    Ok(out)
+}
+
+fn modified(path: &std::path::Path) -> Option<jiff::Timestamp> {
+    let time = std::fs::metadata(path).ok()?.modified().ok()?;
+    jiff::Timestamp::try_from(time).ok()
+}
+
+fn plural(n: u64, one: &'static str, many: &'static str) -> &'static str {
+    if n == 1 {
+        one
+    } else {
+        many
+    }
+}

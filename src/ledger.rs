@@ -1,0 +1,824 @@
+//! A lesson's ledger, `_log/<slug>.jsonl`: what happened to the lesson, one JSON event a line,
+//! append-only.
+//!
+//! The ledger is the authority for a lesson's counts (AIP-11 "confidence laundering": counts come
+//! from observed outcomes, never from the author). `success_count` / `failure_count` in the
+//! frontmatter are a cache of it: the counts of the first `created` or `imported` event plus the
+//! `delta` of every `outcome` event. A lesson without a ledger keeps the counts it was written
+//! with as initial values; the first event appended to its ledger is preceded by an `imported`
+//! event that records them.
+//!
+//! Each line is an object with `at` (RFC 3339, UTC), `event` and `by` (who recorded it), then the
+//! event's fields:
+//!
+//! ```text
+//! {"at":"2026-11-22T12:00:00Z","event":"created","by":"ci@runner-7","success_count":0,"failure_count":0}
+//! {"at":"2026-11-22T12:00:00Z","event":"imported","by":"ana@laptop","success_count":3,"failure_count":1}
+//! {"at":"2026-11-23T08:14:02Z","event":"outcome","by":"ana@laptop","applied":"followed","run":"success","delta":{"success":1,"failure":0},"evidence":{"kind":"run","ref":"r_812"}}
+//! {"at":"2026-11-24T09:00:00Z","event":"evidence","by":"ana@laptop","evidence":{"kind":"work-item","ref":"pr-12"}}
+//! {"at":"2026-11-25T10:30:00Z","event":"superseded","by":"ana@laptop","superseded_by":"newer-lesson"}
+//! {"at":"2026-11-25T10:31:00Z","event":"merged","by":"ana@laptop","into":"other-lesson"}
+//! {"at":"2026-12-01T00:00:00Z","event":"archived","by":"ana@laptop","to":"_archive/old-lesson.md"}
+//! ```
+//!
+//! Reading is forgiving: a line that is not a whole JSON event (a crash cut it short, a merge
+//! mangled it) is reported with its line number and ignored, never fatal; an event this version
+//! does not know is kept and ignored, so that older and newer versions can share a bank.
+
+use std::fmt;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::edit::EditError;
+
+/// The directory of ledgers, inside the bank.
+pub const LOG_DIR: &str = "_log";
+/// The environment variable that says who records events (default `$USER@hostname`).
+pub const BY_ENV: &str = "LESSON_BY";
+
+/// The ledger file of a slug.
+pub fn path(root: &Path, slug: &str) -> PathBuf {
+    root.join(LOG_DIR).join(format!("{slug}.jsonl"))
+}
+
+/// Who records events: `$LESSON_BY`, else `$USER@hostname`, else `unknown`.
+pub fn default_recorder() -> String {
+    let non_empty = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
+    if let Some(by) = non_empty(BY_ENV) {
+        return by;
+    }
+    let user = non_empty("USER")
+        .or_else(|| non_empty("USERNAME"))
+        .or_else(|| non_empty("LOGNAME"));
+    match (user, hostname()) {
+        (Some(user), Some(host)) => format!("{user}@{host}"),
+        (Some(user), None) => user,
+        (None, _) => "unknown".into(),
+    }
+}
+
+fn hostname() -> Option<String> {
+    let from_file = |p: &str| std::fs::read_to_string(p).ok();
+    std::env::var("HOSTNAME")
+        .ok()
+        .or_else(|| std::env::var("COMPUTERNAME").ok())
+        .or_else(|| from_file("/proc/sys/kernel/hostname"))
+        .or_else(|| from_file("/etc/hostname"))
+        .map(|h| h.trim().to_string())
+        .filter(|h| !h.is_empty())
+}
+
+/// `success_count` and `failure_count`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Counts {
+    /// Times the lesson worked when applied.
+    pub success_count: u64,
+    /// Times its claim was contradicted.
+    pub failure_count: u64,
+}
+
+impl fmt::Display for Counts {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.success_count, self.failure_count)
+    }
+}
+
+/// Whether the lesson's advice was followed in the run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Applied {
+    /// The run did what the lesson says.
+    Followed,
+    /// The run did the opposite.
+    Contradicted,
+}
+
+impl Applied {
+    /// The ledger's spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Applied::Followed => "followed",
+            Applied::Contradicted => "contradicted",
+        }
+    }
+}
+
+/// How the run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RunOutcome {
+    /// The run succeeded.
+    Success,
+    /// The run failed.
+    Failure,
+}
+
+impl RunOutcome {
+    /// The ledger's spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunOutcome::Success => "success",
+            RunOutcome::Failure => "failure",
+        }
+    }
+}
+
+/// What an outcome adds to the counts: 0 or 1 each.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Delta {
+    /// Added to `success_count`.
+    pub success: u64,
+    /// Added to `failure_count`.
+    pub failure: u64,
+}
+
+impl Delta {
+    /// ADAPTER.md's replay-match rules: followed and succeeded counts a success; contradicted
+    /// and succeeded counts a failure (the lesson's claim was contradicted); a failed run only
+    /// adds evidence.
+    pub fn of(applied: Applied, run: RunOutcome) -> Delta {
+        match (applied, run) {
+            (Applied::Followed, RunOutcome::Success) => Delta {
+                success: 1,
+                failure: 0,
+            },
+            (Applied::Contradicted, RunOutcome::Success) => Delta {
+                success: 0,
+                failure: 1,
+            },
+            (_, RunOutcome::Failure) => Delta::default(),
+        }
+    }
+}
+
+/// An evidence pointer as the ledger stores it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EvidenceRef {
+    /// `run`, `conversation`, `work-item`, `audit` or `wiki-page`.
+    pub kind: String,
+    /// The id.
+    #[serde(rename = "ref")]
+    pub reference: String,
+    /// A one-line note.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+/// An `outcome` event: the lesson's trigger matched a run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OutcomeEvent {
+    /// Whether the advice was followed.
+    pub applied: Applied,
+    /// How the run ended.
+    pub run: RunOutcome,
+    /// What it adds to the counts.
+    pub delta: Delta,
+    /// The run (or other record) it was observed in.
+    pub evidence: EvidenceRef,
+}
+
+/// What happened.
+#[derive(Debug, Clone, PartialEq)]
+pub enum EventKind {
+    /// The lesson was written, with these initial counts.
+    Created(Counts),
+    /// The lesson existed before its ledger, with these counts (taken as initial values).
+    Imported(Counts),
+    /// An observed outcome.
+    Outcome(OutcomeEvent),
+    /// Evidence added without an outcome.
+    Evidence(EvidenceRef),
+    /// Another lesson supersedes this one.
+    Superseded {
+        /// The superseding lesson's slug.
+        superseded_by: String,
+    },
+    /// The lesson was folded into another.
+    Merged {
+        /// The lesson it was merged into.
+        into: String,
+    },
+    /// The lesson was moved to `_archive/`.
+    Archived {
+        /// Where it went, relative to the bank.
+        to: String,
+    },
+    /// An event this version does not know (kept, ignored).
+    Other(String),
+}
+
+impl EventKind {
+    /// The `event` field.
+    pub fn name(&self) -> &str {
+        match self {
+            EventKind::Created(_) => "created",
+            EventKind::Imported(_) => "imported",
+            EventKind::Outcome(_) => "outcome",
+            EventKind::Evidence(_) => "evidence",
+            EventKind::Superseded { .. } => "superseded",
+            EventKind::Merged { .. } => "merged",
+            EventKind::Archived { .. } => "archived",
+            EventKind::Other(name) => name,
+        }
+    }
+
+    /// The event's own fields as JSON text, in the order they are written.
+    fn fields(&self) -> Vec<(&'static str, String)> {
+        fn json<T: Serialize + ?Sized>(v: &T) -> String {
+            serde_json::to_string(v).expect("ledger types serialize")
+        }
+        match self {
+            EventKind::Created(c) | EventKind::Imported(c) => vec![
+                ("success_count", json(&c.success_count)),
+                ("failure_count", json(&c.failure_count)),
+            ],
+            EventKind::Outcome(o) => vec![
+                ("applied", json(&o.applied)),
+                ("run", json(&o.run)),
+                ("delta", json(&o.delta)),
+                ("evidence", json(&o.evidence)),
+            ],
+            EventKind::Evidence(e) => vec![("evidence", json(e))],
+            EventKind::Superseded { superseded_by } => vec![("superseded_by", json(superseded_by))],
+            EventKind::Merged { into } => vec![("into", json(into))],
+            EventKind::Archived { to } => vec![("to", json(to))],
+            EventKind::Other(_) => Vec::new(),
+        }
+    }
+
+    fn parse(name: &str, object: Value) -> Result<EventKind, String> {
+        fn field<T: serde::de::DeserializeOwned>(object: Value) -> Result<T, String> {
+            serde_json::from_value(object).map_err(|e| e.to_string())
+        }
+        #[derive(Deserialize)]
+        struct WithEvidence {
+            evidence: EvidenceRef,
+        }
+        #[derive(Deserialize)]
+        struct Superseded {
+            superseded_by: String,
+        }
+        #[derive(Deserialize)]
+        struct Merged {
+            into: String,
+        }
+        #[derive(Deserialize)]
+        struct Archived {
+            to: String,
+        }
+        Ok(match name {
+            "created" => EventKind::Created(field(object)?),
+            "imported" => EventKind::Imported(field(object)?),
+            "outcome" => {
+                let o: OutcomeEvent = field(object)?;
+                if o.delta.success > 1 || o.delta.failure > 1 {
+                    return Err("an outcome adds 0 or 1 to each count".into());
+                }
+                EventKind::Outcome(o)
+            }
+            "evidence" => EventKind::Evidence(field::<WithEvidence>(object)?.evidence),
+            "superseded" => EventKind::Superseded {
+                superseded_by: field::<Superseded>(object)?.superseded_by,
+            },
+            "merged" => EventKind::Merged {
+                into: field::<Merged>(object)?.into,
+            },
+            "archived" => EventKind::Archived {
+                to: field::<Archived>(object)?.to,
+            },
+            other => EventKind::Other(other.to_string()),
+        })
+    }
+}
+
+/// One event of a ledger.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Event {
+    /// When it was recorded (whole seconds, UTC).
+    pub at: jiff::Timestamp,
+    /// Who recorded it.
+    pub by: String,
+    /// What happened.
+    pub kind: EventKind,
+}
+
+impl Event {
+    /// An event at `at` (truncated to whole seconds) recorded by `by`.
+    pub fn new(at: jiff::Timestamp, by: &str, kind: EventKind) -> Event {
+        let at = jiff::Timestamp::from_second(at.as_second()).unwrap_or(at);
+        Event {
+            at,
+            by: by.to_string(),
+            kind,
+        }
+    }
+
+    /// The event as one ledger line, with its `\n`.
+    pub fn to_line(&self) -> String {
+        let mut line = format!(
+            "{{\"at\":{},\"event\":{},\"by\":{}",
+            Value::from(self.at.to_string()),
+            Value::from(self.kind.name()),
+            Value::from(self.by.as_str())
+        );
+        for (name, value) in self.kind.fields() {
+            line.push_str(&format!(",\"{name}\":{value}"));
+        }
+        line.push_str("}\n");
+        line
+    }
+
+    /// Parse one line (without its line ending).
+    pub fn parse(line: &str) -> Result<Event, String> {
+        // one typed pass for the lines this version writes; anything else takes the slow path,
+        // which says precisely what is wrong (or keeps an event kind it does not know)
+        if let Ok(known) = serde_json::from_str::<Known>(line) {
+            if let Some(event) = known.into_event() {
+                return Ok(event);
+            }
+        }
+        Event::parse_value(line)
+    }
+
+    fn parse_value(line: &str) -> Result<Event, String> {
+        let value: Value = serde_json::from_str(line).map_err(|e| {
+            // serde_json says "at line 1 column N": within the line, only the column means much
+            let what = e.to_string();
+            let what = what
+                .split(" at line ")
+                .next()
+                .unwrap_or_default()
+                .to_string();
+            format!("not JSON: {what} at column {}", e.column())
+        })?;
+        let Value::Object(map) = &value else {
+            return Err("not a JSON object".into());
+        };
+        let Some(name) = map.get("event").and_then(Value::as_str) else {
+            return Err("no `event` field".into());
+        };
+        let name = name.to_string();
+        let at = map
+            .get("at")
+            .and_then(Value::as_str)
+            .ok_or("no `at` field")?
+            .parse::<jiff::Timestamp>()
+            .map_err(|_| "`at` is not an RFC 3339 timestamp")?;
+        let by = map
+            .get("by")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
+        let kind = EventKind::parse(&name, value)
+            .map_err(|e| format!("not a valid `{name}` event: {e}"))?;
+        Ok(Event { at, by, kind })
+    }
+}
+
+/// Every field of the events this version writes, for the fast path of [`Event::parse`].
+#[derive(Deserialize)]
+struct Known {
+    at: String,
+    event: String,
+    #[serde(default)]
+    by: String,
+    success_count: Option<u64>,
+    failure_count: Option<u64>,
+    applied: Option<Applied>,
+    run: Option<RunOutcome>,
+    delta: Option<Delta>,
+    evidence: Option<EvidenceRef>,
+    superseded_by: Option<String>,
+    into: Option<String>,
+    to: Option<String>,
+}
+
+impl Known {
+    /// The event, when it is complete and of a known kind.
+    fn into_event(self) -> Option<Event> {
+        let counts = || {
+            Some(Counts {
+                success_count: self.success_count?,
+                failure_count: self.failure_count?,
+            })
+        };
+        let kind = match self.event.as_str() {
+            "created" => EventKind::Created(counts()?),
+            "imported" => EventKind::Imported(counts()?),
+            "outcome" => {
+                let delta = self.delta?;
+                if delta.success > 1 || delta.failure > 1 {
+                    return None;
+                }
+                EventKind::Outcome(OutcomeEvent {
+                    applied: self.applied?,
+                    run: self.run?,
+                    delta,
+                    evidence: self.evidence?,
+                })
+            }
+            "evidence" => EventKind::Evidence(self.evidence?),
+            "superseded" => EventKind::Superseded {
+                superseded_by: self.superseded_by?,
+            },
+            "merged" => EventKind::Merged { into: self.into? },
+            "archived" => EventKind::Archived { to: self.to? },
+            _ => return None,
+        };
+        Some(Event {
+            at: self.at.parse().ok()?,
+            by: self.by,
+            kind,
+        })
+    }
+}
+
+/// An event and the line it stands on.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Entry {
+    /// 1-based line number.
+    pub line: usize,
+    /// The event.
+    pub event: Event,
+}
+
+/// A line that is not a whole event; it is ignored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LineProblem {
+    /// 1-based line number.
+    pub line: usize,
+    /// Byte range of the line (without its line ending).
+    pub range: Range<usize>,
+    /// Why it is not an event.
+    pub message: String,
+    /// Whether it is the last line and has no line ending (an append cut short).
+    pub unterminated: bool,
+}
+
+/// A ledger could not be read.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot read {path}: {source}")]
+pub struct LedgerError {
+    /// The file.
+    pub path: String,
+    /// The cause.
+    pub source: std::io::Error,
+}
+
+/// The initial counts plus what the outcomes added.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Tally {
+    /// The counts of the first `created` / `imported` event (0/0 when there is none).
+    pub initial: Counts,
+    /// The sum of the outcomes' deltas.
+    pub added: Counts,
+    /// How many outcome events.
+    pub outcomes: usize,
+}
+
+impl Tally {
+    /// What `success_count` / `failure_count` must be.
+    pub fn counts(&self) -> Counts {
+        Counts {
+            success_count: self.initial.success_count + self.added.success_count,
+            failure_count: self.initial.failure_count + self.added.failure_count,
+        }
+    }
+}
+
+/// A lesson's ledger as read from disk (empty when the file does not exist).
+#[derive(Debug, Clone, Default)]
+pub struct Ledger {
+    /// The file.
+    pub path: PathBuf,
+    /// The file's text (invalid UTF-8 replaced).
+    pub text: String,
+    /// Whether the file exists.
+    pub exists: bool,
+    /// Every whole event, in file order.
+    pub entries: Vec<Entry>,
+    /// Lines that are not whole events.
+    pub problems: Vec<LineProblem>,
+    lines: usize,
+}
+
+impl Ledger {
+    /// Read the ledger of `slug` in the bank at `root`.
+    pub fn read(root: &Path, slug: &str) -> Result<Ledger, LedgerError> {
+        Ledger::read_file(&path(root, slug))
+    }
+
+    /// Read a ledger file; a missing file is an empty ledger.
+    pub fn read_file(path: &Path) -> Result<Ledger, LedgerError> {
+        match std::fs::read(path) {
+            Ok(bytes) => Ok(Ledger::parse(path, &bytes)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Ledger {
+                path: path.to_path_buf(),
+                ..Ledger::default()
+            }),
+            Err(source) => Err(LedgerError {
+                path: path.display().to_string(),
+                source,
+            }),
+        }
+    }
+
+    /// Parse a ledger's bytes.
+    pub fn parse(path: &Path, bytes: &[u8]) -> Ledger {
+        let mut ledger = Ledger {
+            path: path.to_path_buf(),
+            text: String::from_utf8_lossy(bytes).into_owned(),
+            exists: true,
+            ..Ledger::default()
+        };
+        let mut start = 0;
+        let mut number = 0;
+        while start < bytes.len() {
+            number += 1;
+            let (end, next, terminated) = match bytes[start..].iter().position(|&b| b == b'\n') {
+                Some(i) => (start + i, start + i + 1, true),
+                None => (bytes.len(), bytes.len(), false),
+            };
+            let mut content = &bytes[start..end];
+            if content.last() == Some(&b'\r') {
+                content = &content[..content.len() - 1];
+            }
+            if !content.iter().all(u8::is_ascii_whitespace) {
+                let parsed = std::str::from_utf8(content)
+                    .map_err(|_| "not UTF-8".to_string())
+                    .and_then(Event::parse);
+                match parsed {
+                    Ok(event) => ledger.entries.push(Entry {
+                        line: number,
+                        event,
+                    }),
+                    Err(message) => {
+                        // byte offsets of the lossy text equal the file's only for valid UTF-8
+                        let range = if ledger.text.len() == bytes.len() {
+                            start..start + content.len()
+                        } else {
+                            0..0
+                        };
+                        ledger.problems.push(LineProblem {
+                            line: number,
+                            range,
+                            message,
+                            unterminated: !terminated,
+                        });
+                    }
+                }
+            }
+            start = next;
+        }
+        ledger.lines = number;
+        ledger
+    }
+
+    /// The first `created` or `imported` event's counts.
+    pub fn initial(&self) -> Option<Counts> {
+        self.entries.iter().find_map(|e| match &e.event.kind {
+            EventKind::Created(c) | EventKind::Imported(c) => Some(*c),
+            _ => None,
+        })
+    }
+
+    /// The outcome events, in order.
+    pub fn outcomes(&self) -> impl Iterator<Item = (&Entry, &OutcomeEvent)> {
+        self.entries.iter().filter_map(|e| match &e.event.kind {
+            EventKind::Outcome(o) => Some((e, o)),
+            _ => None,
+        })
+    }
+
+    /// What the counts must be, or `None` when the ledger says nothing about them (no initial
+    /// event and no outcome: the lesson's own counts are its initial values).
+    pub fn tally(&self) -> Option<Tally> {
+        let initial = self.initial();
+        let mut tally = Tally {
+            initial: initial.unwrap_or_default(),
+            ..Tally::default()
+        };
+        for (_, o) in self.outcomes() {
+            tally.added.success_count += o.delta.success;
+            tally.added.failure_count += o.delta.failure;
+            tally.outcomes += 1;
+        }
+        (initial.is_some() || tally.outcomes > 0).then_some(tally)
+    }
+
+    /// Whether the next append must start with an `imported` event recording the lesson's
+    /// current counts.
+    pub fn needs_import(&self) -> bool {
+        self.tally().is_none()
+    }
+
+    /// When the lesson entered the ledger: its first `created` or `imported` event.
+    pub fn since(&self) -> Option<jiff::Timestamp> {
+        self.entries.iter().find_map(|e| match e.event.kind {
+            EventKind::Created(_) | EventKind::Imported(_) => Some(e.event.at),
+            _ => None,
+        })
+    }
+
+    /// Append events: whole lines, in one write, under the bank's lock (the caller holds it).
+    /// Creates `_log/` and the file when needed. The events join `entries`.
+    pub fn append(&mut self, root: &Path, events: &[Event]) -> Result<(), EditError> {
+        if events.is_empty() {
+            return Ok(());
+        }
+        let lines: String = events.iter().map(Event::to_line).collect();
+        if let Some(dir) = self.path.parent() {
+            std::fs::create_dir_all(dir).map_err(|source| EditError::Io {
+                path: dir.display().to_string(),
+                source,
+            })?;
+        }
+        let repaired = crate::edit::append(root, &self.path, lines.as_bytes())?;
+        if repaired {
+            self.text.push('\n');
+        }
+        self.text.push_str(&lines);
+        self.exists = true;
+        for event in events {
+            self.lines += 1;
+            self.entries.push(Entry {
+                line: self.lines,
+                event: event.clone(),
+            });
+        }
+        Ok(())
+    }
+}
+
+/// Every ledger file of the bank: `_log/*.jsonl`, sorted.
+pub fn ledger_files(root: &Path) -> Vec<PathBuf> {
+    let Ok(dir) = std::fs::read_dir(root.join(LOG_DIR)) else {
+        return Vec::new();
+    };
+    let mut files: Vec<PathBuf> = dir
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "jsonl") && p.is_file())
+        .collect();
+    files.sort();
+    files
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at() -> jiff::Timestamp {
+        "2026-11-22T12:00:00.75Z".parse().unwrap()
+    }
+
+    #[test]
+    fn lines_round_trip() {
+        let events = [
+            EventKind::Created(Counts::default()),
+            EventKind::Imported(Counts {
+                success_count: 3,
+                failure_count: 1,
+            }),
+            EventKind::Outcome(OutcomeEvent {
+                applied: Applied::Contradicted,
+                run: RunOutcome::Success,
+                delta: Delta::of(Applied::Contradicted, RunOutcome::Success),
+                evidence: EvidenceRef {
+                    kind: "run".into(),
+                    reference: "r\"1".into(),
+                    note: Some("a note: with \u{e9}".into()),
+                },
+            }),
+            EventKind::Evidence(EvidenceRef {
+                kind: "work-item".into(),
+                reference: "pr-1".into(),
+                note: None,
+            }),
+            EventKind::Superseded {
+                superseded_by: "newer".into(),
+            },
+            EventKind::Merged {
+                into: "other".into(),
+            },
+            EventKind::Archived {
+                to: "_archive/x.md".into(),
+            },
+        ];
+        for kind in events {
+            let event = Event::new(at(), "ana@host", kind);
+            let line = event.to_line();
+            assert!(line.ends_with("}\n") && line.matches('\n').count() == 1);
+            assert!(line.starts_with("{\"at\":\"2026-11-22T12:00:00Z\",\"event\":"));
+            assert_eq!(Event::parse(line.trim_end()), Ok(event));
+        }
+    }
+
+    #[test]
+    fn outcome_line_is_exact() {
+        let event = Event::new(
+            at(),
+            "ci",
+            EventKind::Outcome(OutcomeEvent {
+                applied: Applied::Followed,
+                run: RunOutcome::Success,
+                delta: Delta::of(Applied::Followed, RunOutcome::Success),
+                evidence: EvidenceRef {
+                    kind: "run".into(),
+                    reference: "r1".into(),
+                    note: None,
+                },
+            }),
+        );
+        assert_eq!(
+            event.to_line(),
+            "{\"at\":\"2026-11-22T12:00:00Z\",\"event\":\"outcome\",\"by\":\"ci\",\"applied\":\"followed\",\"run\":\"success\",\"delta\":{\"success\":1,\"failure\":0},\"evidence\":{\"kind\":\"run\",\"ref\":\"r1\"}}\n"
+        );
+    }
+
+    #[test]
+    fn replay_match_rules() {
+        use Applied::*;
+        use RunOutcome::*;
+        assert_eq!(
+            Delta::of(Followed, Success),
+            Delta {
+                success: 1,
+                failure: 0
+            }
+        );
+        assert_eq!(
+            Delta::of(Contradicted, Success),
+            Delta {
+                success: 0,
+                failure: 1
+            }
+        );
+        assert_eq!(Delta::of(Followed, Failure), Delta::default());
+        assert_eq!(Delta::of(Contradicted, Failure), Delta::default());
+    }
+
+    #[test]
+    fn torn_and_foreign_lines_are_reported_and_ignored() {
+        let good = |kind| Event::new(at(), "x", kind).to_line();
+        let imported = good(EventKind::Imported(Counts {
+            success_count: 2,
+            failure_count: 0,
+        }));
+        let outcome = good(EventKind::Outcome(OutcomeEvent {
+            applied: Applied::Followed,
+            run: RunOutcome::Success,
+            delta: Delta::of(Applied::Followed, RunOutcome::Success),
+            evidence: EvidenceRef {
+                kind: "run".into(),
+                reference: "r".into(),
+                note: None,
+            },
+        }));
+        let text = format!(
+            "{imported}{}\n\r\n{outcome}{{\"at\":\"2026-11-22T12:00:00Z\",\"event\":\"future\",\"by\":\"x\"}}\n{{\"event\":\"outcome\",\"at\":\"2026-11-22T12:00:00Z\",\"delta\":{{\"success\":5,\"failure\":0}}}}\n{}",
+            &outcome[..20],
+            &outcome[..30]
+        );
+        let ledger = Ledger::parse(Path::new("l.jsonl"), text.as_bytes());
+        assert_eq!(ledger.entries.len(), 3);
+        let lines: Vec<(usize, bool)> = ledger
+            .problems
+            .iter()
+            .map(|p| (p.line, p.unterminated))
+            .collect();
+        assert_eq!(lines, [(2, false), (6, false), (7, true)]);
+        assert!(ledger.problems[0].message.starts_with("not JSON"));
+        assert!(ledger.problems[1]
+            .message
+            .contains("not a valid `outcome` event"));
+        let tally = ledger.tally().unwrap();
+        assert_eq!(
+            tally.counts(),
+            Counts {
+                success_count: 3,
+                failure_count: 0
+            }
+        );
+        assert_eq!(tally.outcomes, 1);
+        assert!(!ledger.needs_import());
+    }
+
+    #[test]
+    fn an_empty_or_broken_ledger_says_nothing_about_counts() {
+        assert!(Ledger::parse(Path::new("x"), b"").needs_import());
+        assert!(Ledger::parse(Path::new("x"), b"{\"at\":").needs_import());
+        let superseded = Event::new(
+            at(),
+            "x",
+            EventKind::Superseded {
+                superseded_by: "y".into(),
+            },
+        )
+        .to_line();
+        assert!(Ledger::parse(Path::new("x"), superseded.as_bytes()).needs_import());
+    }
+}

@@ -1,0 +1,113 @@
+//! `ledger-count-mismatch` (L001).
+
+use std::collections::HashSet;
+
+use crate::bank::Bank;
+use crate::curate::file_counts;
+use crate::declare_rule;
+use crate::diagnostic::{Diagnostic, Fix};
+use crate::edit::frontmatter::Frontmatter;
+use crate::ledger::{ledger_files, Ledger};
+use crate::lesson::slug_problem;
+use crate::lint::Check;
+
+declare_rule! {
+    /// `success_count` / `failure_count` differ from the lesson's ledger.
+    ///
+    /// ## What it does
+    /// For a lesson with a ledger (`_log/<slug>.jsonl`), adds up the counts the ledger records:
+    /// the first `created` or `imported` event's counts, plus the `delta` of every `outcome`
+    /// event. Reports the lesson when its frontmatter says otherwise. The unsafe fix sets both
+    /// count lines to the ledger's values (inserting a missing one). A lesson without a ledger
+    /// is not checked: its counts are initial values, recorded in an `imported` event the first
+    /// time `lesson record` touches it.
+    ///
+    /// ## Why is this bad?
+    /// Counts are evidence, so they come from observed outcomes, never from the author (AIP-11
+    /// "confidence laundering"): retrieval ranks and labels lessons by them. A count edited by
+    /// hand, or a `lesson record` killed between its ledger append and its file write, leaves a
+    /// count that no recorded outcome backs.
+    ///
+    /// ## Example
+    /// With a ledger holding `imported` 2/0 and one followed, successful `outcome`:
+    /// ```yaml
+    /// success_count: 9   # the ledger says 3
+    /// failure_count: 0
+    /// ```
+    pub static RULE = {
+        code: "L001",
+        name: "ledger-count-mismatch",
+        level: Error,
+        fixable: true,
+        check: Check::Bank(check),
+    }
+}
+
+fn check(bank: &Bank, out: &mut Vec<Diagnostic>) {
+    let with_ledger: HashSet<String> = ledger_files(&bank.root)
+        .iter()
+        .filter_map(|p| Some(p.file_stem()?.to_str()?.to_string()))
+        .collect();
+    for (doc, lesson) in bank.lessons() {
+        let slug = lesson.slug.value.as_str();
+        if !with_ledger.contains(slug) || slug_problem(slug).is_some() {
+            continue;
+        }
+        let Ok(ledger) = Ledger::read(&bank.root, slug) else {
+            continue;
+        };
+        let Some(tally) = ledger.tally() else {
+            continue;
+        };
+        let (actual, expected) = (file_counts(lesson), tally.counts());
+        if actual == expected {
+            continue;
+        }
+        let Ok(fm) = Frontmatter::of(doc) else {
+            continue;
+        };
+        let range = [
+            (
+                "success_count",
+                actual.success_count != expected.success_count,
+            ),
+            (
+                "failure_count",
+                actual.failure_count != expected.failure_count,
+            ),
+        ]
+        .into_iter()
+        .filter(|(_, differs)| *differs)
+        .find_map(|(key, _)| fm.value_range(key).filter(|r| !r.is_empty()))
+        .or_else(|| doc.fences().map(|f| f.open.clone()))
+        .unwrap_or(0..0);
+        let outcomes = match tally.outcomes {
+            1 => "1 outcome".to_string(),
+            n => format!("{n} outcomes"),
+        };
+        let mut d = Diagnostic::new(
+            &RULE,
+            &doc.source,
+            range,
+            format!(
+                "counts are {actual} (success/failure) but the ledger `{}` says {expected}: initial {} + {outcomes}",
+                ledger_name(slug),
+                tally.initial
+            ),
+        )
+        .with_help(
+            "counts come from outcomes recorded with `lesson record`, never from the author; the fix resets them from the ledger",
+        );
+        if let Ok(edits) = fm.set_counts(expected) {
+            d = d.with_fix(Fix::unsafe_(
+                format!("set the counts to the ledger's {expected}"),
+                edits,
+            ));
+        }
+        out.push(d);
+    }
+}
+
+fn ledger_name(slug: &str) -> String {
+    format!("{}/{slug}.jsonl", crate::ledger::LOG_DIR)
+}
