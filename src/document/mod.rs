@@ -27,6 +27,8 @@ pub struct Document {
     pub lesson: Option<Lesson>,
     /// The markdown body (the whole file when there is no frontmatter).
     pub body: Option<Body>,
+    /// Whether [`Document::slim`] dropped the tree and the body.
+    slimmed: bool,
 }
 
 impl Document {
@@ -51,6 +53,7 @@ impl Document {
             yaml_errors: Vec::new(),
             lesson: None,
             body: None,
+            slimmed: false,
         };
         if doc.read_problem.is_some() {
             return doc;
@@ -73,6 +76,27 @@ impl Document {
         }
         doc.split = Some(split);
         doc
+    }
+
+    /// Drop the YAML tree and the body, keeping the text and the typed lesson (what a bank needs
+    /// once the file rules have run). [`Document::full`] gives them back.
+    pub fn slim(&mut self) {
+        self.yaml = None;
+        self.body = None;
+        self.slimmed = true;
+    }
+
+    /// This document with its tree and body: itself, or parsed again if it was slimmed (for the
+    /// rare bank rule that builds a fix from the tree).
+    pub fn full(&self) -> std::borrow::Cow<'_, Document> {
+        if self.slimmed {
+            std::borrow::Cow::Owned(Document::parse(
+                self.source.clone(),
+                self.read_problem.clone(),
+            ))
+        } else {
+            std::borrow::Cow::Borrowed(self)
+        }
     }
 
     /// The frontmatter's root node when it is a mapping.

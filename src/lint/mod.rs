@@ -244,8 +244,7 @@ pub fn lint_at(
     let checks = file_checks(|r| levels.get(r.code).copied().flatten().is_some());
     let (bank, passes) = Bank::load_visiting(root, overlay, now, |config, doc| {
         let pass = file_pass(doc, config, now, &checks, selection);
-        doc.yaml = None;
-        doc.body = None;
+        doc.slim();
         pass
     })?;
     let diagnostics = finish(&bank, passes, &levels, selection);
@@ -327,7 +326,11 @@ fn file_checks(enabled: impl Fn(&Rule) -> bool) -> Vec<FileCheck> {
 }
 
 /// One file's parse diagnostics and the findings of its enabled file rules, before suppressions.
-fn file_diagnostics(doc: &Document, ctx: &FileContext<'_>, checks: &[FileCheck]) -> Vec<Diagnostic> {
+fn file_diagnostics(
+    doc: &Document,
+    ctx: &FileContext<'_>,
+    checks: &[FileCheck],
+) -> Vec<Diagnostic> {
     let mut out = Vec::new();
     rules::parse_diagnostics(doc, &mut out);
     for check in checks {

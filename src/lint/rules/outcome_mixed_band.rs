@@ -40,7 +40,7 @@ fn check(ctx: &FileContext<'_>, out: &mut Vec<Diagnostic>) {
         return;
     };
     let (s, f) = (lesson.successes(), lesson.failures());
-    let review = &ctx.bank.config.review;
+    let review = &ctx.config.review;
     if lesson.outcome.value == Outcome::Mixed || !review.in_mixed_band(s, f) {
         return;
     }
