@@ -185,53 +185,23 @@ fn double_quoted(s: &str) -> String {
 // ---------------------------------------------------------------------------------------------
 // Slugs
 
-/// Why `s` cannot be a slug (`^[a-z][a-z0-9-]*[a-z0-9]$`, 2 to 80 characters), if it cannot.
+/// Why `s` cannot be a new lesson's slug, phrased for `lesson new`. The rule itself is the
+/// schema's ([`crate::lesson::slug_problem`]).
 fn slug_problem(s: &str) -> Option<String> {
-    let shown = s.escape_debug().to_string();
-    let valid_char = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-';
-    if s.is_empty() {
-        return Some("the slug is empty; a slug is a file name such as `verify-page-id`".into());
-    }
+    let problem = crate::lesson::slug_problem(s)?;
+    let shown = s.escape_debug();
     if s.contains(['/', '\\']) || s.starts_with('.') {
         return Some(format!(
             "slug `{shown}` is not a file name: a slug names one file in the bank, so it has no `/`, `\\` or leading `.`"
         ));
     }
-    if s.chars().any(char::is_uppercase) {
-        let lower = s.to_lowercase();
-        let hint = if slug_problem(&lower).is_none() {
-            format!(" (try `{lower}`)")
-        } else {
-            String::new()
-        };
-        return Some(format!(
-            "slug `{shown}` has uppercase letters; slugs are lowercase{hint}"
-        ));
-    }
-    if let Some(c) = s.chars().find(|&c| !valid_char(c)) {
-        return Some(format!(
-            "slug `{shown}` has `{}`; a slug has only lowercase letters, digits and dashes",
-            c.escape_debug()
-        ));
-    }
-    if !s.starts_with(|c: char| c.is_ascii_lowercase()) {
-        return Some(format!("slug `{shown}` must start with a letter"));
-    }
-    if s.ends_with('-') {
-        return Some(format!("slug `{shown}` must not end with a dash"));
-    }
-    let len = s.chars().count();
-    if len < 2 {
-        return Some(format!(
-            "slug `{shown}` is too short; a slug has 2 to 80 characters"
-        ));
-    }
-    if len > 80 {
-        return Some(format!(
-            "slug `{shown}` is {len} characters long; a slug has 2 to 80 characters"
-        ));
-    }
-    None
+    let lower = s.to_lowercase();
+    let hint = if lower != s && crate::lesson::slug_problem(&lower).is_none() {
+        format!(" (try `{lower}`)")
+    } else {
+        String::new()
+    };
+    Some(format!("invalid slug `{shown}`: {problem}{hint}"))
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -652,9 +622,9 @@ mod tests {
             ("A", "uppercase"),
             ("Fix-It", "try `fix-it`"),
             ("a", "too short"),
-            ("a_b", "has `_`"),
-            ("1a", "start with a letter"),
-            ("ab-", "end with a dash"),
+            ("a_b", "underscore at column 2"),
+            ("1a", "starts with a digit"),
+            ("ab-", "ends with `-`"),
             ("", "empty"),
         ] {
             let problem = slug_problem(slug).unwrap_or_default();
