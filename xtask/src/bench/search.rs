@@ -29,6 +29,9 @@ const NOW: &str = "2026-11-22T12:00:00Z";
 const K: usize = 10;
 /// Queries in the set.
 const QUERY_COUNT: usize = 20;
+/// A build slower than this is measured once, not `--runs` times (FTS5's trigram index takes
+/// over a minute at 100,000 lessons).
+const ONCE_OVER: Duration = Duration::from_secs(30);
 
 /// The programs the bench needs.
 struct Programs {
@@ -345,6 +348,7 @@ fn measure_bank(
         .filter(|&t| t != Tool::Lesson || p.lesson_skipped.is_none())
         .collect();
 
+    let load_at_start = load_average();
     let cat = format!(
         "find {} -name '*.md' -print0 | xargs -0 cat > /dev/null",
         at.bank.display()
@@ -365,6 +369,13 @@ fn measure_bank(
             let Some(mut cmd) = build_cmd(p, at, tool, &queries[0]) else {
                 continue;
             };
+            if builds[i]
+                .samples
+                .first()
+                .is_some_and(|s| s.wall > ONCE_OVER)
+            {
+                continue;
+            }
             if tool == Tool::Lesson {
                 remove_dir(&at.lesson_index())?;
             }
@@ -435,6 +446,13 @@ fn measure_bank(
         }
         let mut row = Row::new(tool.name(), query_cmd(p, at, tool, "<query>").shown);
         row.build = builds[i].clone();
+        if (1..runs).contains(&row.build.samples.len()) {
+            notes.push(format!(
+                "{} build measured once: it took over {}s",
+                tool.name(),
+                ONCE_OVER.as_secs()
+            ));
+        }
         row.index_bytes = index_bytes(tool);
         for (q, pq) in queries.iter().zip(&per_query[i]) {
             row.query.samples.extend(&pq.measured.samples);
@@ -479,6 +497,10 @@ fn measure_bank(
             "needs `lesson search`".into(),
         ));
     }
+    notes.push(format!(
+        "load average (1, 5, 15 min) at the start: {load_at_start}; at the end: {}",
+        load_average()
+    ));
     rows.push(Row::skipped(
         "lesson with watcher",
         "placeholder: `lesson watch` does not exist yet; the rows above are without a watcher"
@@ -589,6 +611,14 @@ fn measure_changes(
         ));
     }
     Ok(vec![touch, edit])
+}
+
+/// `/proc/loadavg`'s first three fields: other work on the machine skews the figures.
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg").map_or_else(
+        |_| "unknown".into(),
+        |s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "),
+    )
 }
 
 fn remove_dir(dir: &Path) -> anyhow::Result<()> {
