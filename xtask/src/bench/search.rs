@@ -467,11 +467,12 @@ fn measure_bank(
     if p.lesson_skipped.is_none() {
         match &lesson_top {
             Some((slug, path)) => {
-                let file = match path {
-                    Some(path) if Path::new(path).is_absolute() => PathBuf::from(path),
-                    Some(path) => at.bank.join(path),
-                    None => at.bank.join(format!("{slug}.md")),
-                };
+                // `path` may be absolute, relative to the bank or to the working directory
+                let file = path
+                    .iter()
+                    .flat_map(|p| [at.bank.join(p), PathBuf::from(p)])
+                    .find(|p| p.is_file())
+                    .unwrap_or_else(|| at.bank.join(format!("{slug}.md")));
                 rows.extend(measure_changes(
                     at,
                     p,
