@@ -5,14 +5,15 @@
 //! table and writes `target/bench/<bench>.json`. Banks are generated once per generator version
 //! under `target/bench/banks/` and reused.
 
-mod json;
+pub mod json;
 mod lint;
-mod machine;
-mod measure;
+pub mod machine;
+pub mod measure;
 mod prng;
+mod search;
 mod synthetic_bank;
-mod table;
-mod tools;
+pub mod table;
+pub mod tools;
 
 use std::path::{Path, PathBuf};
 
@@ -21,16 +22,19 @@ use std::path::{Path, PathBuf};
 pub enum Target {
     /// `lesson lint` and `lesson index` against the `cat` and `rg` floors.
     Lint,
+    /// `lesson search` against `rg`, SQLite FTS5 (trigram) and tantivy (BM25).
+    Search,
 }
 
 impl Target {
     /// Every bench, in the order `cargo xtask bench` runs them.
-    pub const ALL: [Target; 1] = [Target::Lint];
+    pub const ALL: [Target; 2] = [Target::Lint, Target::Search];
 
     /// The name on the command line.
     pub fn name(self) -> &'static str {
         match self {
             Target::Lint => "lint",
+            Target::Search => "search",
         }
     }
 
@@ -70,7 +74,7 @@ pub struct Paths {
 }
 
 impl Paths {
-    fn discover() -> Paths {
+    pub fn discover() -> Paths {
         let root = Path::new(env!("CARGO_MANIFEST_DIR"))
             .parent()
             .expect("xtask lives in the workspace root")
@@ -94,6 +98,7 @@ pub fn run(options: &Options) -> anyhow::Result<()> {
     for target in &options.targets {
         match target {
             Target::Lint => lint::run(&paths, options)?,
+            Target::Search => search::run(&paths, options)?,
         }
     }
     Ok(())

@@ -1,26 +1,55 @@
 //! Project tasks that are code, not shell scripts: `cargo xtask <task>`.
 //!
-//! - `cargo xtask bench [lint] [--sizes 10000,100000] [--runs 3]`: benchmarks against
-//!   synthetic banks and the `cat` / `rg` floors (see `bench.rs`).
+//! - `cargo xtask bench [lint|search] [--sizes 10000,100000] [--runs 3]`: benchmarks against
+//!   synthetic banks, the `cat` / `rg` floors and the SQLite FTS5 / tantivy baselines (see
+//!   `bench.rs`).
+//! - `cargo xtask eval-retrieval DIR [--k 10] [--split test]`: nDCG, recall and MRR of
+//!   `lesson search` and of a BM25 baseline on a BEIR-format test set (see `eval/mod.rs`).
+//! - `xtask bench-helper ...`: the baselines as one-shot processes, for the search bench.
 
+// Without the `baselines` feature (as `cargo test --workspace` builds it) the baseline code is
+// compiled out and what only it uses is unused.
+#![cfg_attr(not(feature = "baselines"), allow(dead_code, unused_imports))]
+
+mod baseline;
 mod bench;
+mod eval;
+#[cfg(feature = "baselines")]
+mod helper;
 
 use anyhow::{bail, Context};
 
 const USAGE: &str = "\
 Usage: cargo xtask bench [TARGET] [--sizes N[,N...]] [--runs N]
+       cargo xtask eval-retrieval DIR [--k N] [--split NAME]
 
-Targets (default: all):
+Bench targets (default: all):
   lint    `lesson lint` and `lesson index` against the cat and rg floors
+  search  `lesson search` against rg, SQLite FTS5 (trigram) and tantivy (BM25)
 
-Options:
+Bench options:
   --sizes N[,N...]  bank sizes in lessons (default: 10000,100000)
-  --runs N          timed runs per tool and size; best and median are reported (default: 3)";
+  --runs N          timed runs per tool and size (search: per query); best and median are
+                    reported (default: 3)
+
+eval-retrieval: DIR is a BEIR-format set (corpus.jsonl, queries.jsonl, qrels/*.tsv)
+  --k N        cut-off for nDCG, Recall and MRR (default: 10)
+  --split NAME read qrels/NAME.tsv (default: test.tsv, else the only .tsv)";
+
+/// What a task that needs the baselines says when xtask was built without them.
+#[cfg(not(feature = "baselines"))]
+const NO_BASELINES: &str =
+    "this xtask was built without the `baselines` feature (tantivy, SQLite): run it as `cargo xtask`";
 
 fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.first().map(String::as_str) {
         Some("bench") => bench::run(&parse_bench(&args[1..])?),
+        Some("eval-retrieval") => eval::run(&parse_eval(&args[1..])?),
+        #[cfg(feature = "baselines")]
+        Some("bench-helper") => helper::run(&args[1..]),
+        #[cfg(not(feature = "baselines"))]
+        Some("bench-helper") => bail!("{NO_BASELINES}"),
         Some("-h" | "--help") | None => {
             println!("{USAGE}");
             Ok(())
@@ -72,6 +101,46 @@ fn parse_bench(args: &[String]) -> anyhow::Result<bench::Options> {
     Ok(options)
 }
 
+/// Parse the arguments of `cargo xtask eval-retrieval`.
+fn parse_eval(args: &[String]) -> anyhow::Result<eval::Options> {
+    let mut dir = None;
+    let mut k = 10;
+    let mut split = None;
+    let mut args = args.iter();
+    while let Some(arg) = args.next() {
+        let (flag, inline) = match arg.split_once('=') {
+            Some((flag, value)) if flag.starts_with("--") => (flag, Some(value.to_string())),
+            _ => (arg.as_str(), None),
+        };
+        let mut value = || {
+            inline
+                .clone()
+                .or_else(|| args.next().cloned())
+                .with_context(|| format!("{flag} needs a value\n\n{USAGE}"))
+        };
+        match flag {
+            "--k" | "-k" => {
+                let v = value()?;
+                k = v
+                    .parse()
+                    .ok()
+                    .filter(|&n| n > 0)
+                    .with_context(|| format!("--k {v}: expected a positive integer"))?;
+            }
+            "--split" => split = Some(value()?),
+            "-h" | "--help" => {
+                println!("{USAGE}");
+                std::process::exit(0);
+            }
+            _ if flag.starts_with('-') => bail!("unknown option `{flag}`\n\n{USAGE}"),
+            path if dir.is_none() => dir = Some(std::path::PathBuf::from(path)),
+            extra => bail!("unexpected argument `{extra}`\n\n{USAGE}"),
+        }
+    }
+    let dir = dir.with_context(|| format!("eval-retrieval needs a directory\n\n{USAGE}"))?;
+    Ok(eval::Options { dir, k, split })
+}
+
 /// `10000,100000` (underscores allowed, `k` for thousands).
 fn parse_sizes(s: &str) -> anyhow::Result<Vec<usize>> {
     s.split(',')
@@ -109,5 +178,19 @@ mod tests {
         assert_eq!(default.targets, bench::Target::ALL.to_vec());
         assert!(parse_bench(&strings(&["--runs", "0"])).is_err());
         assert!(parse_bench(&strings(&["nope"])).is_err());
+        let search = parse_bench(&strings(&["search", "--sizes", "1k"])).unwrap();
+        assert_eq!(search.targets, vec![bench::Target::Search]);
+    }
+
+    #[test]
+    fn eval_flags_parse() {
+        let o = parse_eval(&strings(&["sets/x", "--k=5", "--split", "dev"])).unwrap();
+        assert_eq!(o.dir, std::path::PathBuf::from("sets/x"));
+        assert_eq!((o.k, o.split.as_deref()), (5, Some("dev")));
+        let d = parse_eval(&strings(&["x"])).unwrap();
+        assert_eq!((d.k, d.split), (10, None));
+        assert!(parse_eval(&[]).is_err());
+        assert!(parse_eval(&strings(&["x", "y"])).is_err());
+        assert!(parse_eval(&strings(&["x", "--k", "0"])).is_err());
     }
 }

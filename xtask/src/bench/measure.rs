@@ -34,6 +34,12 @@ pub struct Output {
 
 /// Run `cmd` to completion and measure it. A non-zero exit is an error that quotes stderr.
 pub fn run(cmd: &mut Command, output: &Output) -> anyhow::Result<Sample> {
+    run_allowing(cmd, output, &[0])
+}
+
+/// Like [`run`], but any exit status in `ok` counts as success (`rg` exits 1 when nothing
+/// matched).
+pub fn run_allowing(cmd: &mut Command, output: &Output, ok: &[i32]) -> anyhow::Result<Sample> {
     let create =
         |p: &Path| File::create(p).with_context(|| format!("cannot create {}", p.display()));
     cmd.stdin(Stdio::null())
@@ -61,7 +67,7 @@ pub fn run(cmd: &mut Command, output: &Output) -> anyhow::Result<Sample> {
     }
     let wall = start.elapsed();
     drop(child);
-    if !(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0) {
+    if !(libc::WIFEXITED(status) && ok.contains(&libc::WEXITSTATUS(status))) {
         let how = if libc::WIFEXITED(status) {
             format!("exit status {}", libc::WEXITSTATUS(status))
         } else {

@@ -23,6 +23,8 @@ mod vocabulary;
 /// The generator's version; part of the stamp.
 pub const GENERATOR_VERSION: u32 = 2;
 const SEED: u64 = 0x1e55_0b4e_2026_0011;
+/// The seed of the search bench's query set.
+const QUERY_SEED: u64 = 0x5ea2_c4ed_2026_0011;
 /// Lines are wrapped like a formatter would, at this width.
 const WIDTH: usize = 80;
 
@@ -75,6 +77,42 @@ pub fn ensure(banks: &Path, lessons: usize) -> anyhow::Result<SyntheticBank> {
         bytes,
         reused: false,
     })
+}
+
+/// The search bench's queries: `count` short lowercase phrases drawn from a fixed seed out of the
+/// words titles are made of, so that each occurs verbatim (ignoring case) in some lessons of
+/// every bank size and `rg -i -F` finds it. They cycle through five shapes a user might type:
+/// `stale lockfile`, `webhook times out`, `rate limit`, `retry the flaky webhook` (the start of
+/// one of the first 1,000 lessons' titles, which every bank of 1,000 or more holds) and
+/// `incident response`.
+pub fn queries(count: usize) -> Vec<String> {
+    let mut rng = SplitMix64::new(QUERY_SEED);
+    let titles: Vec<String> = lessons_iter()
+        .take(1000)
+        .filter_map(|(_, text)| {
+            let title = text.lines().find_map(|l| l.strip_prefix("# "))?;
+            let end = CONNECTIVES
+                .iter()
+                .filter_map(|c| title.find(&format!(" {c} the ")))
+                .min()?;
+            Some(title[..end].to_string())
+        })
+        .collect();
+    let mut out: Vec<String> = Vec::with_capacity(count);
+    while out.len() < count {
+        let q = match out.len() % 5 {
+            0 => format!("{} {}", rng.pick(ADJECTIVES), rng.pick(NOUNS)),
+            1 => format!("{} {}", rng.pick(NOUNS), rng.pick(STATES)),
+            2 => rng.pick(NOUNS).to_string(),
+            3 => titles[rng.below(titles.len())].clone(),
+            _ => rng.pick(CONTEXTS).to_string(),
+        }
+        .to_lowercase();
+        if !out.contains(&q) {
+            out.push(q);
+        }
+    }
+    out
 }
 
 fn stamp_line(lessons: usize) -> String {
@@ -490,6 +528,20 @@ mod tests {
             ] {
                 assert!(text.contains(section), "{slug} lacks {section}");
             }
+        }
+    }
+
+    #[test]
+    fn queries_are_deterministic_distinct_and_occur_in_the_bank() {
+        let q = queries(20);
+        assert_eq!(q, queries(20));
+        assert_eq!(q.iter().collect::<HashSet<_>>().len(), 20);
+        let bank: String = lessons_iter()
+            .take(1000)
+            .map(|(_, t)| t.to_lowercase())
+            .collect();
+        for query in &q {
+            assert!(bank.contains(query.as_str()), "{query:?} occurs nowhere");
         }
     }
 

@@ -8,8 +8,20 @@ use anyhow::{bail, Context};
 use super::machine::command_line;
 use super::Paths;
 
-/// Build `lesson` in release mode and return the binary's path.
+/// The environment variable naming a prebuilt `lesson` binary to measure instead of building
+/// this workspace's (for instance a colleague's branch: `LESSON_BIN=../wt/x/target/release/lesson`).
+pub const LESSON_BIN_ENV: &str = "LESSON_BIN";
+
+/// Build `lesson` in release mode and return the binary's path, or the binary `LESSON_BIN` names.
 pub fn build_lesson(paths: &Paths) -> anyhow::Result<PathBuf> {
+    if let Some(bin) = std::env::var_os(LESSON_BIN_ENV) {
+        let bin = PathBuf::from(bin);
+        if !bin.is_file() {
+            bail!("{LESSON_BIN_ENV}={} is not a file", bin.display());
+        }
+        eprintln!("using lesson from {LESSON_BIN_ENV}: {}", bin.display());
+        return Ok(bin.canonicalize().unwrap_or(bin));
+    }
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     eprintln!("building lesson: cargo build --release -p lesson");
     let status = Command::new(cargo)
@@ -110,4 +122,86 @@ fn on_path(name: &str) -> Option<PathBuf> {
     std::env::split_paths(&path)
         .map(|dir| dir.join(name))
         .find(|p| p.is_file())
+}
+
+/// One hit of `lesson search --format json`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SearchHit {
+    /// The lesson's slug.
+    pub slug: String,
+    /// Its score.
+    pub score: f64,
+    /// Its file, when the output says.
+    pub path: Option<String>,
+}
+
+/// `lesson search <query> --dir <bank> -k <k> --format json`, with the query after `--` so that
+/// a query starting with `-` is not read as a flag.
+pub fn search_command(lesson: &Path, bank: &Path, query: &str, k: usize) -> Command {
+    let mut cmd = Command::new(lesson);
+    cmd.arg("search")
+        .arg("--dir")
+        .arg(bank)
+        .args(["-k", &k.to_string(), "--format", "json", "--", query])
+        .env_remove("LESSON_DIR");
+    cmd
+}
+
+/// The hits in the output of `lesson search --format json`: an array of objects with `slug`
+/// and `score`, best first (an object wrapping the array in `hits` or `results` is accepted too).
+pub fn parse_search_hits(stdout: &str) -> anyhow::Result<Vec<SearchHit>> {
+    let value: serde_json::Value = serde_json::from_str(stdout.trim())
+        .with_context(|| format!("`lesson search` printed no JSON: {:.200}", stdout.trim()))?;
+    let array = match &value {
+        serde_json::Value::Array(a) => a,
+        serde_json::Value::Object(o) => o
+            .get("hits")
+            .or_else(|| o.get("results"))
+            .and_then(serde_json::Value::as_array)
+            .context("`lesson search` printed a JSON object without a `hits` array")?,
+        _ => bail!("`lesson search` printed JSON that is not an array of hits"),
+    };
+    array
+        .iter()
+        .map(|hit| {
+            let slug = hit
+                .get("slug")
+                .and_then(serde_json::Value::as_str)
+                .with_context(|| format!("a hit without a `slug`: {hit}"))?;
+            Ok(SearchHit {
+                slug: slug.to_string(),
+                score: hit
+                    .get("score")
+                    .and_then(serde_json::Value::as_f64)
+                    .unwrap_or(f64::NAN),
+                path: hit
+                    .get("path")
+                    .and_then(serde_json::Value::as_str)
+                    .map(str::to_string),
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_search_output() {
+        let hits = parse_search_hits(
+            r#"[{"slug": "a-b", "score": 0.5, "path": "a-b.md", "title": "T"}, {"slug": "c", "score": 1}]"#,
+        )
+        .unwrap();
+        assert_eq!(hits[0].slug, "a-b");
+        assert_eq!(hits[0].path.as_deref(), Some("a-b.md"));
+        assert_eq!(hits[1].score, 1.0);
+        assert_eq!(parse_search_hits("[]\n").unwrap(), vec![]);
+        assert_eq!(
+            parse_search_hits(r#"{"hits": [{"slug": "x"}]}"#).unwrap()[0].slug,
+            "x"
+        );
+        assert!(parse_search_hits("Lessons from past experience:").is_err());
+        assert!(parse_search_hits(r#"[{"score": 1}]"#).is_err());
+    }
 }
