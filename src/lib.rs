@@ -14,6 +14,7 @@ pub mod index_md;
 pub mod lesson;
 pub mod lint;
 pub mod report;
+pub mod retrieve;
 pub mod scaffold;
 pub mod source;
 pub mod template;

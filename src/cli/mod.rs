@@ -8,6 +8,7 @@ mod lint;
 mod list;
 mod new;
 mod rule;
+mod search;
 mod show;
 
 use std::path::{Path, PathBuf};
@@ -46,6 +47,8 @@ enum Command {
     List(list::ListArgs),
     /// Print one lesson
     Show(show::ShowArgs),
+    /// The lessons that apply to a request, for an agent's prompt
+    Search(search::SearchArgs),
 }
 
 /// Run a command.
@@ -59,6 +62,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Command::Init(a) => init::run(args.dir, a),
         Command::List(a) => list::run(&bank_dir(args.dir)?, a),
         Command::Show(a) => show::run(&bank_dir(args.dir)?, a),
+        Command::Search(a) => search::run(&bank_dir(args.dir)?, a),
     }
 }
 
