@@ -82,9 +82,9 @@ struct RequestJson<'a> {
 
 /// Run `lesson search`.
 pub fn run(root: &Path, args: SearchArgs) -> anyhow::Result<ExitCode> {
-    let retriever = Retriever::open(root)
+    let mut retriever = Retriever::open(root)
         .with_context(|| format!("cannot search the bank at {}", root.display()))?;
-    let config = &retriever.config().retrieve;
+    let config = retriever.config().retrieve.clone();
     let request = Request {
         text: args.request.join(" "),
         tags: args.tags,

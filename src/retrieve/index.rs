@@ -13,23 +13,27 @@
 //! header    128 bytes: magic "LESSONIX", format version u32, kind u32 (0 base, 1 delta),
 //!           index id u64 (a delta: the id of the base it patches), generation u64, config
 //!           hash u64, counts u32 × 4 (docs, terms, deleted, restat), section offsets u64 × 7
-//!           (deleted, restat, docs, dict, postings, records, end), 0u64, checksum u64 (of
-//!           every other byte of the file)
+//!           (deleted, restat, docs, dict, records, postings, end), 0u64, checksum u64 (of the
+//!           head: every byte before the postings but these 8)
 //! deleted   base doc ids, u32 each, ascending (a delta only)
 //! restat    base doc id u32, size u64, mtime i64, hash u64, settled u8, 3 bytes padding
 //! docs      104 bytes each (DocMeta), sorted by path
-//! dict      24 bytes each, ascending by term: term u64, postings offset u64, docs u32, bytes u32
+//! dict      32 bytes each, ascending by term: term u64, postings offset u64, docs u32,
+//!           bytes u32, checksum of the list u64
+//! records   per doc, its strings (record::encode_strings; the body is not kept)
 //! postings  per term, one entry per doc holding it, ascending by doc id:
 //!           varint(doc id − previous id, the first from 0), a byte of four 2-bit term counts
 //!           (title, description, tags, body; 3 means "3 or more": a varint of count − 3
 //!           follows, in field order)
-//! records   per doc, its strings (record::encode_strings; the body is not kept)
 //! ```
+//!
+//! Everything before the postings (the head) is read and checked when a segment opens; a
+//! posting list is read from the file, and checked, only when a request needs it.
 
 use std::collections::{HashMap, HashSet};
 use std::ops::Range;
 use std::path::Path;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use globset::GlobMatcher;
 use rayon::prelude::*;
@@ -40,6 +44,7 @@ use super::codec::{self, Corrupt, Reader, Writer};
 use super::record::{self, FileStat, LessonView, Record, TargetGlobs};
 use super::score::{self, FieldStats, QueryTerms, Settings, TermHasher, LEN_SLOTS};
 use super::text::{self, Term};
+use super::walk::path_order;
 use super::{Gates, Hit, Request, ScoreParts, TagGate, TargetGate};
 
 /// The on-disk format version; a file of another version is rebuilt.
@@ -47,7 +52,7 @@ pub const FORMAT_VERSION: u32 = 1;
 const MAGIC: &[u8; 8] = b"LESSONIX";
 const HEADER: usize = 128;
 const DOC_META_SIZE: usize = 104;
-const DICT_ENTRY: usize = 24;
+const DICT_ENTRY: usize = 32;
 const RESTAT_ENTRY: usize = 32;
 
 const F_LESSON: u8 = 1;
@@ -209,17 +214,12 @@ impl DocMeta {
     }
 }
 
-/// Compare paths as the bank walk sorts them (component by component).
-pub fn path_order(a: &str, b: &str) -> std::cmp::Ordering {
-    Path::new(a).cmp(Path::new(b))
-}
-
-/// A record's doc table entry and its terms with their counts per field, sorted by term.
+/// A record's doc table entry and its terms with their counts per field.
 fn analyse(r: &Record) -> (DocMeta, Vec<(Term, Tf)>) {
     let Some(l) = &r.lesson else {
         return (DocMeta::new(r, [0; LEN_SLOTS]), Vec::new());
     };
-    let mut counts: TermMap<Tf> = TermMap::default();
+    let mut counts: TermMap<Tf> = TermMap::with_capacity_and_hasher(1024, Default::default());
     let mut lens = [0u32; LEN_SLOTS];
     let mut add = |field: usize, s: &str| {
         text::for_each_term(s, |t| {
@@ -233,9 +233,7 @@ fn analyse(r: &Record) -> (DocMeta, Vec<(Term, Tf)>) {
         add(2, tag);
     }
     add(3, &l.body);
-    let mut terms: Vec<(Term, Tf)> = counts.into_iter().collect();
-    terms.sort_unstable_by_key(|(t, _)| *t);
-    (DocMeta::new(r, lens), terms)
+    (DocMeta::new(r, lens), counts.into_iter().collect())
 }
 
 /// Append one posting: the doc id delta and the counts.
@@ -254,21 +252,23 @@ fn encode_posting(w: &mut Writer, delta: u32, tf: &Tf) {
 }
 
 /// Decode `count` postings, calling `f(doc id, counts)` on each.
+#[inline]
 fn decode_postings(bytes: &[u8], count: usize, mut f: impl FnMut(u32, &Tf)) -> Result<(), Corrupt> {
-    let mut r = Reader::new(bytes);
+    let mut pos = 0usize;
     let mut id: u64 = 0;
     for i in 0..count {
-        let delta = r.varint()?;
+        let delta = varint_at(bytes, &mut pos)?;
         id = if i == 0 { delta } else { id + delta };
         if id > u64::from(u32::MAX) {
             return Err(Corrupt("doc id out of range"));
         }
-        let code = r.u8()?;
+        let code = *bytes.get(pos).ok_or(Corrupt("truncated"))?;
+        pos += 1;
         let mut tf = [0u32; 4];
         for (k, n) in tf.iter_mut().enumerate() {
             let v = u32::from((code >> (k * 2)) & 3);
             *n = if v == 3 {
-                let extra = r.varint()?;
+                let extra = varint_at(bytes, &mut pos)?;
                 u32::try_from(extra + 3).map_err(|_| Corrupt("count out of range"))?
             } else {
                 v
@@ -277,6 +277,30 @@ fn decode_postings(bytes: &[u8], count: usize, mut f: impl FnMut(u32, &Tf)) -> R
         f(id as u32, &tf);
     }
     Ok(())
+}
+
+/// A LEB128 varint at `*pos`, advancing it.
+#[inline]
+fn varint_at(bytes: &[u8], pos: &mut usize) -> Result<u64, Corrupt> {
+    let first = *bytes.get(*pos).ok_or(Corrupt("truncated"))?;
+    *pos += 1;
+    if first < 0x80 {
+        return Ok(u64::from(first));
+    }
+    let mut v = u64::from(first & 0x7f);
+    let mut shift = 7;
+    loop {
+        let b = *bytes.get(*pos).ok_or(Corrupt("truncated"))?;
+        *pos += 1;
+        if shift > 63 || (shift == 63 && b > 1) {
+            return Err(Corrupt("varint overflow"));
+        }
+        v |= u64::from(b & 0x7f) << shift;
+        if b & 0x80 == 0 {
+            return Ok(v);
+        }
+        shift += 7;
+    }
 }
 
 /// A posting list being written.
@@ -347,14 +371,15 @@ fn write_segment(
         w.u64(posting_off);
         w.u32(list.count);
         w.u32(list.w.len() as u32);
+        w.u64(codec::checksum(&list.w.buf));
         posting_off += list.w.len() as u64;
     }
+    let records_off = w.len();
+    w.buf.extend_from_slice(records);
     let postings_off = w.len();
     for (_, list) in terms {
         w.buf.extend_from_slice(&list.w.buf);
     }
-    let records_off = w.len();
-    w.buf.extend_from_slice(records);
     let end = w.len();
 
     let mut h = Writer::default();
@@ -375,14 +400,14 @@ fn write_segment(
         restat_off,
         docs_off,
         dict_off,
-        postings_off,
         records_off,
+        postings_off,
         end,
     ] {
         h.u64(off as u64);
     }
     w.buf[..h.len()].copy_from_slice(&h.buf);
-    let sum = file_checksum(&w.buf);
+    let sum = head_checksum(&w.buf[..postings_off]);
     w.patch_u64(HEADER - 8, sum);
     w.buf
 }
@@ -390,28 +415,60 @@ fn write_segment(
 /// Encode a segment from records (any order: they are sorted by path).
 pub fn encode(kind: Kind, header: Header, mut records: Vec<Record>, patch: &Patch) -> Vec<u8> {
     records.sort_by(|a, b| path_order(&a.path, &b.path));
-    let mut lists: TermMap<ListBuilder> = TermMap::default();
-    let mut metas: Vec<DocMeta> = Vec::with_capacity(records.len());
-    let mut rec = Writer::default();
-    const CHUNK: usize = 2048;
-    // analyse in parallel chunks, append in order: bounded memory, deterministic output
-    for (chunk_no, chunk) in records.chunks(CHUNK).enumerate() {
+    let mut encoder = Encoder::default();
+    for chunk in records.chunks(Encoder::CHUNK) {
+        encoder.add(chunk);
+    }
+    encoder.finish(kind, header, patch)
+}
+
+/// A segment being written from records that arrive in path order, a chunk at a time (so
+/// that a whole bank's records need never be in memory at once).
+#[derive(Default)]
+pub struct Encoder {
+    lists: TermMap<ListBuilder>,
+    metas: Vec<DocMeta>,
+    records: Writer,
+    last_path: Option<String>,
+}
+
+impl Encoder {
+    /// A good number of records per [`Encoder::add`].
+    pub const CHUNK: usize = 2048;
+
+    /// Add records (sorted by path, and after every record added before).
+    pub fn add(&mut self, chunk: &[Record]) {
+        debug_assert!(chunk
+            .windows(2)
+            .all(|w| path_order(&w[0].path, &w[1].path).is_lt()));
+        debug_assert!(chunk.first().is_none_or(|r| self
+            .last_path
+            .as_deref()
+            .is_none_or(|p| path_order(p, &r.path).is_lt())));
+        // analysed in parallel, appended in order: deterministic output
         let analysed: Vec<(DocMeta, Vec<(Term, Tf)>)> = chunk.par_iter().map(analyse).collect();
-        for (i, ((mut meta, terms), r)) in analysed.into_iter().zip(chunk).enumerate() {
-            let id = (chunk_no * CHUNK + i) as u32;
-            let start = rec.len();
-            record::encode_strings(r, &mut rec);
+        for ((mut meta, terms), r) in analysed.into_iter().zip(chunk) {
+            let id = self.metas.len() as u32;
+            let start = self.records.len();
+            record::encode_strings(r, &mut self.records);
             meta.record_off = start as u64;
-            meta.record_len = (rec.len() - start) as u32;
-            metas.push(meta);
+            meta.record_len = (self.records.len() - start) as u32;
+            self.metas.push(meta);
             for (t, tf) in terms {
-                lists.entry(t).or_default().push(id, &tf);
+                self.lists.entry(t).or_default().push(id, &tf);
             }
         }
+        if let Some(r) = chunk.last() {
+            self.last_path = Some(r.path.clone());
+        }
     }
-    let mut terms: Vec<(Term, ListBuilder)> = lists.into_iter().collect();
-    terms.sort_unstable_by_key(|(t, _)| *t);
-    write_segment(kind, header, patch, &metas, &rec.buf, &terms)
+
+    /// The segment's bytes.
+    pub fn finish(self, kind: Kind, header: Header, patch: &Patch) -> Vec<u8> {
+        let mut terms: Vec<(Term, ListBuilder)> = self.lists.into_iter().collect();
+        terms.sort_unstable_by_key(|(t, _)| *t);
+        write_segment(kind, header, patch, &self.metas, &self.records.buf, &terms)
+    }
 }
 
 /// One input of [`merge`]: a segment, which of its docs are dead, and new stats for some.
@@ -473,10 +530,11 @@ pub fn merge(
     all_terms.dedup();
     let mut terms: Vec<(Term, ListBuilder)> = Vec::with_capacity(all_terms.len());
     let mut entries: Vec<(u32, Tf)> = Vec::new();
+    let mut buf = Vec::new();
     for t in all_terms {
         entries.clear();
         for (p, part) in parts.iter().enumerate() {
-            if let Some((count, bytes)) = part.segment.postings(t)? {
+            if let Some((count, bytes)) = part.segment.postings(t, &mut buf)? {
                 let map = &remap[p];
                 let mut bad = false;
                 decode_postings(bytes, count, |id, tf| match map.get(id as usize) {
@@ -502,15 +560,26 @@ pub fn merge(
     Ok(write_segment(kind, header, patch, &metas, &rec.buf, &terms))
 }
 
-/// The checksum of a segment: every byte but the checksum slot (the header's last 8 bytes).
-fn file_checksum(bytes: &[u8]) -> u64 {
-    codec::checksum(&bytes[..HEADER - 8]) ^ codec::checksum(&bytes[HEADER..]).rotate_left(1)
+/// The checksum of a segment's head (everything before the postings), but the checksum slot
+/// (the header's last 8 bytes). Each posting list has its own checksum in the dictionary.
+fn head_checksum(head: &[u8]) -> u64 {
+    codec::checksum(&head[..HEADER - 8]) ^ codec::checksum(&head[HEADER..]).rotate_left(1)
 }
 
-/// A checked segment file.
+/// Where a segment's bytes are.
+#[derive(Debug)]
+enum Storage {
+    /// All of it in memory (built in this process, or read whole).
+    Memory(Vec<u8>),
+    /// The head in memory; posting lists read from the file when a request needs them.
+    File { head: Vec<u8>, file: std::fs::File },
+}
+
+/// A checked segment: header, patch, doc table, dictionary and records in memory, posting lists
+/// in memory or in its file.
 #[derive(Debug)]
 pub struct Segment {
-    bytes: Vec<u8>,
+    storage: Storage,
     /// Base or delta.
     pub kind: Kind,
     /// Its identity.
@@ -521,17 +590,25 @@ pub struct Segment {
     restat: Range<usize>,
     docs: Range<usize>,
     dict: Range<usize>,
-    postings: Range<usize>,
     records: Range<usize>,
+    postings: Range<usize>,
 }
 
-impl Segment {
-    /// Check and take a segment file's bytes: magic, version, checksum, section table.
-    pub fn parse(bytes: Vec<u8>) -> Result<Segment, Corrupt> {
-        if bytes.len() < HEADER || &bytes[..8] != MAGIC {
+/// The section table of a segment's head.
+struct Layout {
+    kind: Kind,
+    header: Header,
+    counts: [usize; 4],
+    offsets: [usize; 7],
+}
+
+impl Layout {
+    /// Read and check the first [`HEADER`] bytes.
+    fn read(header: &[u8]) -> Result<Layout, Corrupt> {
+        if header.len() < HEADER || &header[..8] != MAGIC {
             return Err(Corrupt("not an index file"));
         }
-        let mut r = Reader::new(&bytes[8..HEADER]);
+        let mut r = Reader::new(&header[8..HEADER]);
         if r.u32()? != FORMAT_VERSION {
             return Err(Corrupt("another format version"));
         }
@@ -540,11 +617,6 @@ impl Segment {
             1 => Kind::Delta,
             _ => return Err(Corrupt("unknown segment kind")),
         };
-        let mut stored = [0u8; 8];
-        stored.copy_from_slice(&bytes[HEADER - 8..HEADER]);
-        if u64::from_le_bytes(stored) != file_checksum(&bytes) {
-            return Err(Corrupt("checksum mismatch"));
-        }
         let header = Header {
             index_id: r.u64()?,
             generation: r.u64()?,
@@ -554,20 +626,19 @@ impl Segment {
         for c in &mut counts {
             *c = r.u32()? as usize;
         }
-        let [doc_count, term_count, n_deleted, n_restat] = counts;
-        let mut offs = [0usize; 7];
-        for o in &mut offs {
+        let mut offsets = [0usize; 7];
+        for o in &mut offsets {
             *o = usize::try_from(r.u64()?).map_err(|_| Corrupt("offset"))?;
         }
-        let [deleted, restat, docs, dict, postings, records, end] = offs;
+        let [doc_count, term_count, n_deleted, n_restat] = counts;
+        let [deleted, restat, docs, dict, records, postings, end] = offsets;
         let ordered = HEADER <= deleted
             && deleted <= restat
             && restat <= docs
             && docs <= dict
-            && dict <= postings
-            && postings <= records
-            && records <= end
-            && end == bytes.len();
+            && dict <= records
+            && records <= postings
+            && postings <= end;
         let sized = |range: usize, n: usize, each: usize| {
             n.checked_mul(each).is_some_and(|size| size == range)
         };
@@ -575,23 +646,95 @@ impl Segment {
             || !sized(restat - deleted, n_deleted, 4)
             || !sized(docs - restat, n_restat, RESTAT_ENTRY)
             || !sized(dict - docs, doc_count, DOC_META_SIZE)
-            || !sized(postings - dict, term_count, DICT_ENTRY)
+            || !sized(records - dict, term_count, DICT_ENTRY)
         {
             return Err(Corrupt("section table"));
         }
-        Ok(Segment {
-            bytes,
+        Ok(Layout {
             kind,
             header,
+            counts,
+            offsets,
+        })
+    }
+
+    fn postings_start(&self) -> usize {
+        self.offsets[5]
+    }
+
+    fn end(&self) -> usize {
+        self.offsets[6]
+    }
+
+    /// Check the head's checksum and make the segment.
+    fn segment(self, storage: Storage) -> Result<Segment, Corrupt> {
+        let head = match &storage {
+            Storage::Memory(bytes) => &bytes[..self.postings_start()],
+            Storage::File { head, .. } => head.as_slice(),
+        };
+        let mut stored = [0u8; 8];
+        stored.copy_from_slice(&head[HEADER - 8..HEADER]);
+        if u64::from_le_bytes(stored) != head_checksum(head) {
+            return Err(Corrupt("checksum mismatch"));
+        }
+        let [doc_count, term_count, _, _] = self.counts;
+        let [deleted, restat, docs, dict, records, postings, end] = self.offsets;
+        Ok(Segment {
+            storage,
+            kind: self.kind,
+            header: self.header,
             doc_count,
             term_count,
             deleted: deleted..restat,
             restat: restat..docs,
             docs: docs..dict,
-            dict: dict..postings,
-            postings: postings..records,
-            records: records..end,
+            dict: dict..records,
+            records: records..postings,
+            postings: postings..end,
         })
+    }
+}
+
+impl Segment {
+    /// Check and take a whole segment file's bytes.
+    pub fn parse(bytes: Vec<u8>) -> Result<Segment, Corrupt> {
+        let layout = Layout::read(&bytes)?;
+        if layout.end() != bytes.len() {
+            return Err(Corrupt("truncated"));
+        }
+        layout.segment(Storage::Memory(bytes))
+    }
+
+    /// Open a segment file: its head is read and checked now, its posting lists when needed
+    /// (each against its own checksum). `Ok(Err(_))` when the file is damaged.
+    pub fn open(path: &Path) -> std::io::Result<Result<Segment, Corrupt>> {
+        #[cfg(unix)]
+        {
+            use std::io::Read;
+            let mut file = std::fs::File::open(path)?;
+            let len = file.metadata()?.len();
+            let mut header = vec![0u8; HEADER];
+            if file.read_exact(&mut header).is_err() {
+                return Ok(Err(Corrupt("truncated")));
+            }
+            let layout = match Layout::read(&header) {
+                Ok(l) => l,
+                Err(e) => return Ok(Err(e)),
+            };
+            if layout.end() as u64 != len {
+                return Ok(Err(Corrupt("truncated")));
+            }
+            let mut head = header;
+            head.resize(layout.postings_start(), 0);
+            if file.read_exact(&mut head[HEADER..]).is_err() {
+                return Ok(Err(Corrupt("truncated")));
+            }
+            Ok(layout.segment(Storage::File { head, file }))
+        }
+        #[cfg(not(unix))]
+        {
+            Ok(Segment::parse(std::fs::read(path)?))
+        }
     }
 
     /// An empty base.
@@ -600,9 +743,19 @@ impl Segment {
             .expect("an empty segment decodes")
     }
 
-    /// The file's bytes.
-    pub fn bytes(&self) -> &[u8] {
-        &self.bytes
+    /// The whole file's bytes, when they are in memory (a segment built in this process).
+    pub fn bytes(&self) -> Option<&[u8]> {
+        match &self.storage {
+            Storage::Memory(bytes) => Some(bytes),
+            Storage::File { .. } => None,
+        }
+    }
+
+    fn head(&self) -> &[u8] {
+        match &self.storage {
+            Storage::Memory(bytes) => &bytes[..self.postings.start],
+            Storage::File { head, .. } => head,
+        }
     }
 
     /// Docs in the segment.
@@ -612,7 +765,7 @@ impl Segment {
 
     fn meta(&self, id: usize) -> Result<DocMeta, Corrupt> {
         let start = self.docs.start + id * DOC_META_SIZE;
-        let m = DocMeta::decode(&mut Reader::new(&self.bytes[start..start + DOC_META_SIZE]))?;
+        let m = DocMeta::decode(&mut Reader::new(&self.head()[start..start + DOC_META_SIZE]))?;
         if m.record_off + u64::from(m.record_len) > self.records.len() as u64 {
             return Err(Corrupt("record out of range"));
         }
@@ -620,20 +773,28 @@ impl Segment {
     }
 
     fn record(&self, id: usize) -> Result<&[u8], Corrupt> {
-        let m = self.meta(id)?;
+        self.record_at(&self.meta(id)?)
+    }
+
+    /// The record bytes a doc table entry points to.
+    fn record_at(&self, m: &DocMeta) -> Result<&[u8], Corrupt> {
         let start = self.records.start + m.record_off as usize;
-        Ok(&self.bytes[start..start + m.record_len as usize])
+        let end = start + m.record_len as usize;
+        if end > self.records.end {
+            return Err(Corrupt("record out of range"));
+        }
+        Ok(&self.head()[start..end])
     }
 
     /// Base doc ids this delta deletes.
     pub fn deleted(&self) -> Result<Vec<u32>, Corrupt> {
-        let mut r = Reader::new(&self.bytes[self.deleted.clone()]);
+        let mut r = Reader::new(&self.head()[self.deleted.clone()]);
         (0..self.deleted.len() / 4).map(|_| r.u32()).collect()
     }
 
     /// New stats of base docs.
     pub fn restat(&self) -> Result<Vec<(u32, FileStat)>, Corrupt> {
-        let mut r = Reader::new(&self.bytes[self.restat.clone()]);
+        let mut r = Reader::new(&self.head()[self.restat.clone()]);
         (0..self.restat.len() / RESTAT_ENTRY)
             .map(|_| {
                 let id = r.u32()?;
@@ -658,35 +819,79 @@ impl Segment {
     fn dict_term(&self, i: usize) -> Term {
         let at = self.dict.start + i * DICT_ENTRY;
         let mut a = [0u8; 8];
-        a.copy_from_slice(&self.bytes[at..at + 8]);
+        a.copy_from_slice(&self.head()[at..at + 8]);
         u64::from_le_bytes(a)
     }
 
-    /// The posting list of `term`: (doc count, bytes).
-    fn postings(&self, term: Term) -> Result<Option<(usize, &[u8])>, Corrupt> {
+    /// How many docs of this segment hold `term` (dead ones included), from the dictionary.
+    fn doc_count_of(&self, term: Term) -> Result<usize, Corrupt> {
+        match self.find(term) {
+            Some(i) => {
+                let at = self.dict.start + i * DICT_ENTRY + 16;
+                Ok(Reader::new(&self.head()[at..at + 4]).u32()? as usize)
+            }
+            None => Ok(0),
+        }
+    }
+
+    /// The dictionary position of `term`.
+    fn find(&self, term: Term) -> Option<usize> {
         let (mut lo, mut hi) = (0, self.term_count);
         while lo < hi {
             let mid = lo + (hi - lo) / 2;
             match self.dict_term(mid).cmp(&term) {
                 std::cmp::Ordering::Less => lo = mid + 1,
                 std::cmp::Ordering::Greater => hi = mid,
-                std::cmp::Ordering::Equal => {
-                    let at = self.dict.start + mid * DICT_ENTRY + 8;
-                    let mut r = Reader::new(&self.bytes[at..at + 16]);
-                    let off = r.u64()? as usize;
-                    let count = r.u32()? as usize;
-                    let len = r.u32()? as usize;
-                    let all = &self.bytes[self.postings.clone()];
-                    let bytes = off
-                        .checked_add(len)
-                        .and_then(|end| all.get(off..end))
-                        .ok_or(Corrupt("postings out of range"))?;
-                    return Ok(Some((count, bytes)));
-                }
+                std::cmp::Ordering::Equal => return Some(mid),
             }
         }
-        Ok(None)
+        None
     }
+
+    /// The posting list of `term`: its doc count and bytes (in `buf` when read from the file).
+    fn postings<'a>(
+        &'a self,
+        term: Term,
+        buf: &'a mut Vec<u8>,
+    ) -> Result<Option<(usize, &'a [u8])>, Corrupt> {
+        let Some(i) = self.find(term) else {
+            return Ok(None);
+        };
+        let at = self.dict.start + i * DICT_ENTRY + 8;
+        let mut r = Reader::new(&self.head()[at..at + DICT_ENTRY - 8]);
+        let off = r.u64()? as usize;
+        let count = r.u32()? as usize;
+        let len = r.u32()? as usize;
+        let sum = r.u64()?;
+        let end = off
+            .checked_add(len)
+            .filter(|&e| e <= self.postings.len())
+            .ok_or(Corrupt("postings out of range"))?;
+        let bytes: &[u8] = match &self.storage {
+            Storage::Memory(bytes) => &bytes[self.postings.start + off..self.postings.start + end],
+            Storage::File { file, .. } => {
+                buf.resize(len, 0);
+                read_at(file, buf, (self.postings.start + off) as u64)?;
+                buf
+            }
+        };
+        if codec::checksum(bytes) != sum {
+            return Err(Corrupt("posting list checksum mismatch"));
+        }
+        Ok(Some((count, bytes)))
+    }
+}
+
+#[cfg(unix)]
+fn read_at(file: &std::fs::File, buf: &mut [u8], offset: u64) -> Result<(), Corrupt> {
+    use std::os::unix::fs::FileExt;
+    file.read_exact_at(buf, offset)
+        .map_err(|_| Corrupt("cannot read a posting list"))
+}
+
+#[cfg(not(unix))]
+fn read_at(_: &std::fs::File, _: &mut [u8], _: u64) -> Result<(), Corrupt> {
+    Err(Corrupt("posting lists are read whole on this platform"))
 }
 
 /// A set of targets and, once needed, their compiled globs.
@@ -729,6 +934,7 @@ pub struct Index {
     docs: Vec<DocMeta>,
     base_count: usize,
     deleted: Vec<bool>,
+    deleted_count: usize,
     superseded: Vec<bool>,
     doc_tags: Vec<Range<u32>>,
     tag_ids: Vec<u32>,
@@ -737,7 +943,11 @@ pub struct Index {
     target_sets: Vec<TargetSet>,
     lessons: u64,
     stats: FieldStats,
+    norms: Mutex<Option<(u64, Arc<Norms>)>>,
 }
+
+/// Inverse length norms per doc: for word terms, for trigram terms.
+type Norms = (Vec<[f32; 4]>, Vec<[f32; 4]>);
 
 /// A live doc, for checking the index against the files.
 #[derive(Debug, Clone, Copy)]
@@ -785,12 +995,14 @@ impl Index {
                 docs.push(d.meta(i)?);
             }
         }
+        let deleted_count = deleted.iter().filter(|&&d| d).count();
         let mut index = Index {
             base,
             delta,
             docs,
             base_count,
             deleted,
+            deleted_count,
             superseded: Vec::new(),
             doc_tags: Vec::new(),
             tag_ids: Vec::new(),
@@ -799,6 +1011,7 @@ impl Index {
             target_sets: Vec::new(),
             lessons: 0,
             stats: FieldStats::new(&[0; LEN_SLOTS], 0),
+            norms: Mutex::new(None),
         };
         index.derive()?;
         Ok(index)
@@ -903,6 +1116,26 @@ impl Index {
         self.lessons
     }
 
+    /// Per doc and field, `1 / (1 − b + b · length / average length)` for word terms and for
+    /// trigram terms: computed once per index (and `b`), read for every posting.
+    fn norms(&self, b: f64) -> Arc<Norms> {
+        let mut cache = self.norms.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((cached_b, norms)) = cache.as_ref() {
+            if *cached_b == b.to_bits() {
+                return norms.clone();
+            }
+        }
+        let of = |kind: text::Kind| -> Vec<[f32; 4]> {
+            self.docs
+                .iter()
+                .map(|m| score::inverse_norms(&m.lens, kind, &self.stats, b))
+                .collect()
+        };
+        let norms = Arc::new((of(text::Kind::Word), of(text::Kind::Trigram)));
+        *cache = Some((b.to_bits(), norms.clone()));
+        norms
+    }
+
     /// Whether a doc id is live (not deleted by the delta).
     pub fn is_live(&self, id: usize) -> bool {
         id >= self.base_count || !self.deleted[id]
@@ -915,12 +1148,12 @@ impl Index {
 
     /// The record bytes of a doc.
     fn record(&self, id: usize) -> Result<&[u8], Corrupt> {
-        if id < self.base_count {
-            self.base.record(id)
+        let seg = if id < self.base_count {
+            &self.base
         } else {
-            let d = self.delta.as_ref().ok_or(Corrupt("no delta"))?;
-            d.record(id - self.base_count)
-        }
+            self.delta.as_ref().ok_or(Corrupt("no delta"))?
+        };
+        seg.record_at(&self.docs[id])
     }
 
     /// The live docs (lessons or not), sorted by path.
@@ -1003,6 +1236,7 @@ impl Index {
             lessons: self.lessons,
             eligible: 0,
             postings: 0,
+            skipped_terms: 0,
         };
 
         // gates, as a bitset over doc ids, before any text
@@ -1024,34 +1258,37 @@ impl Index {
         let mut acc = vec![0.0f64; self.docs.len()];
         let mut total = 0.0;
         let mut scratch: Vec<(u32, f64)> = Vec::new();
+        let mut buf = Vec::new();
         let segments: Vec<(&Segment, usize)> = std::iter::once((&*self.base, 0))
             .chain(self.delta.iter().map(|d| (&**d, self.base_count)))
             .collect();
+        let n = self.docs.len();
+        let all_norms = self.norms(settings.b);
         for &term in &terms {
+            if self.is_stop_term(term, &segments)? {
+                search.skipped_terms += 1;
+                continue;
+            }
             scratch.clear();
             let mut df = 0u64;
-            let kind = text::kind(term);
+            let norms = match text::kind(term) {
+                text::Kind::Word => &all_norms.0,
+                text::Kind::Trigram => &all_norms.1,
+            };
             for &(seg, offset) in &segments {
-                let Some((count, bytes)) = seg.postings(term)? else {
+                let Some((count, bytes)) = seg.postings(term, &mut buf)? else {
                     continue;
                 };
                 search.postings += count as u64;
                 let mut bad = false;
                 decode_postings(bytes, count, |id, tf| {
                     let id = id as usize + offset;
-                    if id >= self.docs.len() {
+                    if id >= n {
                         bad = true;
                     } else if self.is_live(id) {
                         df += 1;
                         if eligible[id] {
-                            let s = score::saturation(
-                                tf,
-                                &self.docs[id].lens,
-                                kind,
-                                &self.stats,
-                                settings,
-                            );
-                            scratch.push((id as u32, s));
+                            scratch.push((id as u32, score::saturation(tf, &norms[id], settings)));
                         }
                     }
                 })?;
@@ -1112,6 +1349,41 @@ impl Index {
         }
         super::mark_conflicts(&mut search.hits);
         Ok(search)
+    }
+
+    /// Whether nearly every lesson holds `term` (idf below [`score::MIN_IDF`]): such a term
+    /// tells lessons apart no more than "the" does, and its posting list is the longest, so it
+    /// is left out of the similarity (numerator and total alike). Decided on the exact number
+    /// of live lessons holding it, so a patched index decides as a fresh one does; the list is
+    /// only read when the delta leaves the count in doubt.
+    fn is_stop_term(&self, term: Term, segments: &[(&Segment, usize)]) -> Result<bool, Corrupt> {
+        let mut most = 0u64;
+        for (seg, _) in segments {
+            most += seg.doc_count_of(term)? as u64;
+        }
+        if most == 0 {
+            return Ok(false);
+        }
+        let deleted = self.deleted_count as u64;
+        let least = most.saturating_sub(deleted);
+        if score::idf(self.lessons, least) < score::MIN_IDF {
+            return Ok(true);
+        }
+        if deleted == 0 || score::idf(self.lessons, most) >= score::MIN_IDF {
+            return Ok(false);
+        }
+        let mut df = 0u64;
+        let mut buf = Vec::new();
+        for &(seg, offset) in segments {
+            if let Some((count, bytes)) = seg.postings(term, &mut buf)? {
+                decode_postings(bytes, count, |id, _| {
+                    if self.is_live(id as usize + offset) {
+                        df += 1;
+                    }
+                })?;
+            }
+        }
+        Ok(score::idf(self.lessons, df) < score::MIN_IDF)
     }
 
     /// Which docs pass status, targets and tags.
@@ -1242,6 +1514,8 @@ pub struct Search {
     pub eligible: u64,
     /// Postings read.
     pub postings: u64,
+    /// Request terms left out because nearly every lesson holds them.
+    pub skipped_terms: u64,
 }
 
 #[cfg(test)]

@@ -27,6 +27,7 @@ pub mod render;
 pub mod score;
 pub mod store;
 pub mod text;
+pub mod walk;
 
 use serde::Serialize;
 

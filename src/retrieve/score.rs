@@ -92,6 +92,10 @@ pub fn confidence(c: f64) -> f64 {
     }
 }
 
+/// Terms whose idf is below this are left out: in a bank of any size, that is a term more
+/// than about nine lessons in ten hold.
+pub const MIN_IDF: f64 = 0.1;
+
 /// BM25's idf.
 pub fn idf(n: u64, df: u64) -> f64 {
     let (n, df) = (n as f64, df as f64);
@@ -160,23 +164,24 @@ impl FieldStats {
     }
 }
 
-/// A term's saturated frequency in a document, `tf~ / (k1 + tf~)` in `[0, 1)`, from its counts
-/// per field and the document's field lengths.
-pub fn saturation(
-    tf: &[u32; 4],
-    lens: &[u32; LEN_SLOTS],
-    kind: Kind,
-    stats: &FieldStats,
-    s: &Settings,
-) -> f64 {
-    let mut x = 0.0;
-    for (f, &n) in tf.iter().enumerate() {
-        if n == 0 {
-            continue;
-        }
+/// A document's inverse length norms `1 / (1 − b + b · len_f / avglen_f)` per field, for terms
+/// of `kind`.
+pub fn inverse_norms(lens: &[u32; LEN_SLOTS], kind: Kind, stats: &FieldStats, b: f64) -> [f32; 4] {
+    let mut out = [0f32; 4];
+    for (f, o) in out.iter_mut().enumerate() {
         let sl = slot(f, kind);
-        let norm = 1.0 - s.b + s.b * f64::from(lens[sl]) / stats.avg[sl];
-        x += s.field_weights[f] * f64::from(n) / norm;
+        *o = (1.0 / (1.0 - b + b * f64::from(lens[sl]) / stats.avg[sl])) as f32;
+    }
+    out
+}
+
+/// A term's saturated frequency in a document, `tf~ / (k1 + tf~)` in `[0, 1)`, from its counts
+/// per field and the document's inverse length norms for the term's kind.
+#[inline]
+pub fn saturation(tf: &[u32; 4], inverse_norms: &[f32; 4], s: &Settings) -> f64 {
+    let mut x = 0.0;
+    for f in 0..4 {
+        x += s.field_weights[f] * f64::from(tf[f]) * f64::from(inverse_norms[f]);
     }
     x / (s.k1 + x)
 }
@@ -211,16 +216,22 @@ mod tests {
     #[test]
     fn saturation_grows_with_counts_and_shrinks_with_length() {
         let s = Settings::default();
-        let stats = FieldStats::new(&[10, 30, 2, 6, 4, 12, 40, 120], 1);
         let lens = [10, 30, 2, 6, 4, 12, 40, 120];
-        let once = saturation(&[0, 1, 0, 0], &lens, Kind::Trigram, &stats, &s);
-        let twice = saturation(&[0, 2, 0, 0], &lens, Kind::Trigram, &stats, &s);
-        let title = saturation(&[1, 0, 0, 0], &lens, Kind::Trigram, &stats, &s);
+        let stats = FieldStats::new(&lens.map(u64::from), 1);
+        let norms = inverse_norms(&lens, Kind::Trigram, &stats, s.b);
+        assert_eq!(norms, [1.0; 4], "average lengths");
+        let once = saturation(&[0, 1, 0, 0], &norms, &s);
+        let twice = saturation(&[0, 2, 0, 0], &norms, &s);
+        let title = saturation(&[1, 0, 0, 0], &norms, &s);
         let long = [10, 30, 2, 60, 4, 12, 40, 120];
-        let diluted = saturation(&[0, 1, 0, 0], &long, Kind::Trigram, &stats, &s);
+        let diluted = saturation(
+            &[0, 1, 0, 0],
+            &inverse_norms(&long, Kind::Trigram, &stats, s.b),
+            &s,
+        );
         assert!(0.0 < once && once < twice && twice < 1.0);
         assert!(title > once, "the title weighs more than the description");
         assert!(diluted < once);
-        assert_eq!(saturation(&[0; 4], &lens, Kind::Word, &stats, &s), 0.0);
+        assert_eq!(saturation(&[0; 4], &norms, &s), 0.0);
     }
 }

@@ -35,6 +35,7 @@ use crate::source::{ReadProblem, Source};
 use super::codec::{self, Corrupt};
 use super::index::{self, Header, Index, Kind, Part, Patch, Segment};
 use super::record::{FileStat, Record};
+use super::walk;
 use super::{Request, Search, Settings};
 
 /// The base file, inside `.lesson/`.
@@ -154,52 +155,68 @@ impl Retriever {
         &self.index
     }
 
-    /// Search the index as it was at the last refresh.
-    pub fn search(&self, request: &Request) -> Result<Search, RetrieveError> {
-        Ok(self.index.search(request, &self.settings)?)
+    /// Search the index as it was at the last refresh. A posting list found damaged (they are
+    /// checked as they are read) rebuilds the index from the files, then the search runs again.
+    pub fn search(&mut self, request: &Request) -> Result<Search, RetrieveError> {
+        match self.index.search(request, &self.settings) {
+            Ok(found) => Ok(found),
+            Err(damaged) => {
+                self.refresh_with(Some(damaged.to_string()))?;
+                Ok(self.index.search(request, &self.settings)?)
+            }
+        }
     }
 
     fn refresh_with(&mut self, rebuild: Option<String>) -> Result<(), RetrieveError> {
         let limit = self.config.lint.size_limit;
-        let (paths, _problems) = crate::bank::lesson_paths(&self.root, &self.exclude);
-        let files: Vec<(String, &PathBuf)> =
-            paths.iter().map(|p| (relative(&self.root, p), p)).collect();
+        let mut files = walk::lesson_files(&self.root, &self.exclude);
         let mut report = Refresh {
             files: files.len(),
             ..Refresh::default()
         };
-        let old = if rebuild.is_some() {
-            Vec::new()
-        } else {
-            self.index.entries()?
-        };
-
-        // merge-join the walk (sorted like the index) with the index's entries
-        let mut todo: Vec<(&str, Option<&index::Entry>, &Path)> = Vec::with_capacity(files.len());
-        let mut replaced: Vec<u32> = Vec::new();
-        let mut i = 0;
-        for (rel, path) in &files {
-            while i < old.len() && index::path_order(old[i].path, rel).is_lt() {
-                replaced.push(old[i].id);
-                i += 1;
-            }
-            if i < old.len() && old[i].path == rel {
-                todo.push((rel, Some(&old[i]), path));
-                i += 1;
-            } else {
-                todo.push((rel, None, path));
-            }
+        if let Some(why) = rebuild {
+            files.sort_unstable_by(|a, b| walk::path_order(&a.rel, &b.rel));
+            report.parsed = files.len();
+            report.rebuilt = Some(why);
+            self.rebuild(&files, &mut report)?;
+            self.last = report;
+            return Ok(());
         }
-        replaced.extend(old[i..].iter().map(|e| e.id));
+        let old = self.index.entries()?;
+
+        // join the walk with the index's entries by path
+        let by_path: HashMap<&str, &index::Entry> = old.iter().map(|e| (e.path, e)).collect();
+        let mut seen = vec![false; old.len()];
+        let position: HashMap<u32, usize> =
+            old.iter().enumerate().map(|(i, e)| (e.id, i)).collect();
+        let todo: Vec<(&walk::File, Option<&index::Entry>)> = files
+            .iter()
+            .map(|f| {
+                let entry = by_path.get(f.rel.as_str()).copied();
+                if let Some(e) = entry {
+                    seen[position[&e.id]] = true;
+                }
+                (f, entry)
+            })
+            .collect();
+        let mut replaced: Vec<u32> = old
+            .iter()
+            .zip(&seen)
+            .filter(|(_, &seen)| !seen)
+            .map(|(e, _)| e.id)
+            .collect();
         report.removed = replaced.len();
 
-        // stat everything (in parallel); read and hash only what may have changed, and parse
-        // only what did
+        // read and hash only what may have changed, and parse only what did
+        let root = &self.root;
         let changes: Vec<Change> = todo
             .into_par_iter()
-            .map(|(rel, entry, path)| match entry {
-                Some(entry) => check(rel, entry, path, limit),
-                None => Change::Parsed(read_record(rel, path, limit)),
+            .map(|(f, entry)| {
+                let path = root.join(&f.rel);
+                match entry {
+                    Some(entry) => check(&f.rel, entry, &path, f.meta.as_ref(), limit),
+                    None => Change::Parsed(read_record(&f.rel, &path, limit)),
+                }
             })
             .collect();
         let mut records: Vec<Record> = Vec::new();
@@ -224,12 +241,7 @@ impl Retriever {
                 }
             }
         }
-        report.rebuilt = rebuild;
-        if report.rebuilt.is_none()
-            && records.is_empty()
-            && replaced.is_empty()
-            && restat.is_empty()
-        {
+        if records.is_empty() && replaced.is_empty() && restat.is_empty() {
             report.generation = self.generation();
             self.last = report;
             return Ok(());
@@ -257,22 +269,6 @@ impl Retriever {
     ) -> Result<(), RetrieveError> {
         let generation = self.generation() + 1;
         let config_hash = config_hash(&self.config);
-        if report.rebuilt.is_some() {
-            let header = Header {
-                index_id: new_index_id(generation),
-                generation,
-                config_hash,
-            };
-            let base = Segment::parse(index::encode(
-                Kind::Base,
-                header,
-                records,
-                &Patch::default(),
-            ))?;
-            self.install_base(base, report)?;
-            report.generation = generation;
-            return Ok(());
-        }
         let base = self.index.base().clone();
         let base_count = self.index.base_count();
         let base_id = base.header.index_id;
@@ -375,9 +371,33 @@ impl Retriever {
                 if on_disk_base_id(root) != Some(base_id) {
                     return Ok(());
                 }
-                edit::write_atomic(root, &state_path(root, DELTA_FILE), delta.bytes())
+                let bytes = delta.bytes().expect("a new delta is in memory");
+                edit::write_atomic(root, &state_path(root, DELTA_FILE), bytes)
             });
         }
+        report.generation = generation;
+        Ok(())
+    }
+
+    /// Parse every file (`files` sorted by path) into a new base, a chunk at a time.
+    fn rebuild(&mut self, files: &[walk::File], report: &mut Refresh) -> Result<(), RetrieveError> {
+        let limit = self.config.lint.size_limit;
+        let generation = self.generation() + 1;
+        let mut encoder = index::Encoder::default();
+        for chunk in files.chunks(index::Encoder::CHUNK) {
+            let records: Vec<Record> = chunk
+                .par_iter()
+                .map(|f| read_record(&f.rel, &self.root.join(&f.rel), limit))
+                .collect();
+            encoder.add(&records);
+        }
+        let header = Header {
+            index_id: new_index_id(generation),
+            generation,
+            config_hash: config_hash(&self.config),
+        };
+        let base = Segment::parse(encoder.finish(Kind::Base, header, &Patch::default()))?;
+        self.install_base(base, report)?;
         report.generation = generation;
         Ok(())
     }
@@ -387,7 +407,8 @@ impl Retriever {
         let base = Arc::new(base);
         self.index = Index::new(base.clone(), None)?;
         report.persisted = self.persist(|root| {
-            edit::write_atomic(root, &state_path(root, BASE_FILE), base.bytes())?;
+            let bytes = base.bytes().expect("a new base is in memory");
+            edit::write_atomic(root, &state_path(root, BASE_FILE), bytes)?;
             match std::fs::remove_file(state_path(root, DELTA_FILE)) {
                 Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(edit::EditError::Io {
                     path: DELTA_FILE.into(),
@@ -422,14 +443,19 @@ enum Change {
     Parsed(Record),
 }
 
-fn check(rel: &str, entry: &index::Entry, path: &Path, limit: u64) -> Change {
-    let meta = match std::fs::metadata(path) {
-        Ok(m) => m,
-        // vanished between the walk and now: recorded as unreadable, re-checked next time
-        Err(_) => return Change::Reparsed(entry.id, read_record(rel, path, limit)),
+fn check(
+    rel: &str,
+    entry: &index::Entry,
+    path: &Path,
+    meta: Option<&std::fs::Metadata>,
+    limit: u64,
+) -> Change {
+    let Some(meta) = meta else {
+        // vanished between the walk and its stat: recorded as unreadable, re-checked next time
+        return Change::Reparsed(entry.id, read_record(rel, path, limit));
     };
     let size = meta.len();
-    let mtime_ns = mtime_ns(&meta);
+    let mtime_ns = mtime_ns(meta);
     let old = entry.stat;
     if size == old.size && mtime_ns == old.mtime_ns && old.settled {
         return Change::None;
@@ -554,22 +580,22 @@ fn state_path(root: &Path, file: &str) -> PathBuf {
 
 /// Load the base and delta; `Err` says why a rebuild is needed.
 fn load(root: &Path, config_hash: u64) -> Result<Index, String> {
-    let bytes = match std::fs::read(state_path(root, BASE_FILE)) {
-        Ok(b) => b,
+    let base = match Segment::open(&state_path(root, BASE_FILE)) {
+        Ok(Ok(base)) => base,
+        Ok(Err(damaged)) => return Err(damaged.to_string()),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err("no index yet".into()),
         Err(e) => return Err(format!("cannot read the index: {e}")),
     };
-    let base = Segment::parse(bytes).map_err(|e| e.to_string())?;
     if base.kind != Kind::Base {
         return Err("the index file is not a base".into());
     }
     if base.header.config_hash != config_hash {
         return Err("the configuration changed".into());
     }
-    let delta = std::fs::read(state_path(root, DELTA_FILE))
-        .ok()
-        .and_then(|b| Segment::parse(b).ok())
-        .map(Arc::new);
+    let delta = match Segment::open(&state_path(root, DELTA_FILE)) {
+        Ok(Ok(delta)) => Some(Arc::new(delta)),
+        _ => None,
+    };
     let base = Arc::new(base);
     match Index::new(base.clone(), delta) {
         Ok(index) => Ok(index),
