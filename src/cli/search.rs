@@ -63,7 +63,6 @@ struct Report<'a> {
     prompt_tokens: usize,
     lessons: u64,
     eligible: u64,
-    index: &'a retrieve::Refresh,
 }
 
 #[derive(Debug, Serialize)]
@@ -105,19 +104,44 @@ pub fn run(root: &Path, args: SearchArgs) -> anyhow::Result<ExitCode> {
         Format::Prompt => print!("{}", prompt.text),
         Format::Text => {
             print!("{}", render::table(&shown));
-            let cut = found.hits.len() - shown.len();
-            let cut = if cut > 0 {
-                format!("; {cut} more did not fit the budget")
-            } else {
-                String::new()
-            };
-            println!(
-                "{} of {} eligible lessons shown ({} in the bank){cut}; the prompt block takes {} of {budget} tokens",
-                shown.len(),
-                found.eligible,
-                found.lessons,
-                prompt.tokens
+            let mut tags: Vec<String> = found
+                .given_tags
+                .iter()
+                .map(|t| format!("{t} (given)"))
+                .collect();
+            tags.extend(
+                found
+                    .inferred_tags
+                    .iter()
+                    .map(|t| format!("{t} (in the request)")),
             );
+            if !tags.is_empty() {
+                println!("request tags: {}", tags.join(", "));
+            }
+            let passed = format!(
+                "{} of {} lessons pass the gates",
+                found.eligible, found.lessons
+            );
+            if shown.is_empty() {
+                let why = if found.eligible == 0 {
+                    "status, targets and tags"
+                } else {
+                    "none is similar enough to the request"
+                };
+                println!("no lesson applies: {passed} ({why})");
+            } else {
+                let cut = found.hits.len() - shown.len();
+                let cut = if cut > 0 {
+                    format!(", {cut} more did not fit the budget")
+                } else {
+                    String::new()
+                };
+                println!(
+                    "{} shown{cut}; {passed}; the prompt block takes {} of {budget} tokens",
+                    shown.len(),
+                    prompt.tokens
+                );
+            }
         }
         Format::Json => {
             let hits: Vec<Hit> = shown.into_iter().map(|h| for_json(root, h)).collect();
@@ -140,7 +164,6 @@ pub fn run(root: &Path, args: SearchArgs) -> anyhow::Result<ExitCode> {
                 prompt_tokens: prompt.tokens,
                 lessons: found.lessons,
                 eligible: found.eligible,
-                index: retriever.last_refresh(),
             };
             println!("{}", serde_json::to_string_pretty(&report)?);
         }

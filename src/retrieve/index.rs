@@ -16,8 +16,9 @@
 //!           (deleted, restat, docs, dict, records, postings, end), 0u64, checksum u64 (of the
 //!           head: every byte before the postings but these 8)
 //! deleted   base doc ids, u32 each, ascending (a delta only)
-//! restat    base doc id u32, size u64, mtime i64, hash u64, settled u8, 3 bytes padding
-//! docs      104 bytes each (DocMeta), sorted by path
+//! restat    base doc id u32, size u64, mtime i64, ctime i64, inode u64, hash u64, settled u8,
+//!           3 bytes padding
+//! docs      120 bytes each (DocMeta), sorted by path
 //! dict      32 bytes each, ascending by term: term u64, postings offset u64, docs u32,
 //!           bytes u32, checksum of the list u64
 //! records   per doc, its strings (record::encode_strings; the body is not kept)
@@ -51,9 +52,9 @@ use super::{Gates, Hit, Request, ScoreParts, TagGate, TargetGate};
 pub const FORMAT_VERSION: u32 = 1;
 const MAGIC: &[u8; 8] = b"LESSONIX";
 const HEADER: usize = 128;
-const DOC_META_SIZE: usize = 104;
+const DOC_META_SIZE: usize = 120;
 const DICT_ENTRY: usize = 32;
-const RESTAT_ENTRY: usize = 32;
+const RESTAT_ENTRY: usize = 48;
 
 const F_LESSON: u8 = 1;
 const F_SETTLED: u8 = 2;
@@ -162,6 +163,8 @@ impl DocMeta {
         let flags = (self.flags & !F_SETTLED) | if self.stat.settled { F_SETTLED } else { 0 };
         w.u64(self.stat.size);
         w.i64(self.stat.mtime_ns);
+        w.i64(self.stat.ctime_ns);
+        w.u64(self.stat.ino);
         w.u64(self.stat.hash);
         w.u8(flags);
         w.u8(self.outcome);
@@ -180,6 +183,8 @@ impl DocMeta {
     fn decode(r: &mut Reader) -> Result<DocMeta, Corrupt> {
         let size = r.u64()?;
         let mtime_ns = r.i64()?;
+        let ctime_ns = r.i64()?;
+        let ino = r.u64()?;
         let hash = r.u64()?;
         let flags = r.u8()?;
         let outcome = r.u8()?;
@@ -198,6 +203,8 @@ impl DocMeta {
             stat: FileStat {
                 size,
                 mtime_ns,
+                ctime_ns,
+                ino,
                 hash,
                 settled: flags & F_SETTLED != 0,
             },
@@ -356,6 +363,8 @@ fn write_segment(
         w.u32(*id);
         w.u64(s.size);
         w.i64(s.mtime_ns);
+        w.i64(s.ctime_ns);
+        w.u64(s.ino);
         w.u64(s.hash);
         w.u8(u8::from(s.settled));
         w.buf.extend_from_slice(&[0, 0, 0]);
@@ -800,6 +809,8 @@ impl Segment {
                 let id = r.u32()?;
                 let size = r.u64()?;
                 let mtime_ns = r.i64()?;
+                let ctime_ns = r.i64()?;
+                let ino = r.u64()?;
                 let hash = r.u64()?;
                 let settled = r.u8()? != 0;
                 r.take(3)?;
@@ -808,6 +819,8 @@ impl Segment {
                     FileStat {
                         size,
                         mtime_ns,
+                        ctime_ns,
+                        ino,
                         hash,
                         settled,
                     },
@@ -1240,7 +1253,7 @@ impl Index {
         };
 
         // gates, as a bitset over doc ids, before any text
-        let eligible = self.gates(req, now_ns, caller, &request_tag_ids);
+        let eligible = self.gates(req, now_ns, caller, &request_tags, &request_tag_ids);
         search.eligible = eligible.iter().filter(|&&e| e).count() as u64;
 
         // the request's terms: its text and the given tags
@@ -1392,9 +1405,11 @@ impl Index {
         req: &Request,
         now_ns: i64,
         caller: [Option<&str>; 3],
+        request_tags: &HashSet<&str>,
         request_tag_ids: &HashSet<u32>,
     ) -> Vec<bool> {
         let anonymous = caller.iter().all(Option::is_none);
+        let any_request_tag = !request_tags.is_empty();
         let mut set_verdict: Vec<Option<bool>> = vec![None; self.target_sets.len()];
         let mut eligible = vec![false; self.docs.len()];
         for (id, e) in eligible.iter_mut().enumerate() {
@@ -1416,7 +1431,8 @@ impl Index {
                     continue;
                 }
             }
-            if !request_tag_ids.is_empty() && m.has(F_TAGS) {
+            // a request with tags, none of them the lesson's (or even the bank's): out
+            if any_request_tag && m.has(F_TAGS) {
                 let r = &self.doc_tags[id];
                 let tags = &self.tag_ids[r.start as usize..r.end as usize];
                 if !tags.iter().any(|t| request_tag_ids.contains(t)) {

@@ -8,18 +8,33 @@ use crate::lesson::{Lesson, Outcome};
 use super::codec::{Corrupt, Reader, Writer};
 use super::text;
 
-/// How a file looked when it was read.
+/// How a file looked when it was read: what `stat` says (as git's index keeps it: size,
+/// mtime, ctime and inode, so that a file renamed over another of the same size and mtime, or
+/// an mtime set back by hand, still shows) and a hash of its bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct FileStat {
     /// Size in bytes.
     pub size: u64,
-    /// Modification time, nanoseconds since the Unix epoch.
+    /// Modification time, nanoseconds since the Unix epoch (the recency of a lesson).
     pub mtime_ns: i64,
+    /// Status change time, nanoseconds since the Unix epoch (0 where there is none).
+    pub ctime_ns: i64,
+    /// Inode number (0 where there is none).
+    pub ino: u64,
     /// Hash of the bytes ([`super::codec::checksum`]).
     pub hash: u64,
-    /// Whether the mtime was old enough, when the file was read, that a later change within
-    /// the same clock tick is impossible. An unsettled record is re-hashed on the next check.
+    /// Whether mtime and ctime were old enough, when the file was read, that a later change
+    /// within the same clock tick is impossible. An unsettled record is re-hashed on the next
+    /// check.
     pub settled: bool,
+}
+
+impl FileStat {
+    /// Whether `stat` would say the same of both.
+    pub fn same_stamp(&self, other: &FileStat) -> bool {
+        (self.size, self.mtime_ns, self.ctime_ns, self.ino)
+            == (other.size, other.mtime_ns, other.ctime_ns, other.ino)
+    }
 }
 
 /// One target: every glob given must match.

@@ -337,32 +337,7 @@ impl Retriever {
         if delta.doc_count() > merge_threshold(live_base)
             || patch.restat.len() > live_base / 4 + 512
         {
-            // fold the delta into a new base
-            let mut dead = vec![false; base_count];
-            for &id in &deleted {
-                dead[id as usize] = true;
-            }
-            let base_restat: HashMap<u32, FileStat> = patch.restat.iter().copied().collect();
-            let header = Header {
-                index_id: new_index_id(generation),
-                generation,
-                config_hash,
-            };
-            let parts = [
-                Part {
-                    segment: &base,
-                    dead: &dead,
-                    restat: &base_restat,
-                },
-                Part {
-                    segment: &delta,
-                    dead: &[],
-                    restat: &no_restat,
-                },
-            ];
-            let merged =
-                Segment::parse(index::merge(Kind::Base, header, &parts, &Patch::default())?)?;
-            self.install_base(merged, report)?;
+            self.fold(&delta, generation, report)?;
         } else {
             let delta = Arc::new(delta);
             self.index = Index::new(base, Some(delta.clone()))?;
@@ -377,6 +352,60 @@ impl Retriever {
         }
         report.generation = generation;
         Ok(())
+    }
+
+    /// Check the files, then fold the delta into a new base. A refresh does this by itself
+    /// when the delta grows past [`merge_threshold`].
+    pub fn compact(&mut self) -> Result<&Refresh, RetrieveError> {
+        self.refresh_with(None)?;
+        if let Some(delta) = self.index.delta().cloned() {
+            let generation = self.generation() + 1;
+            let mut report = Refresh {
+                files: self.last.files,
+                generation,
+                ..Refresh::default()
+            };
+            self.fold(&delta, generation, &mut report)?;
+            self.last = report;
+        }
+        Ok(&self.last)
+    }
+
+    /// Merge the base and `delta` (which patches it) into a new base, and use it.
+    fn fold(
+        &mut self,
+        delta: &Segment,
+        generation: u64,
+        report: &mut Refresh,
+    ) -> Result<(), RetrieveError> {
+        let base = self.index.base().clone();
+        let mut dead = vec![false; base.doc_count()];
+        for id in delta.deleted()? {
+            *dead
+                .get_mut(id as usize)
+                .ok_or(Corrupt("deleted doc out of range"))? = true;
+        }
+        let base_restat: HashMap<u32, FileStat> = delta.restat()?.into_iter().collect();
+        let no_restat = HashMap::new();
+        let header = Header {
+            index_id: new_index_id(generation),
+            generation,
+            config_hash: config_hash(&self.config),
+        };
+        let parts = [
+            Part {
+                segment: &base,
+                dead: &dead,
+                restat: &base_restat,
+            },
+            Part {
+                segment: delta,
+                dead: &[],
+                restat: &no_restat,
+            },
+        ];
+        let merged = Segment::parse(index::merge(Kind::Base, header, &parts, &Patch::default())?)?;
+        self.install_base(merged, report)
     }
 
     /// Parse every file (`files` sorted by path) into a new base, a chunk at a time.
@@ -454,13 +483,12 @@ fn check(
         // vanished between the walk and its stat: recorded as unreadable, re-checked next time
         return Change::Reparsed(entry.id, read_record(rel, path, limit));
     };
-    let size = meta.len();
-    let mtime_ns = mtime_ns(meta);
+    let stamp = stamp(meta);
     let old = entry.stat;
-    if size == old.size && mtime_ns == old.mtime_ns && old.settled {
+    if stamp.same_stamp(&old) && old.settled {
         return Change::None;
     }
-    if size != old.size || size > limit {
+    if stamp.size != old.size || stamp.size > limit {
         return Change::Reparsed(entry.id, read_record(rel, path, limit));
     }
     let read_at = wall_clock_ns();
@@ -468,17 +496,16 @@ fn check(
         return Change::Reparsed(entry.id, read_record(rel, path, limit));
     };
     let hash = codec::checksum(&bytes);
-    if hash != old.hash || bytes.len() as u64 != size {
+    if hash != old.hash || bytes.len() as u64 != stamp.size {
         return Change::Reparsed(
             entry.id,
-            record_from_bytes(rel, path, bytes, mtime_ns, read_at, limit),
+            record_from_bytes(rel, path, bytes, stamp, read_at, limit),
         );
     }
     let stat = FileStat {
-        size,
-        mtime_ns,
         hash,
-        settled: settled(mtime_ns, read_at),
+        settled: settled(&stamp, read_at),
+        ..stamp
     };
     if stat == old {
         Change::Hashed(None)
@@ -492,33 +519,21 @@ fn check(
 fn read_record(rel: &str, path: &Path, limit: u64) -> Record {
     let read_at = wall_clock_ns();
     let meta = std::fs::metadata(path);
-    let mtime = meta.as_ref().map_or(0, mtime_ns);
-    let unreadable = |problem: ReadProblem, size: u64| {
+    let stamp = meta.as_ref().map(stamp).unwrap_or_default();
+    let unreadable = |problem: ReadProblem| {
         let doc = Document::parse(Source::new(path, String::new()), Some(problem));
-        let stat = FileStat {
-            size,
-            mtime_ns: mtime,
-            hash: 0,
-            settled: false,
-        };
-        Record::new(rel.to_string(), stat, &doc)
+        Record::new(rel.to_string(), stamp, &doc)
     };
     match meta {
-        Ok(m) if m.len() > limit => unreadable(
-            ReadProblem::TooLarge {
-                size: m.len(),
-                limit,
-            },
-            m.len(),
-        ),
+        Ok(m) if m.len() > limit => unreadable(ReadProblem::TooLarge {
+            size: m.len(),
+            limit,
+        }),
         _ => match std::fs::read(path) {
-            Ok(bytes) => record_from_bytes(rel, path, bytes, mtime, read_at, limit),
-            Err(e) => unreadable(
-                ReadProblem::Io {
-                    message: e.to_string(),
-                },
-                0,
-            ),
+            Ok(bytes) => record_from_bytes(rel, path, bytes, stamp, read_at, limit),
+            Err(e) => unreadable(ReadProblem::Io {
+                message: e.to_string(),
+            }),
         },
     }
 }
@@ -527,24 +542,50 @@ fn record_from_bytes(
     rel: &str,
     path: &Path,
     bytes: Vec<u8>,
-    mtime_ns: i64,
+    stamp: FileStat,
     read_at: i64,
     limit: u64,
 ) -> Record {
     let stat = FileStat {
         size: bytes.len() as u64,
-        mtime_ns,
         hash: codec::checksum(&bytes),
         // a file that grew past the limit between stat and read is still a file to re-check
-        settled: settled(mtime_ns, read_at) && bytes.len() as u64 <= limit,
+        settled: settled(&stamp, read_at) && bytes.len() as u64 <= limit,
+        ..stamp
     };
     let (source, problem) = Source::from_bytes(path.to_path_buf(), bytes);
     let doc = Document::parse(source, problem);
     Record::new(rel.to_string(), stat, &doc)
 }
 
-fn settled(mtime_ns: i64, read_at_ns: i64) -> bool {
-    read_at_ns.saturating_sub(mtime_ns) > SETTLE_NS
+/// What `stat` says of a file (not settled, no hash yet).
+fn stamp(meta: &std::fs::Metadata) -> FileStat {
+    #[cfg(unix)]
+    let (ctime_ns, ino) = {
+        use std::os::unix::fs::MetadataExt;
+        (
+            meta.ctime()
+                .saturating_mul(1_000_000_000)
+                .saturating_add(meta.ctime_nsec()),
+            meta.ino(),
+        )
+    };
+    #[cfg(not(unix))]
+    let (ctime_ns, ino) = (0, 0);
+    FileStat {
+        size: meta.len(),
+        mtime_ns: mtime_ns(meta),
+        ctime_ns,
+        ino,
+        hash: 0,
+        settled: false,
+    }
+}
+
+/// Whether a file read at `read_at_ns` can no longer change unseen within its stat's clock
+/// tick: both its mtime and ctime are more than [`SETTLE_NS`] older.
+fn settled(stamp: &FileStat, read_at_ns: i64) -> bool {
+    read_at_ns.saturating_sub(stamp.mtime_ns.max(stamp.ctime_ns)) > SETTLE_NS
 }
 
 fn wall_clock_ns() -> i64 {
@@ -655,10 +696,9 @@ pub fn records_of_bank(bank: &Bank) -> Vec<Record> {
         .map(|doc| {
             let meta = std::fs::metadata(&doc.source.path).ok();
             let stat = FileStat {
-                size: meta.as_ref().map_or(0, |m| m.len()),
-                mtime_ns: meta.as_ref().map_or(0, mtime_ns),
                 hash: codec::checksum(doc.source.text.as_bytes()),
                 settled: true,
+                ..meta.as_ref().map(stamp).unwrap_or_default()
             };
             Record::new(relative(&bank.root, &doc.source.path), stat, doc)
         })
