@@ -25,6 +25,7 @@ pub mod index;
 pub mod record;
 pub mod render;
 pub mod score;
+pub mod segment;
 pub mod store;
 pub mod text;
 pub mod walk;
@@ -246,7 +247,7 @@ impl Bank {
     /// Like [`Bank::retrieve`], with the request's inferred tags and search statistics.
     pub fn search(&self, request: &Request) -> Search {
         let records = store::records_of_bank(self);
-        let index = index::Index::build(records, index::Header::default());
+        let index = index::Index::build(records, segment::Header::default());
         let settings = Settings::from_config(&self.config.retrieve);
         index
             .search(request, &settings)

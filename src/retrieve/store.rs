@@ -2,13 +2,17 @@
 //! `retrieve.delta` (changes since). Both are caches: every [`Retriever::refresh`] checks
 //! them against the files, so a search is correct whatever state they are in.
 //!
-//! - **Checking** walks the bank as [`Bank::load`](crate::bank::Bank::load) does and compares
-//!   each file's size and mtime with its record. A file whose stat differs (or whose record is
-//!   not yet settled: modified within [`SETTLE_NS`] of being read, when a second change could
-//!   share its mtime) is hashed; only when the hash differs is it parsed again. New files are
-//!   parsed, vanished ones dropped.
-//! - **Patching** writes the changed records and the base docs they replace into a new delta.
-//!   When the delta outgrows [`merge_threshold`], a new base is written instead.
+//! - **Checking** walks the bank as [`Bank::load`](crate::bank::Bank::load) does (see
+//!   [`super::walk`]) and compares each file's stat (size, mtime, ctime, inode) with its
+//!   record. A file whose stat differs (or whose record is not yet settled: changed within
+//!   [`SETTLE_NS`] of being read, when a second change could share its timestamps) is hashed;
+//!   only when the hash differs is it parsed again. New files are parsed, vanished ones
+//!   dropped. Nothing else is read: the index loads without parsing the bank.
+//! - **Patching** writes the changed records, the base docs they replace and the new stats of
+//!   touched files into a new delta. When the delta outgrows [`merge_threshold`], base and
+//!   delta are merged into a new base instead (copying postings, parsing nothing).
+//! - Every write increments the index's **generation** (in each segment's header), the hook
+//!   by which a watcher can later vouch that the index is current without a stat walk.
 //! - **Rebuilding** from scratch happens only when the base is missing, damaged (checksum,
 //!   truncation), of another format version, or was built under another configuration
 //!   (`[lint] size-limit` and `exclude` decide which files are lessons).
@@ -33,8 +37,9 @@ use crate::edit::{self, BankLock, STATE_DIR};
 use crate::source::{ReadProblem, Source};
 
 use super::codec::{self, Corrupt};
-use super::index::{self, Header, Index, Kind, Part, Patch, Segment};
+use super::index::{self, Index};
 use super::record::{FileStat, Record};
+use super::segment::{self, Header, Kind, Part, Patch, Segment};
 use super::walk;
 use super::{Request, Search, Settings};
 
@@ -42,8 +47,8 @@ use super::{Request, Search, Settings};
 pub const BASE_FILE: &str = "retrieve.idx";
 /// The delta file, inside `.lesson/`.
 pub const DELTA_FILE: &str = "retrieve.delta";
-/// A file modified less than this long before it was read may change again unseen within the
-/// same mtime tick; its record is re-hashed until it is older (2 s covers coarse filesystems).
+/// A file changed less than this long before it was read may change again unseen within the
+/// same timestamp tick; its record is re-hashed until it is older (2 s covers coarse clocks).
 pub const SETTLE_NS: i64 = 2_000_000_000;
 
 /// Retrieval failed.
@@ -312,7 +317,7 @@ impl Retriever {
             generation,
             config_hash,
         };
-        let fresh = Segment::parse(index::encode(
+        let fresh = Segment::parse(segment::encode(
             Kind::Delta,
             header,
             records,
@@ -332,7 +337,7 @@ impl Retriever {
             dead: &[],
             restat: &no_restat,
         });
-        let delta = Segment::parse(index::merge(Kind::Delta, header, &parts, &patch)?)?;
+        let delta = Segment::parse(segment::merge(Kind::Delta, header, &parts, &patch)?)?;
         let live_base = base_count - deleted.len();
         if delta.doc_count() > merge_threshold(live_base)
             || patch.restat.len() > live_base / 4 + 512
@@ -404,7 +409,12 @@ impl Retriever {
                 restat: &no_restat,
             },
         ];
-        let merged = Segment::parse(index::merge(Kind::Base, header, &parts, &Patch::default())?)?;
+        let merged = Segment::parse(segment::merge(
+            Kind::Base,
+            header,
+            &parts,
+            &Patch::default(),
+        )?)?;
         self.install_base(merged, report)
     }
 
@@ -412,8 +422,8 @@ impl Retriever {
     fn rebuild(&mut self, files: &[walk::File], report: &mut Refresh) -> Result<(), RetrieveError> {
         let limit = self.config.lint.size_limit;
         let generation = self.generation() + 1;
-        let mut encoder = index::Encoder::default();
-        for chunk in files.chunks(index::Encoder::CHUNK) {
+        let mut encoder = segment::Encoder::default();
+        for chunk in files.chunks(segment::Encoder::CHUNK) {
             let records: Vec<Record> = chunk
                 .par_iter()
                 .map(|f| read_record(&f.rel, &self.root.join(&f.rel), limit))
@@ -454,12 +464,17 @@ impl Retriever {
         let Ok(mut lock) = BankLock::open(&self.root) else {
             return false;
         };
+        // the cache ignores itself, in banks that `lesson init` did not set up too
+        let ignore = state_path(&self.root, ".gitignore");
+        if !ignore.exists() {
+            let _ = std::fs::write(&ignore, "*\n");
+        }
         matches!(lock.with(|| write(&self.root)), Ok(Ok(())))
     }
 }
 
-/// Docs a delta may hold before a new base is written instead: a small fixed allowance plus a
-/// sixty-fourth of the base, so loading a delta (whose postings are built at load) stays cheap.
+/// Docs a delta may hold before base and delta are merged into a new base: a fixed allowance
+/// plus a sixty-fourth of the base, so that a delta stays small next to its base.
 pub fn merge_threshold(base_docs: usize) -> usize {
     512 + base_docs / 64
 }
@@ -485,7 +500,9 @@ fn check(
     };
     let stamp = stamp(meta);
     let old = entry.stat;
-    if stamp.same_stamp(&old) && old.settled {
+    // (a file over the size limit is never read: its record holds nothing a racy change could
+    // make stale)
+    if stamp.same_stamp(&old) && (old.settled || stamp.size > limit) {
         return Change::None;
     }
     if stamp.size != old.size || stamp.size > limit {
@@ -515,14 +532,19 @@ fn check(
 }
 
 /// Read and parse one file into a record, as [`Bank::load`] reads it (a file over the size
-/// limit is not read; an unreadable one is no lesson, and is checked again next time).
+/// limit is not read; an unreadable one is no lesson until its stat changes).
 fn read_record(rel: &str, path: &Path, limit: u64) -> Record {
     let read_at = wall_clock_ns();
     let meta = std::fs::metadata(path);
     let stamp = meta.as_ref().map(stamp).unwrap_or_default();
+    let stat_known = meta.is_ok();
     let unreadable = |problem: ReadProblem| {
         let doc = Document::parse(Source::new(path, String::new()), Some(problem));
-        Record::new(rel.to_string(), stamp, &doc)
+        let stat = FileStat {
+            settled: stat_known && settled(&stamp, read_at),
+            ..stamp
+        };
+        Record::new(rel.to_string(), stat, &doc)
     };
     match meta {
         Ok(m) if m.len() > limit => unreadable(ReadProblem::TooLarge {
@@ -666,7 +688,7 @@ fn new_index_id(generation: u64) -> u64 {
 
 /// What in the configuration shapes the index: which files are read as lessons.
 pub fn config_hash(config: &Config) -> u64 {
-    let mut key = format!("v{}\n{}\n", index::FORMAT_VERSION, config.lint.size_limit);
+    let mut key = format!("v{}\n{}\n", segment::FORMAT_VERSION, config.lint.size_limit);
     for glob in &config.lint.exclude {
         key.push_str(glob);
         key.push('\n');
