@@ -18,6 +18,9 @@ pub struct Config {
     /// `[review]`
     #[serde(default)]
     pub review: ReviewConfig,
+    /// `[retrieve]`
+    #[serde(default)]
+    pub retrieve: RetrieveConfig,
 }
 
 /// `[review]`: when a lesson needs a human (`lesson review`, rule L003).
@@ -97,6 +100,115 @@ fn default_size_limit() -> u64 {
 
 fn default_exclude() -> Vec<String> {
     vec!["README.md".into()]
+}
+
+/// `[retrieve]`: what `lesson search` returns and how it ranks.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct RetrieveConfig {
+    /// Lessons returned at most.
+    #[serde(default = "default_k")]
+    pub k: usize,
+    /// Token budget of the prompt block (tokens estimated as characters / 4, rounded up).
+    #[serde(default = "default_budget")]
+    pub budget: usize,
+    /// Recency half-life in days (a lesson this old counts half); 0: no decay.
+    #[serde(default = "default_half_life_days")]
+    pub half_life_days: f64,
+    /// Lessons whose similarity to the request is below this are not returned.
+    #[serde(default = "default_min_similarity")]
+    pub min_similarity: f64,
+    /// BM25 term-frequency saturation, applied to the weighted sum of a term's field
+    /// frequencies (so it is larger than plain BM25's 1.2: the weights add up to about 10).
+    #[serde(default = "default_k1")]
+    pub k1: f64,
+    /// BM25 length normalisation (0: none, 1: full).
+    #[serde(default = "default_b")]
+    pub b: f64,
+    /// `[retrieve.weights]`
+    #[serde(default)]
+    pub weights: FieldWeights,
+}
+
+impl Default for RetrieveConfig {
+    fn default() -> Self {
+        RetrieveConfig {
+            k: default_k(),
+            budget: default_budget(),
+            half_life_days: default_half_life_days(),
+            min_similarity: default_min_similarity(),
+            k1: default_k1(),
+            b: default_b(),
+            weights: FieldWeights::default(),
+        }
+    }
+}
+
+/// `[retrieve.weights]`: how much a match in each field counts.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct FieldWeights {
+    /// The title.
+    #[serde(default = "default_weight_title")]
+    pub title: f64,
+    /// `trigger.description`.
+    #[serde(default = "default_weight_description")]
+    pub description: f64,
+    /// `trigger.tags`.
+    #[serde(default = "default_weight_tags")]
+    pub tags: f64,
+    /// The markdown body.
+    #[serde(default = "default_weight_body")]
+    pub body: f64,
+    /// A whole-word match, relative to a trigram match.
+    #[serde(default = "default_weight_words")]
+    pub words: f64,
+}
+
+impl Default for FieldWeights {
+    fn default() -> Self {
+        FieldWeights {
+            title: default_weight_title(),
+            description: default_weight_description(),
+            tags: default_weight_tags(),
+            body: default_weight_body(),
+            words: default_weight_words(),
+        }
+    }
+}
+
+fn default_k() -> usize {
+    5
+}
+fn default_budget() -> usize {
+    400
+}
+fn default_half_life_days() -> f64 {
+    365.0
+}
+fn default_min_similarity() -> f64 {
+    0.1
+}
+fn default_k1() -> f64 {
+    6.0
+}
+fn default_b() -> f64 {
+    0.75
+}
+fn default_weight_title() -> f64 {
+    5.0
+}
+fn default_weight_description() -> f64 {
+    1.5
+}
+fn default_weight_tags() -> f64 {
+    3.0
+}
+fn default_weight_body() -> f64 {
+    1.0
+}
+fn default_weight_words() -> f64 {
+    2.0
 }
 
 /// A configured rule level.

@@ -16,6 +16,7 @@ pub mod ledger;
 pub mod lesson;
 pub mod lint;
 pub mod report;
+pub mod retrieve;
 pub mod scaffold;
 pub mod source;
 pub mod template;

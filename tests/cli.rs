@@ -757,3 +757,184 @@ fn archive_dry_run_then_archive() {
         ])
     ));
 }
+
+// --- search -------------------------------------------------------------------------------
+
+const RETRIEVE: &str = "tests/fixtures/banks/retrieve";
+
+/// A sandbox with the retrieval bank, every lesson last modified 30 days before NOW, so that
+/// recency is the same on every run (0.5^(30/365) with the default half-life).
+fn search_sandbox() -> Sandbox {
+    let s = Sandbox::with_bank(RETRIEVE);
+    let now: jiff::Timestamp = NOW.parse().unwrap();
+    let month_ago = std::time::UNIX_EPOCH
+        + std::time::Duration::from_secs((now.as_second() - 30 * 86_400) as u64);
+    for entry in walkdir::WalkDir::new(s.bank()) {
+        let entry = entry.unwrap();
+        if entry.file_type().is_file() {
+            let file = std::fs::File::options()
+                .write(true)
+                .open(entry.path())
+                .unwrap();
+            file.set_modified(month_ago).unwrap();
+        }
+    }
+    s
+}
+
+#[test]
+fn search_prompt_json_and_text_mark_cautions_and_conflicts() {
+    let s = search_sandbox();
+    insta::assert_snapshot!(transcript(
+        &s,
+        &[
+            &["search", "squash the feature branch", "--tag", "git"],
+            &[
+                "search",
+                "squash the feature branch",
+                "--tag",
+                "git",
+                "--format",
+                "json",
+            ],
+            &["search", "the network test is flaky on CI"],
+            &[
+                "search",
+                "the network test is flaky on CI",
+                "--format",
+                "text"
+            ],
+        ]
+    ));
+}
+
+#[test]
+fn search_gates_targets_and_tags() {
+    let s = search_sandbox();
+    let text = ["--format", "text"];
+    let run = |args: &[&str]| -> Vec<String> {
+        let mut all = vec!["search"];
+        all.extend(args);
+        all.extend(text);
+        all.iter().map(|a| a.to_string()).collect()
+    };
+    let commands = [
+        // targets: a lesson for reviewers needs the caller's role
+        run(&["review the unsafe block in this pull request"]),
+        run(&[
+            "review the unsafe block in this pull request",
+            "--role",
+            "reviewer",
+        ]),
+        run(&[
+            "review the unsafe block in this pull request",
+            "--role",
+            "author",
+        ]),
+        // a target with two keys needs both: operator claude-* and skill rust
+        run(&["propose a rust patch", "--operator", "claude-code"]),
+        run(&[
+            "propose a rust patch",
+            "--operator",
+            "claude-code",
+            "--skill",
+            "rust",
+        ]),
+        run(&[
+            "propose a rust patch",
+            "--operator",
+            "gpt-agent",
+            "--skill",
+            "rust",
+        ]),
+        // tags: "merge" is a known tag, so a tagged lesson must share it; --tag adds one
+        run(&["squash merge"]),
+        run(&["squash merge", "--tag", "release"]),
+    ];
+    let commands: Vec<Vec<&str>> = commands
+        .iter()
+        .map(|c| c.iter().map(String::as_str).collect())
+        .collect();
+    let commands: Vec<&[&str]> = commands.iter().map(Vec::as_slice).collect();
+    insta::assert_snapshot!(transcript(&s, &commands));
+}
+
+#[test]
+fn search_skips_superseded_and_expired_lessons() {
+    let s = search_sandbox();
+    insta::assert_snapshot!(transcript(
+        &s,
+        &[
+            &[
+                "search",
+                "cache the target directory in CI",
+                "--format",
+                "text"
+            ],
+            &["search", "nightly toolchain in CI", "--format", "text"],
+            &[
+                "search",
+                "nightly toolchain in CI",
+                "--format",
+                "text",
+                "--include-expired",
+            ],
+        ]
+    ));
+}
+
+#[test]
+fn search_budget_cuts_between_whole_lessons() {
+    let s = search_sandbox();
+    let request = "cache the cargo registry for a slow rust CI build";
+    insta::assert_snapshot!(transcript(
+        &s,
+        &[
+            &["search", request, "--format", "text", "--budget", "1000"],
+            &["search", request, "--format", "text", "--budget", "90"],
+            &["search", request, "--budget", "90"],
+            &["search", request, "--budget", "10"],
+            &["search", request, "-k", "1"],
+        ]
+    ));
+}
+
+#[test]
+fn search_finds_cjk_typos_and_identifiers() {
+    let s = search_sandbox();
+    insta::assert_snapshot!(transcript(
+        &s,
+        &[
+            &["search", "数据库连接", "--format", "text"],
+            &["search", "每个请求都新建连接太慢了", "--format", "text"],
+            &["search", "sqaush the featrue brnach", "--format", "text"],
+            &["search", "squash the featrue brnach", "--format", "text"],
+            &["search", "parse_config_file", "--format", "text"],
+            &["search", "ParseConfigFile", "--format", "text"],
+            &[
+                "search",
+                "how do I bake a chocolate cake",
+                "--format",
+                "text"
+            ],
+        ]
+    ));
+}
+
+#[test]
+fn search_overrides_the_prompt_template_and_refuses_a_missing_bank() {
+    let s = search_sandbox();
+    std::fs::create_dir(s.bank().join("templates")).unwrap();
+    std::fs::write(
+        s.bank().join("templates/prompt.md.j2"),
+        "{{ label }}\n{% for l in lessons %}* {{ l.slug }} ({{ l.c }})\n{% endfor %}",
+    )
+    .unwrap();
+    insta::assert_snapshot!(transcript(
+        &s,
+        &[
+            &["search", "squash the feature branch", "--tag", "git"],
+            &["--dir", "nowhere", "search", "x"],
+        ]
+    ));
+}

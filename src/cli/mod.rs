@@ -11,6 +11,7 @@ mod new;
 mod record;
 mod review;
 mod rule;
+mod search;
 mod show;
 mod supersede;
 
@@ -58,6 +59,8 @@ enum Command {
     Supersede(supersede::SupersedeArgs),
     /// Move lessons to `_archive/` (never deleted)
     Archive(archive::ArchiveArgs),
+    /// The lessons that apply to a request, for an agent's prompt
+    Search(search::SearchArgs),
 }
 
 /// Run a command.
@@ -75,6 +78,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Command::Review(a) => review::run(&bank_dir(args.dir)?, a),
         Command::Supersede(a) => supersede::run(&bank_dir(args.dir)?, a),
         Command::Archive(a) => archive::run(&bank_dir(args.dir)?, a),
+        Command::Search(a) => search::run(&bank_dir(args.dir)?, a),
     }
 }
 

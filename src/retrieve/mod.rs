@@ -1,0 +1,256 @@
+//! Retrieval: which lessons apply to a request (AIP-11's retrieve contract, as made exact in
+//! DESIGN.md §4).
+//!
+//! 1. **Candidates**: active lessons (superseded never; expired only on request).
+//! 2. **Targets gate**: a lesson with `targets` is eligible only when one target's globs all
+//!    match the caller's operator / role / skill (a key the target names must be given and
+//!    match). A caller that gives none of the three is not eligible for targeted lessons.
+//! 3. **Tags gate**: when the request carries tags (given, or known tags of the bank that occur
+//!    among the request's words), a tagged lesson must share one. Tags compare in normal form
+//!    ([`text::tag_key`]: `Code_Review` = `code-review` = `code review`).
+//! 4. **Score**: `similarity × confidence × count factor × recency` ([`score`]).
+//! 5. Top K, ties by slug then path.
+//!
+//! Two hits **conflict** when they share a tag and one's outcome is `success` while the other's
+//! is `failure`. Their targets need no separate check: both passed the targets gate for this
+//! caller, so they apply to the same caller. A hit is a **caution** when its lesson failed more
+//! often than it worked (`failure_count > success_count`).
+//!
+//! [`Bank::retrieve`] builds an index in memory from a loaded bank; [`Retriever`] keeps the
+//! persisted index in the bank's `.lesson/` current and searches it without parsing unchanged
+//! files.
+
+pub mod codec;
+pub mod index;
+pub mod record;
+pub mod render;
+pub mod score;
+pub mod segment;
+pub mod store;
+pub mod text;
+pub mod walk;
+
+use serde::Serialize;
+
+use crate::bank::Bank;
+use crate::lesson::Outcome;
+
+pub use index::Search;
+pub use record::TargetGlobs;
+pub use score::Settings;
+pub use store::{Refresh, RetrieveError, Retriever};
+
+/// What the caller asks for.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Request {
+    /// The request text (a user message, a task description).
+    pub text: String,
+    /// Tags the caller classified the request with.
+    pub tags: Vec<String>,
+    /// The caller's operator.
+    pub operator: Option<String>,
+    /// The caller's role.
+    pub role: Option<String>,
+    /// The caller's skill.
+    pub skill: Option<String>,
+    /// Hits at most; `None` for the bank's `[retrieve] k`.
+    pub k: Option<usize>,
+    /// Whether expired lessons are candidates (archival reads).
+    pub include_expired: bool,
+    /// The instant expiry and recency are judged at.
+    pub now: jiff::Timestamp,
+}
+
+impl Default for Request {
+    fn default() -> Self {
+        Request {
+            text: String::new(),
+            tags: Vec::new(),
+            operator: None,
+            role: None,
+            skill: None,
+            k: None,
+            include_expired: false,
+            now: jiff::Timestamp::now(),
+        }
+    }
+}
+
+impl Request {
+    /// A request for `text`, judged now.
+    pub fn new(text: impl Into<String>) -> Request {
+        Request {
+            text: text.into(),
+            ..Request::default()
+        }
+    }
+
+    /// Add a tag.
+    pub fn tag(mut self, tag: impl Into<String>) -> Request {
+        self.tags.push(tag.into());
+        self
+    }
+
+    /// Set the operator.
+    pub fn operator(mut self, v: impl Into<String>) -> Request {
+        self.operator = Some(v.into());
+        self
+    }
+
+    /// Set the role.
+    pub fn role(mut self, v: impl Into<String>) -> Request {
+        self.role = Some(v.into());
+        self
+    }
+
+    /// Set the skill.
+    pub fn skill(mut self, v: impl Into<String>) -> Request {
+        self.skill = Some(v.into());
+        self
+    }
+
+    /// Set K.
+    pub fn k(mut self, k: usize) -> Request {
+        self.k = Some(k);
+        self
+    }
+
+    /// Include expired lessons.
+    pub fn include_expired(mut self, yes: bool) -> Request {
+        self.include_expired = yes;
+        self
+    }
+
+    /// Judge expiry and recency at `now`.
+    pub fn now(mut self, now: jiff::Timestamp) -> Request {
+        self.now = now;
+        self
+    }
+}
+
+/// The factors of a hit's score.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct ScoreParts {
+    /// BM25F similarity of the request to the lesson, in `[0, 1)`.
+    pub similarity: f64,
+    /// `confidence` (0.5 when absent), clamped to `[0, 1]`.
+    pub confidence: f64,
+    /// `(s − f + 1) / (s + f + 1)`, at least 0.1.
+    pub count_factor: f64,
+    /// `0.5^(days since the file changed / half-life)`; 1 without decay.
+    pub recency: f64,
+    /// The product.
+    pub score: f64,
+}
+
+/// How a hit passed the targets gate.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TargetGate {
+    /// The lesson has no targets.
+    Anyone,
+    /// This target matched the caller.
+    Matched(TargetGlobs),
+}
+
+/// How a hit passed the tags gate.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TagGate {
+    /// The request carries no tags.
+    RequestUntagged,
+    /// The lesson has no tags.
+    LessonUntagged,
+    /// The tags the lesson shares with the request (normal form).
+    Shared(Vec<String>),
+}
+
+/// The gates a hit passed.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Gates {
+    /// `active`, or `expired` (with `include_expired`).
+    pub status: &'static str,
+    /// Targets.
+    pub targets: TargetGate,
+    /// Tags.
+    pub tags: TagGate,
+}
+
+/// One lesson that applies to the request.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Hit {
+    /// Slug.
+    pub slug: String,
+    /// Path relative to the bank root.
+    pub path: String,
+    /// Title.
+    pub title: String,
+    /// `trigger.description`.
+    pub description: String,
+    /// One line of advice ("What to do (or avoid)", else the description), shortened.
+    pub gist: String,
+    /// Outcome.
+    pub outcome: Outcome,
+    /// Confidence as written (0.5 when absent).
+    pub confidence: f64,
+    /// `success_count`.
+    pub success_count: u64,
+    /// `failure_count`.
+    pub failure_count: u64,
+    /// Tags as written.
+    pub tags: Vec<String>,
+    /// Tags in normal form.
+    #[serde(skip)]
+    pub tag_keys: Vec<String>,
+    /// The score and its factors.
+    pub score: ScoreParts,
+    /// The gates it passed.
+    pub gates: Gates,
+    /// Whether it failed more often than it worked.
+    pub caution: bool,
+    /// Slugs of the other hits it conflicts with.
+    pub conflicts_with: Vec<String>,
+}
+
+/// Whether two hits conflict: a shared tag and opposite outcomes (success vs failure).
+pub fn conflict(a: &Hit, b: &Hit) -> bool {
+    let opposite = matches!(
+        (a.outcome, b.outcome),
+        (Outcome::Success, Outcome::Failure) | (Outcome::Failure, Outcome::Success)
+    );
+    opposite && a.tag_keys.iter().any(|t| b.tag_keys.contains(t))
+}
+
+/// Fill each hit's `conflicts_with` from the other hits in the list.
+pub fn mark_conflicts(hits: &mut [Hit]) {
+    let marks: Vec<Vec<String>> = hits
+        .iter()
+        .map(|a| {
+            hits.iter()
+                .filter(|b| !std::ptr::eq(a, *b) && conflict(a, b))
+                .map(|b| b.slug.clone())
+                .collect()
+        })
+        .collect();
+    for (h, m) in hits.iter_mut().zip(marks) {
+        h.conflicts_with = m;
+    }
+}
+
+impl Bank {
+    /// The lessons that apply to `request`, best first: an index built in memory from this
+    /// loaded bank, ranked with its `[retrieve]` settings.
+    pub fn retrieve(&self, request: &Request) -> Vec<Hit> {
+        self.search(request).hits
+    }
+
+    /// Like [`Bank::retrieve`], with the request's inferred tags and search statistics.
+    pub fn search(&self, request: &Request) -> Search {
+        let records = store::records_of_bank(self);
+        let index = index::Index::build(records, segment::Header::default());
+        let settings = Settings::from_config(&self.config.retrieve);
+        index
+            .search(request, &settings)
+            .expect("an index built in memory decodes")
+    }
+}

@@ -1,0 +1,395 @@
+//! What the index keeps about one file: its stat and hash (to notice changes), and for a lesson
+//! the fields retrieval ranks, gates and renders with. Building a record is the only place a
+//! lesson file is parsed; everything after reads records.
+
+use crate::document::Document;
+use crate::lesson::{Lesson, Outcome};
+
+use super::codec::{Corrupt, Reader, Writer};
+use super::text;
+
+/// How a file looked when it was read: what `stat` says (as git's index keeps it: size,
+/// mtime, ctime and inode, so that a file renamed over another of the same size and mtime, or
+/// an mtime set back by hand, still shows) and a hash of its bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct FileStat {
+    /// Size in bytes.
+    pub size: u64,
+    /// Modification time, nanoseconds since the Unix epoch (the recency of a lesson).
+    pub mtime_ns: i64,
+    /// Status change time, nanoseconds since the Unix epoch (0 where there is none).
+    pub ctime_ns: i64,
+    /// Inode number (0 where there is none).
+    pub ino: u64,
+    /// Hash of the bytes ([`super::codec::checksum`]).
+    pub hash: u64,
+    /// Whether mtime and ctime were old enough, when the file was read, that a later change
+    /// within the same clock tick is impossible. An unsettled record is re-hashed on the next
+    /// check.
+    pub settled: bool,
+}
+
+impl FileStat {
+    /// Whether `stat` would say the same of both.
+    pub fn same_stamp(&self, other: &FileStat) -> bool {
+        (self.size, self.mtime_ns, self.ctime_ns, self.ino)
+            == (other.size, other.mtime_ns, other.ctime_ns, other.ino)
+    }
+}
+
+/// One target: every glob given must match.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default, serde::Serialize)]
+pub struct TargetGlobs {
+    /// Operator glob.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub operator: Option<String>,
+    /// Role glob.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub role: Option<String>,
+    /// Skill glob.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub skill: Option<String>,
+}
+
+/// The fields of a lesson that retrieval uses.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LessonFields {
+    /// Slug.
+    pub slug: String,
+    /// Title.
+    pub title: String,
+    /// `trigger.description`.
+    pub description: String,
+    /// `trigger.tags`, as written.
+    pub tags: Vec<String>,
+    /// `trigger.targets`.
+    pub targets: Vec<TargetGlobs>,
+    /// Outcome.
+    pub outcome: Outcome,
+    /// Confidence, the schema default 0.5 filled in.
+    pub confidence: f64,
+    /// `success_count`, or 0.
+    pub successes: u64,
+    /// `failure_count`, or 0.
+    pub failures: u64,
+    /// `supersedes`.
+    pub supersedes: Vec<String>,
+    /// `expires_at`, nanoseconds since the epoch.
+    pub expires_ns: Option<i64>,
+    /// One line of advice for the prompt: the first item of "What to do (or avoid)", else the
+    /// trigger description, shortened.
+    pub gist: String,
+    /// The markdown body.
+    pub body: String,
+}
+
+/// One indexed file.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Record {
+    /// The path relative to the bank root, with `/` separators.
+    pub path: String,
+    /// Size, mtime and hash when read.
+    pub stat: FileStat,
+    /// The lesson, when the file is one.
+    pub lesson: Option<LessonFields>,
+}
+
+/// The longest gist, in characters (an ellipsis marks a cut).
+pub const GIST_CHARS: usize = 200;
+
+impl Record {
+    /// The record of a parsed file.
+    pub fn new(path: String, stat: FileStat, doc: &Document) -> Record {
+        let lesson = doc.lesson.as_ref().map(|l| LessonFields::new(doc, l));
+        Record { path, stat, lesson }
+    }
+}
+
+impl LessonFields {
+    fn new(doc: &Document, l: &Lesson) -> LessonFields {
+        let text = &doc.source.text;
+        let body = doc
+            .body
+            .as_ref()
+            .and_then(|b| text.get(b.start..))
+            .unwrap_or_default()
+            .to_string();
+        let advice = doc.body.as_ref().and_then(|b| {
+            let s = b.section("What to do (or avoid)")?;
+            text.get(s.content.clone())
+        });
+        let gist = advice
+            .and_then(first_block)
+            .or_else(|| first_block(&l.trigger.description.value))
+            .map(|s| shorten(&s, GIST_CHARS))
+            .unwrap_or_default();
+        LessonFields {
+            slug: l.slug.value.clone(),
+            title: l.title.value.clone(),
+            description: l.trigger.description.value.clone(),
+            tags: l.trigger.tags.iter().map(|t| t.value.clone()).collect(),
+            targets: l
+                .trigger
+                .targets
+                .iter()
+                .map(|t| TargetGlobs {
+                    operator: t.operator.as_ref().map(|v| v.value.clone()),
+                    role: t.role.as_ref().map(|v| v.value.clone()),
+                    skill: t.skill.as_ref().map(|v| v.value.clone()),
+                })
+                .collect(),
+            outcome: l.outcome.value,
+            confidence: l.confidence(),
+            successes: l.successes(),
+            failures: l.failures(),
+            supersedes: l.supersedes.iter().map(|s| s.value.clone()).collect(),
+            expires_ns: l
+                .expires_at
+                .as_ref()
+                .map(|e| clamp_ns(e.value.at.as_nanosecond())),
+            gist,
+            body,
+        }
+    }
+
+    /// The tags in normal form ([`text::tag_key`]), sorted and without repeats or empties.
+    pub fn tag_keys(&self) -> Vec<String> {
+        let mut keys: Vec<String> = self
+            .tags
+            .iter()
+            .map(|t| text::tag_key(t))
+            .filter(|k| !k.is_empty())
+            .collect();
+        keys.sort();
+        keys.dedup();
+        keys
+    }
+}
+
+/// Nanoseconds as an i64, saturating (jiff's range is wider than i64 nanoseconds).
+pub fn clamp_ns(ns: i128) -> i64 {
+    ns.clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64
+}
+
+/// The first paragraph or list item of markdown text, on one line, without its list marker.
+fn first_block(markdown: &str) -> Option<String> {
+    let mut out: Vec<&str> = Vec::new();
+    for line in markdown.lines() {
+        let trimmed = line.trim();
+        if trimmed.is_empty() || trimmed.starts_with('#') || trimmed.starts_with("<!--") {
+            if out.is_empty() {
+                continue;
+            }
+            break;
+        }
+        let item = list_item(trimmed);
+        if item.is_some() && !out.is_empty() {
+            break;
+        }
+        out.push(item.unwrap_or(trimmed));
+    }
+    let joined = out.join(" ");
+    (!joined.is_empty()).then_some(joined)
+}
+
+/// The text of a list item line (`- x`, `* x`, `+ x`, `1. x`, `1) x`), or `None`.
+fn list_item(line: &str) -> Option<&str> {
+    for marker in ["- ", "* ", "+ "] {
+        if let Some(rest) = line.strip_prefix(marker) {
+            return Some(rest.trim_start());
+        }
+    }
+    let digits = line.bytes().take_while(u8::is_ascii_digit).count();
+    if digits > 0 && digits < 10 {
+        let rest = &line[digits..];
+        if let Some(rest) = rest.strip_prefix(". ").or_else(|| rest.strip_prefix(") ")) {
+            return Some(rest.trim_start());
+        }
+    }
+    None
+}
+
+/// `s` with whitespace collapsed, cut at a word boundary to at most `max` characters
+/// (an ellipsis included).
+pub fn shorten(s: &str, max: usize) -> String {
+    let collapsed = s.split_whitespace().collect::<Vec<_>>().join(" ");
+    if collapsed.chars().count() <= max {
+        return collapsed;
+    }
+    let cut: String = collapsed.chars().take(max.saturating_sub(1)).collect();
+    let cut = match cut.rfind(' ') {
+        Some(i) if i > cut.len() / 2 => &cut[..i],
+        _ => cut.as_str(),
+    };
+    format!("{}…", cut.trim_end_matches([',', ';', ':', ' ']))
+}
+
+// --- encoding -------------------------------------------------------------------------------
+//
+// A record's strings, in order: path, then for a lesson slug, title, description, tags (count,
+// each), tag keys (count, each), gist, supersedes (count, each), targets (count, each a
+// presence byte and up to three globs). The body is not kept: its terms are in the posting
+// lists. Numbers live in the fixed-size doc table (`index::DocMeta`), so that a whole bank's
+// numbers load without touching the strings.
+
+/// Write a record's strings.
+pub fn encode_strings(r: &Record, w: &mut Writer) {
+    w.str(&r.path);
+    let Some(l) = &r.lesson else {
+        return;
+    };
+    w.str(&l.slug);
+    w.str(&l.title);
+    w.str(&l.description);
+    list(w, &l.tags);
+    list(w, &l.tag_keys());
+    w.str(&l.gist);
+    list(w, &l.supersedes);
+    w.varint(l.targets.len() as u64);
+    for t in &l.targets {
+        let globs = [&t.operator, &t.role, &t.skill];
+        let mut present = 0u8;
+        for (i, g) in globs.iter().enumerate() {
+            if g.is_some() {
+                present |= 1 << i;
+            }
+        }
+        w.u8(present);
+        for g in globs.into_iter().flatten() {
+            w.str(g);
+        }
+    }
+}
+
+fn list(w: &mut Writer, items: &[String]) {
+    w.varint(items.len() as u64);
+    for s in items {
+        w.str(s);
+    }
+}
+
+/// A lesson's strings, borrowed from the index bytes.
+#[derive(Debug, Clone)]
+pub struct LessonView<'a> {
+    /// The path relative to the bank root.
+    pub path: &'a str,
+    /// Slug.
+    pub slug: &'a str,
+    /// Title.
+    pub title: &'a str,
+    /// `trigger.description`.
+    pub description: &'a str,
+    /// Tags as written.
+    pub tags: Vec<&'a str>,
+    /// Tags in normal form, sorted.
+    pub tag_keys: Vec<&'a str>,
+    /// The gist.
+    pub gist: &'a str,
+    rest: Reader<'a>,
+}
+
+impl<'a> LessonView<'a> {
+    /// Decode the strings of a lesson record up to the gist; supersedes and targets on demand.
+    pub fn decode(bytes: &'a [u8]) -> Result<LessonView<'a>, Corrupt> {
+        let mut r = Reader::new(bytes);
+        let path = r.str()?;
+        let slug = r.str()?;
+        let title = r.str()?;
+        let description = r.str()?;
+        let tags = strs(&mut r)?;
+        let tag_keys = strs(&mut r)?;
+        let gist = r.str()?;
+        Ok(LessonView {
+            path,
+            slug,
+            title,
+            description,
+            tags,
+            tag_keys,
+            gist,
+            rest: r,
+        })
+    }
+
+    /// `supersedes`.
+    pub fn supersedes(&self) -> Result<Vec<&'a str>, Corrupt> {
+        strs(&mut self.rest.clone())
+    }
+
+    /// `trigger.targets`.
+    pub fn targets(&self) -> Result<Vec<TargetGlobs>, Corrupt> {
+        let mut r = self.rest.clone();
+        strs(&mut r)?;
+        let n = r.len()?;
+        let mut out = Vec::with_capacity(n.min(64));
+        for _ in 0..n {
+            let present = r.u8()?;
+            let mut get = |bit: u8| -> Result<Option<String>, Corrupt> {
+                Ok(if present & bit != 0 {
+                    Some(r.str()?.to_string())
+                } else {
+                    None
+                })
+            };
+            let operator = get(1)?;
+            let role = get(2)?;
+            let skill = get(4)?;
+            out.push(TargetGlobs {
+                operator,
+                role,
+                skill,
+            });
+        }
+        Ok(out)
+    }
+}
+
+/// Only the path of a record (lesson or not).
+pub fn decode_path(bytes: &[u8]) -> Result<&str, Corrupt> {
+    Reader::new(bytes).str()
+}
+
+/// Only the path and slug of a lesson record.
+pub fn decode_slug(bytes: &[u8]) -> Result<&str, Corrupt> {
+    let mut r = Reader::new(bytes);
+    r.str()?;
+    r.str()
+}
+
+fn strs<'a>(r: &mut Reader<'a>) -> Result<Vec<&'a str>, Corrupt> {
+    let n = r.len()?;
+    let mut out = Vec::with_capacity(n.min(64));
+    for _ in 0..n {
+        out.push(r.str()?);
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gists_take_the_first_item_or_paragraph() {
+        assert_eq!(
+            first_block("\n- Put speed in a benchmark\n  and compare.\n- Second.\n").as_deref(),
+            Some("Put speed in a benchmark and compare.")
+        );
+        assert_eq!(
+            first_block("\nOne paragraph\nwrapped.\n\nAnother.\n").as_deref(),
+            Some("One paragraph wrapped.")
+        );
+        assert_eq!(
+            first_block("1. First step.\n2. Second.").as_deref(),
+            Some("First step.")
+        );
+        assert_eq!(first_block("\n\n"), None);
+    }
+
+    #[test]
+    fn shorten_cuts_at_a_word() {
+        assert_eq!(shorten("a  b\nc", 10), "a b c");
+        assert_eq!(shorten("alpha beta gamma delta", 12), "alpha beta…");
+        assert_eq!(shorten("数据库连接池配置", 5), "数据库连…");
+    }
+}

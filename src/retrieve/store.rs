@@ -1,0 +1,728 @@
+//! The persisted index in the bank's `.lesson/`: `retrieve.idx` (the base) and
+//! `retrieve.delta` (changes since). Both are caches: every [`Retriever::refresh`] checks
+//! them against the files, so a search is correct whatever state they are in.
+//!
+//! - **Checking** walks the bank as [`Bank::load`](crate::bank::Bank::load) does (see
+//!   [`super::walk`]) and compares each file's stat (size, mtime, ctime, inode) with its
+//!   record. A file whose stat differs (or whose record is not yet settled: changed within
+//!   [`SETTLE_NS`] of being read, when a second change could share its timestamps) is hashed;
+//!   only when the hash differs is it parsed again. New files are parsed, vanished ones
+//!   dropped. Nothing else is read: the index loads without parsing the bank.
+//! - **Patching** writes the changed records, the base docs they replace and the new stats of
+//!   touched files into a new delta. When the delta outgrows [`merge_threshold`], base and
+//!   delta are merged into a new base instead (copying postings, parsing nothing).
+//! - Every write increments the index's **generation** (in each segment's header), the hook
+//!   by which a watcher can later vouch that the index is current without a stat walk.
+//! - **Rebuilding** from scratch happens only when the base is missing, damaged (checksum,
+//!   truncation), of another format version, or was built under another configuration
+//!   (`[lint] size-limit` and `exclude` decide which files are lessons).
+//! - **Writing** happens under the bank lock, into a temp file renamed over the old one, so
+//!   concurrent readers see the old file or the new one, never a mix. A delta names the base
+//!   it patches; a reader that pairs a new base with an old delta ignores the delta (and its
+//!   check of the files finds the difference). A bank that cannot be written (read-only
+//!   checkout) is searched all the same; the patch is just not kept.
+
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use globset::{Glob, GlobSet, GlobSetBuilder};
+use rayon::prelude::*;
+
+use crate::bank::{Bank, BankError};
+use crate::config::Config;
+use crate::document::Document;
+use crate::edit::{self, BankLock, STATE_DIR};
+use crate::source::{ReadProblem, Source};
+
+use super::codec::{self, Corrupt};
+use super::index::{self, Index};
+use super::record::{FileStat, Record};
+use super::segment::{self, Header, Kind, Part, Patch, Segment};
+use super::walk;
+use super::{Request, Search, Settings};
+
+/// The base file, inside `.lesson/`.
+pub const BASE_FILE: &str = "retrieve.idx";
+/// The delta file, inside `.lesson/`.
+pub const DELTA_FILE: &str = "retrieve.delta";
+/// A file changed less than this long before it was read may change again unseen within the
+/// same timestamp tick; its record is re-hashed until it is older (2 s covers coarse clocks).
+pub const SETTLE_NS: i64 = 2_000_000_000;
+
+/// Retrieval failed.
+#[derive(Debug, thiserror::Error)]
+pub enum RetrieveError {
+    /// The bank could not be opened.
+    #[error(transparent)]
+    Bank(#[from] BankError),
+    /// The index in memory is inconsistent (a bug: the files on disk are checked on load).
+    #[error(transparent)]
+    Corrupt(#[from] Corrupt),
+}
+
+/// What a refresh did.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Refresh {
+    /// Why the index was rebuilt from scratch, if it was.
+    pub rebuilt: Option<String>,
+    /// Files checked.
+    pub files: usize,
+    /// Files parsed: new or changed (all of them on a rebuild).
+    pub parsed: usize,
+    /// Files gone since the last check.
+    pub removed: usize,
+    /// Files hashed because their stat differed or was not settled.
+    pub hashed: usize,
+    /// Whether the result was written to `.lesson/` (false when nothing changed or the bank
+    /// is not writable).
+    pub persisted: bool,
+    /// The generation of the index in use.
+    pub generation: u64,
+}
+
+/// A bank's persisted index, checked against the files and ready to search.
+#[derive(Debug)]
+pub struct Retriever {
+    root: PathBuf,
+    config: Config,
+    settings: Settings,
+    exclude: GlobSet,
+    index: Index,
+    last: Refresh,
+}
+
+impl Retriever {
+    /// Open the bank at `root`: load its index, check it against the files, patch or rebuild
+    /// what differs and keep the result in `.lesson/` when the bank is writable.
+    pub fn open(root: &Path) -> Result<Retriever, RetrieveError> {
+        if !root.is_dir() {
+            return Err(BankError::NotFound(root.display().to_string()).into());
+        }
+        let config = Config::load(root).map_err(BankError::from)?;
+        let exclude = exclude_set(&config)?;
+        let config_hash = config_hash(&config);
+        let (index, why) = match load(root, config_hash) {
+            Ok(index) => (index, None),
+            Err(why) => (
+                Index::new(
+                    Arc::new(Segment::empty(Header {
+                        index_id: 0,
+                        generation: 0,
+                        config_hash,
+                    })),
+                    None,
+                )?,
+                Some(why),
+            ),
+        };
+        let mut r = Retriever {
+            root: root.to_path_buf(),
+            settings: Settings::from_config(&config.retrieve),
+            config,
+            exclude,
+            index,
+            last: Refresh::default(),
+        };
+        r.refresh_with(why)?;
+        Ok(r)
+    }
+
+    /// Check the index against the files again, patching what changed.
+    pub fn refresh(&mut self) -> Result<&Refresh, RetrieveError> {
+        self.refresh_with(None)?;
+        Ok(&self.last)
+    }
+
+    /// What the last refresh did.
+    pub fn last_refresh(&self) -> &Refresh {
+        &self.last
+    }
+
+    /// The bank's configuration.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// The ranking settings (from `[retrieve]`).
+    pub fn settings(&self) -> &Settings {
+        &self.settings
+    }
+
+    /// Change the ranking settings (they do not affect the index).
+    pub fn set_settings(&mut self, settings: Settings) {
+        self.settings = settings;
+    }
+
+    /// The index in use.
+    pub fn index(&self) -> &Index {
+        &self.index
+    }
+
+    /// Search the index as it was at the last refresh. A posting list found damaged (they are
+    /// checked as they are read) rebuilds the index from the files, then the search runs again.
+    pub fn search(&mut self, request: &Request) -> Result<Search, RetrieveError> {
+        match self.index.search(request, &self.settings) {
+            Ok(found) => Ok(found),
+            Err(damaged) => {
+                self.refresh_with(Some(damaged.to_string()))?;
+                Ok(self.index.search(request, &self.settings)?)
+            }
+        }
+    }
+
+    fn refresh_with(&mut self, rebuild: Option<String>) -> Result<(), RetrieveError> {
+        let limit = self.config.lint.size_limit;
+        let mut files = walk::lesson_files(&self.root, &self.exclude);
+        let mut report = Refresh {
+            files: files.len(),
+            ..Refresh::default()
+        };
+        if let Some(why) = rebuild {
+            files.sort_unstable_by(|a, b| walk::path_order(&a.rel, &b.rel));
+            report.parsed = files.len();
+            report.rebuilt = Some(why);
+            self.rebuild(&files, &mut report)?;
+            self.last = report;
+            return Ok(());
+        }
+        let old = self.index.entries()?;
+
+        // join the walk with the index's entries by path
+        let by_path: HashMap<&str, &index::Entry> = old.iter().map(|e| (e.path, e)).collect();
+        let mut seen = vec![false; old.len()];
+        let position: HashMap<u32, usize> =
+            old.iter().enumerate().map(|(i, e)| (e.id, i)).collect();
+        let todo: Vec<(&walk::File, Option<&index::Entry>)> = files
+            .iter()
+            .map(|f| {
+                let entry = by_path.get(f.rel.as_str()).copied();
+                if let Some(e) = entry {
+                    seen[position[&e.id]] = true;
+                }
+                (f, entry)
+            })
+            .collect();
+        let mut replaced: Vec<u32> = old
+            .iter()
+            .zip(&seen)
+            .filter(|(_, &seen)| !seen)
+            .map(|(e, _)| e.id)
+            .collect();
+        report.removed = replaced.len();
+
+        // read and hash only what may have changed, and parse only what did
+        let root = &self.root;
+        let changes: Vec<Change> = todo
+            .into_par_iter()
+            .map(|(f, entry)| {
+                let path = root.join(&f.rel);
+                match entry {
+                    Some(entry) => check(&f.rel, entry, &path, f.meta.as_ref(), limit),
+                    None => Change::Parsed(read_record(&f.rel, &path, limit)),
+                }
+            })
+            .collect();
+        let mut records: Vec<Record> = Vec::new();
+        let mut restat: Vec<(u32, FileStat)> = Vec::new();
+        for change in changes {
+            match change {
+                Change::None => {}
+                Change::Hashed(None) => report.hashed += 1,
+                Change::Hashed(Some(touched)) => {
+                    report.hashed += 1;
+                    restat.push(touched);
+                }
+                Change::Reparsed(id, record) => {
+                    report.hashed += 1;
+                    report.parsed += 1;
+                    replaced.push(id);
+                    records.push(record);
+                }
+                Change::Parsed(record) => {
+                    report.parsed += 1;
+                    records.push(record);
+                }
+            }
+        }
+        if records.is_empty() && replaced.is_empty() && restat.is_empty() {
+            report.generation = self.generation();
+            self.last = report;
+            return Ok(());
+        }
+        self.apply(replaced, restat, records, &mut report)?;
+        self.last = report;
+        Ok(())
+    }
+
+    fn generation(&self) -> u64 {
+        let base = self.index.base().header.generation;
+        self.index
+            .delta()
+            .map_or(base, |d| d.header.generation.max(base))
+    }
+
+    /// Make `replaced` docs gone, `restat` docs re-stated and `records` present, in memory and
+    /// (when possible) on disk.
+    fn apply(
+        &mut self,
+        replaced: Vec<u32>,
+        restat: Vec<(u32, FileStat)>,
+        records: Vec<Record>,
+        report: &mut Refresh,
+    ) -> Result<(), RetrieveError> {
+        let generation = self.generation() + 1;
+        let config_hash = config_hash(&self.config);
+        let base = self.index.base().clone();
+        let base_count = self.index.base_count();
+        let base_id = base.header.index_id;
+        let (mut patch, old_delta) = match self.index.delta() {
+            Some(d) => (
+                Patch {
+                    deleted: d.deleted()?,
+                    restat: d.restat()?,
+                },
+                Some(d.clone()),
+            ),
+            None => (Patch::default(), None),
+        };
+        // what changed in the old delta's docs, by their id in it
+        let delta_docs = old_delta.as_ref().map_or(0, |d| d.doc_count());
+        let mut delta_dead = vec![false; delta_docs];
+        let mut delta_restat: HashMap<u32, FileStat> = HashMap::new();
+        for &id in &replaced {
+            match (id as usize).checked_sub(base_count) {
+                None => patch.deleted.push(id),
+                Some(local) => delta_dead[local] = true,
+            }
+        }
+        for (id, stat) in restat {
+            match (id as usize).checked_sub(base_count) {
+                None => patch.restat.push((id, stat)),
+                Some(local) => {
+                    delta_restat.insert(local as u32, stat);
+                }
+            }
+        }
+        // later stats win; deleted docs need none
+        patch.restat.reverse();
+        patch.restat.sort_by_key(|(id, _)| *id);
+        patch.restat.dedup_by_key(|(id, _)| *id);
+        let deleted: HashSet<u32> = patch.deleted.iter().copied().collect();
+        patch.restat.retain(|(id, _)| !deleted.contains(id));
+
+        let header = Header {
+            index_id: base_id,
+            generation,
+            config_hash,
+        };
+        let fresh = Segment::parse(segment::encode(
+            Kind::Delta,
+            header,
+            records,
+            &Patch::default(),
+        ))?;
+        let no_restat = HashMap::new();
+        let mut parts = vec![];
+        if let Some(d) = &old_delta {
+            parts.push(Part {
+                segment: d,
+                dead: &delta_dead,
+                restat: &delta_restat,
+            });
+        }
+        parts.push(Part {
+            segment: &fresh,
+            dead: &[],
+            restat: &no_restat,
+        });
+        let delta = Segment::parse(segment::merge(Kind::Delta, header, &parts, &patch)?)?;
+        let live_base = base_count - deleted.len();
+        if delta.doc_count() > merge_threshold(live_base)
+            || patch.restat.len() > live_base / 4 + 512
+        {
+            self.fold(&delta, generation, report)?;
+        } else {
+            let delta = Arc::new(delta);
+            self.index = Index::new(base, Some(delta.clone()))?;
+            report.persisted = self.persist(|root| {
+                // only patch the base this delta was made for
+                if on_disk_base_id(root) != Some(base_id) {
+                    return Ok(());
+                }
+                let bytes = delta.bytes().expect("a new delta is in memory");
+                edit::write_atomic(root, &state_path(root, DELTA_FILE), bytes)
+            });
+        }
+        report.generation = generation;
+        Ok(())
+    }
+
+    /// Check the files, then fold the delta into a new base. A refresh does this by itself
+    /// when the delta grows past [`merge_threshold`].
+    pub fn compact(&mut self) -> Result<&Refresh, RetrieveError> {
+        self.refresh_with(None)?;
+        if let Some(delta) = self.index.delta().cloned() {
+            let generation = self.generation() + 1;
+            let mut report = Refresh {
+                files: self.last.files,
+                generation,
+                ..Refresh::default()
+            };
+            self.fold(&delta, generation, &mut report)?;
+            self.last = report;
+        }
+        Ok(&self.last)
+    }
+
+    /// Merge the base and `delta` (which patches it) into a new base, and use it.
+    fn fold(
+        &mut self,
+        delta: &Segment,
+        generation: u64,
+        report: &mut Refresh,
+    ) -> Result<(), RetrieveError> {
+        let base = self.index.base().clone();
+        let mut dead = vec![false; base.doc_count()];
+        for id in delta.deleted()? {
+            *dead
+                .get_mut(id as usize)
+                .ok_or(Corrupt("deleted doc out of range"))? = true;
+        }
+        let base_restat: HashMap<u32, FileStat> = delta.restat()?.into_iter().collect();
+        let no_restat = HashMap::new();
+        let header = Header {
+            index_id: new_index_id(generation),
+            generation,
+            config_hash: config_hash(&self.config),
+        };
+        let parts = [
+            Part {
+                segment: &base,
+                dead: &dead,
+                restat: &base_restat,
+            },
+            Part {
+                segment: delta,
+                dead: &[],
+                restat: &no_restat,
+            },
+        ];
+        let merged = Segment::parse(segment::merge(
+            Kind::Base,
+            header,
+            &parts,
+            &Patch::default(),
+        )?)?;
+        self.install_base(merged, report)
+    }
+
+    /// Parse every file (`files` sorted by path) into a new base, a chunk at a time.
+    fn rebuild(&mut self, files: &[walk::File], report: &mut Refresh) -> Result<(), RetrieveError> {
+        let limit = self.config.lint.size_limit;
+        let generation = self.generation() + 1;
+        let mut encoder = segment::Encoder::default();
+        for chunk in files.chunks(segment::Encoder::CHUNK) {
+            let records: Vec<Record> = chunk
+                .par_iter()
+                .map(|f| read_record(&f.rel, &self.root.join(&f.rel), limit))
+                .collect();
+            encoder.add(&records);
+        }
+        let header = Header {
+            index_id: new_index_id(generation),
+            generation,
+            config_hash: config_hash(&self.config),
+        };
+        let base = Segment::parse(encoder.finish(Kind::Base, header, &Patch::default()))?;
+        self.install_base(base, report)?;
+        report.generation = generation;
+        Ok(())
+    }
+
+    /// Use a new base (and no delta), and write it.
+    fn install_base(&mut self, base: Segment, report: &mut Refresh) -> Result<(), RetrieveError> {
+        let base = Arc::new(base);
+        self.index = Index::new(base.clone(), None)?;
+        report.persisted = self.persist(|root| {
+            let bytes = base.bytes().expect("a new base is in memory");
+            edit::write_atomic(root, &state_path(root, BASE_FILE), bytes)?;
+            match std::fs::remove_file(state_path(root, DELTA_FILE)) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(edit::EditError::Io {
+                    path: DELTA_FILE.into(),
+                    source: e,
+                }),
+                _ => Ok(()),
+            }
+        });
+        Ok(())
+    }
+
+    /// Run `write` under the bank lock; false when the bank cannot be locked or written.
+    fn persist(&self, write: impl FnOnce(&Path) -> Result<(), edit::EditError>) -> bool {
+        let Ok(mut lock) = BankLock::open(&self.root) else {
+            return false;
+        };
+        // the cache ignores itself, in banks that `lesson init` did not set up too
+        let ignore = state_path(&self.root, ".gitignore");
+        if !ignore.exists() {
+            let _ = std::fs::write(&ignore, "*\n");
+        }
+        matches!(lock.with(|| write(&self.root)), Ok(Ok(())))
+    }
+}
+
+/// Docs a delta may hold before base and delta are merged into a new base: a fixed allowance
+/// plus a sixty-fourth of the base, so that a delta stays small next to its base.
+pub fn merge_threshold(base_docs: usize) -> usize {
+    512 + base_docs / 64
+}
+
+enum Change {
+    None,
+    /// Hashed: same content (with the new stat when it should be kept).
+    Hashed(Option<(u32, FileStat)>),
+    Reparsed(u32, Record),
+    Parsed(Record),
+}
+
+fn check(
+    rel: &str,
+    entry: &index::Entry,
+    path: &Path,
+    meta: Option<&std::fs::Metadata>,
+    limit: u64,
+) -> Change {
+    let Some(meta) = meta else {
+        // vanished between the walk and its stat: recorded as unreadable, re-checked next time
+        return Change::Reparsed(entry.id, read_record(rel, path, limit));
+    };
+    let stamp = stamp(meta);
+    let old = entry.stat;
+    // (a file over the size limit is never read: its record holds nothing a racy change could
+    // make stale)
+    if stamp.same_stamp(&old) && (old.settled || stamp.size > limit) {
+        return Change::None;
+    }
+    if stamp.size != old.size || stamp.size > limit {
+        return Change::Reparsed(entry.id, read_record(rel, path, limit));
+    }
+    let read_at = wall_clock_ns();
+    let Ok(bytes) = std::fs::read(path) else {
+        return Change::Reparsed(entry.id, read_record(rel, path, limit));
+    };
+    let hash = codec::checksum(&bytes);
+    if hash != old.hash || bytes.len() as u64 != stamp.size {
+        return Change::Reparsed(
+            entry.id,
+            record_from_bytes(rel, path, bytes, stamp, read_at, limit),
+        );
+    }
+    let stat = FileStat {
+        hash,
+        settled: settled(&stamp, read_at),
+        ..stamp
+    };
+    if stat == old {
+        Change::Hashed(None)
+    } else {
+        Change::Hashed(Some((entry.id, stat)))
+    }
+}
+
+/// Read and parse one file into a record, as [`Bank::load`] reads it (a file over the size
+/// limit is not read; an unreadable one is no lesson until its stat changes).
+fn read_record(rel: &str, path: &Path, limit: u64) -> Record {
+    let read_at = wall_clock_ns();
+    let meta = std::fs::metadata(path);
+    let stamp = meta.as_ref().map(stamp).unwrap_or_default();
+    let stat_known = meta.is_ok();
+    let unreadable = |problem: ReadProblem| {
+        let doc = Document::parse(Source::new(path, String::new()), Some(problem));
+        let stat = FileStat {
+            settled: stat_known && settled(&stamp, read_at),
+            ..stamp
+        };
+        Record::new(rel.to_string(), stat, &doc)
+    };
+    match meta {
+        Ok(m) if m.len() > limit => unreadable(ReadProblem::TooLarge {
+            size: m.len(),
+            limit,
+        }),
+        _ => match std::fs::read(path) {
+            Ok(bytes) => record_from_bytes(rel, path, bytes, stamp, read_at, limit),
+            Err(e) => unreadable(ReadProblem::Io {
+                message: e.to_string(),
+            }),
+        },
+    }
+}
+
+fn record_from_bytes(
+    rel: &str,
+    path: &Path,
+    bytes: Vec<u8>,
+    stamp: FileStat,
+    read_at: i64,
+    limit: u64,
+) -> Record {
+    let stat = FileStat {
+        size: bytes.len() as u64,
+        hash: codec::checksum(&bytes),
+        // a file that grew past the limit between stat and read is still a file to re-check
+        settled: settled(&stamp, read_at) && bytes.len() as u64 <= limit,
+        ..stamp
+    };
+    let (source, problem) = Source::from_bytes(path.to_path_buf(), bytes);
+    let doc = Document::parse(source, problem);
+    Record::new(rel.to_string(), stat, &doc)
+}
+
+/// What `stat` says of a file (not settled, no hash yet).
+fn stamp(meta: &std::fs::Metadata) -> FileStat {
+    #[cfg(unix)]
+    let (ctime_ns, ino) = {
+        use std::os::unix::fs::MetadataExt;
+        (
+            meta.ctime()
+                .saturating_mul(1_000_000_000)
+                .saturating_add(meta.ctime_nsec()),
+            meta.ino(),
+        )
+    };
+    #[cfg(not(unix))]
+    let (ctime_ns, ino) = (0, 0);
+    FileStat {
+        size: meta.len(),
+        mtime_ns: mtime_ns(meta),
+        ctime_ns,
+        ino,
+        hash: 0,
+        settled: false,
+    }
+}
+
+/// Whether a file read at `read_at_ns` can no longer change unseen within its stat's clock
+/// tick: both its mtime and ctime are more than [`SETTLE_NS`] older.
+fn settled(stamp: &FileStat, read_at_ns: i64) -> bool {
+    read_at_ns.saturating_sub(stamp.mtime_ns.max(stamp.ctime_ns)) > SETTLE_NS
+}
+
+fn wall_clock_ns() -> i64 {
+    SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
+}
+
+/// A file's mtime in nanoseconds since the epoch (0 when unknown).
+pub fn mtime_ns(meta: &std::fs::Metadata) -> i64 {
+    let Ok(t) = meta.modified() else {
+        return 0;
+    };
+    match t.duration_since(SystemTime::UNIX_EPOCH) {
+        Ok(d) => i64::try_from(d.as_nanos()).unwrap_or(i64::MAX),
+        Err(e) => -i64::try_from(e.duration().as_nanos()).unwrap_or(i64::MAX),
+    }
+}
+
+/// `path` relative to `root`, with `/` separators.
+pub fn relative(root: &Path, path: &Path) -> String {
+    let rel = path.strip_prefix(root).unwrap_or(path);
+    let parts: Vec<String> = rel
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect();
+    parts.join("/")
+}
+
+fn state_path(root: &Path, file: &str) -> PathBuf {
+    root.join(STATE_DIR).join(file)
+}
+
+/// Load the base and delta; `Err` says why a rebuild is needed.
+fn load(root: &Path, config_hash: u64) -> Result<Index, String> {
+    let base = match Segment::open(&state_path(root, BASE_FILE)) {
+        Ok(Ok(base)) => base,
+        Ok(Err(damaged)) => return Err(damaged.to_string()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err("no index yet".into()),
+        Err(e) => return Err(format!("cannot read the index: {e}")),
+    };
+    if base.kind != Kind::Base {
+        return Err("the index file is not a base".into());
+    }
+    if base.header.config_hash != config_hash {
+        return Err("the configuration changed".into());
+    }
+    let delta = match Segment::open(&state_path(root, DELTA_FILE)) {
+        Ok(Ok(delta)) => Some(Arc::new(delta)),
+        _ => None,
+    };
+    let base = Arc::new(base);
+    match Index::new(base.clone(), delta) {
+        Ok(index) => Ok(index),
+        // a damaged delta only costs re-checking the files: drop it
+        Err(_) => Index::new(base, None).map_err(|e| e.to_string()),
+    }
+}
+
+/// The index id of the base on disk, from its header alone.
+fn on_disk_base_id(root: &Path) -> Option<u64> {
+    use std::io::Read;
+    let mut f = std::fs::File::open(state_path(root, BASE_FILE)).ok()?;
+    let mut head = [0u8; 24];
+    f.read_exact(&mut head).ok()?;
+    let mut id = [0u8; 8];
+    id.copy_from_slice(&head[16..24]);
+    Some(u64::from_le_bytes(id))
+}
+
+fn new_index_id(generation: u64) -> u64 {
+    let mut bytes = Vec::new();
+    bytes.extend_from_slice(&wall_clock_ns().to_le_bytes());
+    bytes.extend_from_slice(&std::process::id().to_le_bytes());
+    bytes.extend_from_slice(&generation.to_le_bytes());
+    codec::checksum(&bytes) | 1
+}
+
+/// What in the configuration shapes the index: which files are read as lessons.
+pub fn config_hash(config: &Config) -> u64 {
+    let mut key = format!("v{}\n{}\n", segment::FORMAT_VERSION, config.lint.size_limit);
+    for glob in &config.lint.exclude {
+        key.push_str(glob);
+        key.push('\n');
+    }
+    super::text::fnv1a(key.as_bytes())
+}
+
+fn exclude_set(config: &Config) -> Result<GlobSet, BankError> {
+    let mut builder = GlobSetBuilder::new();
+    for glob in &config.lint.exclude {
+        let g = Glob::new(glob).map_err(|e| BankError::Exclude {
+            glob: glob.clone(),
+            message: e.kind().to_string(),
+        })?;
+        builder.add(g);
+    }
+    builder.build().map_err(|e| BankError::Exclude {
+        glob: String::new(),
+        message: e.to_string(),
+    })
+}
+
+/// Records of a loaded bank's documents (stat taken now), for an in-memory index.
+pub fn records_of_bank(bank: &Bank) -> Vec<Record> {
+    bank.documents
+        .par_iter()
+        .map(|doc| {
+            let meta = std::fs::metadata(&doc.source.path).ok();
+            let stat = FileStat {
+                hash: codec::checksum(doc.source.text.as_bytes()),
+                settled: true,
+                ..meta.as_ref().map(stamp).unwrap_or_default()
+            };
+            Record::new(relative(&bank.root, &doc.source.path), stat, doc)
+        })
+        .collect()
+}

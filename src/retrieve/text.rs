@@ -1,0 +1,501 @@
+//! From text to terms: the normalisation every field and every request goes through.
+//!
+//! - **Words** are maximal runs of alphanumeric characters (Unicode `char::is_alphanumeric`),
+//!   lowercased with Unicode's full lowercase mapping. Everything else (spaces, punctuation,
+//!   symbols, `_`) separates words.
+//! - **Identifiers are split and kept whole.** A run is also split at camelCase boundaries
+//!   (`parseJSONFile` → `parse json file`), and words joined by `_` or `-` form one identifier
+//!   (`snake_case`, `read-modify-write`). Each piece is a word term, and an identifier of two
+//!   pieces or more also yields the pieces concatenated (`parsejsonfile`) as one more word term.
+//!   So `parse_json_file`, `parseJsonFile`, `parse-json-file`, `ParseJSONFile` and
+//!   `parsejsonfile` all share the word term `parsejsonfile`, and the first four share the
+//!   pieces as well.
+//! - **Trigrams** are taken over each piece's characters, padded with one space on each side
+//!   (`" ca"`, `"cat"`, `"at "`), so a one-letter word still has a trigram (`" x "`), typos
+//!   keep most of a word's trigrams and prefixes and stems share theirs.
+//! - **CJK** (Han, kana, Hangul) runs have no spaces between words: such a run is a piece of
+//!   its own (split from adjacent Latin letters), its word terms are its overlapping character
+//!   bigrams (the character itself for a one-character run), and its trigrams are taken like
+//!   any piece's. Two-character CJK words therefore match inside longer runs.
+//!
+//! A term is a `u64`: a trigram packs its three code points (21 bits each) into the low 63
+//! bits; a word is the FNV-1a hash of its UTF-8 bytes with the top bit set. Both are stable
+//! across runs and platforms, which the persisted index relies on.
+
+/// A word or trigram, as stored in posting lists.
+pub type Term = u64;
+
+/// The top bit marks word terms; trigram terms never set it.
+const WORD_BIT: u64 = 1 << 63;
+/// The padding character of trigrams.
+const PAD: char = ' ';
+
+/// Which kind of term a [`Term`] is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Kind {
+    /// A whole (normalised) word, or a CJK bigram.
+    Word,
+    /// Three consecutive characters of a padded word.
+    Trigram,
+}
+
+/// The kind of a term.
+pub fn kind(term: Term) -> Kind {
+    if term & WORD_BIT != 0 {
+        Kind::Word
+    } else {
+        Kind::Trigram
+    }
+}
+
+/// The term of a word (already normalised).
+pub fn word_term(word: &str) -> Term {
+    fnv1a(word.as_bytes()) | WORD_BIT
+}
+
+/// The term of a trigram.
+pub fn trigram_term(a: char, b: char, c: char) -> Term {
+    ((a as u64) << 42) | ((b as u64) << 21) | (c as u64)
+}
+
+/// FNV-1a, 64 bits: tiny, stable and good enough to key words.
+pub fn fnv1a(bytes: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for &b in bytes {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    h
+}
+
+/// Whether `c` belongs to a script written without spaces between words (or, for Hangul,
+/// with particles glued to words): Han, Hiragana, Katakana, Hangul and their extensions.
+pub fn is_cjk(c: char) -> bool {
+    matches!(c as u32,
+        0x1100..=0x11FF       // Hangul Jamo
+        | 0x2E80..=0x2FDF     // CJK radicals, Kangxi radicals
+        | 0x3040..=0x30FF     // Hiragana, Katakana
+        | 0x3100..=0x312F     // Bopomofo
+        | 0x3130..=0x318F     // Hangul compatibility Jamo
+        | 0x31A0..=0x31FF     // Bopomofo extended, CJK strokes, Katakana extensions
+        | 0x3400..=0x4DBF     // CJK extension A
+        | 0x4E00..=0x9FFF     // CJK unified ideographs
+        | 0xA960..=0xA97F     // Hangul Jamo extended A
+        | 0xAC00..=0xD7FF     // Hangul syllables, Jamo extended B
+        | 0xF900..=0xFAFF     // CJK compatibility ideographs
+        | 0xFF66..=0xFF9F     // halfwidth Katakana
+        | 0x20000..=0x3FFFF   // CJK extensions B..
+    )
+}
+
+/// One normalised piece of an identifier.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Piece {
+    /// Lowercased characters.
+    pub chars: Vec<char>,
+    /// A CJK run (bigram word terms).
+    pub cjk: bool,
+}
+
+impl Piece {
+    /// The piece as a string.
+    pub fn text(&self) -> String {
+        self.chars.iter().collect()
+    }
+}
+
+/// Split `text` into identifiers, each a list of pieces, and call `f` on each identifier.
+///
+/// An identifier is a maximal sequence of alphanumeric runs joined by single `_` or `-`
+/// characters; its pieces are the runs split at camelCase and CJK/non-CJK boundaries.
+pub fn for_each_identifier(text: &str, mut f: impl FnMut(&[Piece])) {
+    let mut pieces: Vec<Piece> = Vec::new();
+    let mut current: Vec<char> = Vec::new();
+    let mut current_cjk = false;
+    // the previous character of the current run, as written (for camelCase boundaries)
+    let mut prev: Option<char> = None;
+    // a `_` or `-` right after a run: the identifier continues if a run follows at once
+    let mut pending_connector = false;
+    let mut chars = text.chars().peekable();
+    let flush_piece = |current: &mut Vec<char>, cjk: bool, pieces: &mut Vec<Piece>| {
+        if !current.is_empty() {
+            pieces.push(Piece {
+                chars: std::mem::take(current),
+                cjk,
+            });
+        }
+    };
+    while let Some(c) = chars.next() {
+        if c.is_alphanumeric() {
+            let cjk = is_cjk(c);
+            if pending_connector {
+                pending_connector = false;
+            }
+            let boundary = match prev {
+                None => false,
+                Some(p) => {
+                    cjk != current_cjk
+                        || (p.is_lowercase() || p.is_numeric()) && c.is_uppercase()
+                        || p.is_uppercase()
+                            && c.is_uppercase()
+                            && chars.peek().is_some_and(|n| n.is_lowercase())
+                }
+            };
+            if boundary {
+                flush_piece(&mut current, current_cjk, &mut pieces);
+            }
+            current_cjk = cjk;
+            current.extend(c.to_lowercase());
+            prev = Some(c);
+            continue;
+        }
+        // a separator
+        flush_piece(&mut current, current_cjk, &mut pieces);
+        let connector = (c == '_' || c == '-')
+            && prev.is_some()
+            && !pending_connector
+            && chars.peek().is_some_and(|n| n.is_alphanumeric());
+        if connector {
+            pending_connector = true;
+        } else {
+            if !pieces.is_empty() {
+                f(&pieces);
+                pieces.clear();
+            }
+            pending_connector = false;
+        }
+        prev = None;
+    }
+    flush_piece(&mut current, current_cjk, &mut pieces);
+    if !pieces.is_empty() {
+        f(&pieces);
+    }
+}
+
+const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+const FNV_PRIME: u64 = 0x0000_0100_0000_01b3;
+
+fn fnv_char(mut h: u64, c: char) -> u64 {
+    let mut buf = [0u8; 4];
+    for &b in c.encode_utf8(&mut buf).as_bytes() {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(FNV_PRIME);
+    }
+    h
+}
+
+/// The tokenizer's state within one piece and one identifier.
+struct Terms<F: FnMut(Term)> {
+    f: F,
+    /// Characters in the current piece (0: no piece open).
+    len: usize,
+    cjk: bool,
+    /// FNV state of the current piece, and of the identifier's Latin pieces joined.
+    piece_hash: u64,
+    joined_hash: u64,
+    latin_pieces: usize,
+    /// The trigram window: the two characters before the next one (`a` is `None` before the
+    /// piece's first character).
+    a: Option<char>,
+    b: char,
+    /// The previous character of a CJK piece, for bigrams.
+    cjk_prev: Option<char>,
+}
+
+impl<F: FnMut(Term)> Terms<F> {
+    fn open(&mut self, cjk: bool) {
+        self.len = 0;
+        self.cjk = cjk;
+        self.piece_hash = FNV_OFFSET;
+        self.a = None;
+        self.b = PAD;
+        self.cjk_prev = None;
+    }
+
+    fn push(&mut self, c: char) {
+        self.len += 1;
+        self.piece_hash = fnv_char(self.piece_hash, c);
+        if self.cjk {
+            if let Some(p) = self.cjk_prev {
+                (self.f)(fnv_char(fnv_char(FNV_OFFSET, p), c) | WORD_BIT);
+            }
+            self.cjk_prev = Some(c);
+        } else {
+            self.joined_hash = fnv_char(self.joined_hash, c);
+        }
+        self.slide(c);
+    }
+
+    fn slide(&mut self, c: char) {
+        if let Some(a) = self.a {
+            (self.f)(trigram_term(a, self.b, c));
+        }
+        self.a = Some(self.b);
+        self.b = c;
+    }
+
+    /// Close the current piece, if one is open.
+    fn close(&mut self) {
+        if self.len == 0 {
+            return;
+        }
+        self.slide(PAD);
+        if !self.cjk {
+            (self.f)(self.piece_hash | WORD_BIT);
+            self.latin_pieces += 1;
+        } else if self.len == 1 {
+            (self.f)(self.piece_hash | WORD_BIT);
+        }
+        self.len = 0;
+    }
+
+    /// Close the identifier: its joined word when it has two Latin pieces or more.
+    fn end_identifier(&mut self) {
+        self.close();
+        if self.latin_pieces >= 2 {
+            (self.f)(self.joined_hash | WORD_BIT);
+        }
+        self.latin_pieces = 0;
+        self.joined_hash = FNV_OFFSET;
+    }
+}
+
+/// Call `f` on every term of `text`, with repetitions: per piece its word term (or CJK
+/// bigrams) and padded trigrams, per identifier of two Latin pieces or more the joined word.
+/// Allocation-free; the same terms as splitting with [`for_each_identifier`] (a test checks).
+pub fn for_each_term(text: &str, f: impl FnMut(Term)) {
+    let mut t = Terms {
+        f,
+        len: 0,
+        cjk: false,
+        piece_hash: FNV_OFFSET,
+        joined_hash: FNV_OFFSET,
+        latin_pieces: 0,
+        a: None,
+        b: PAD,
+        cjk_prev: None,
+    };
+    let mut prev: Option<char> = None;
+    let mut pending_connector = false;
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c.is_alphanumeric() {
+            let cjk = !c.is_ascii() && is_cjk(c);
+            pending_connector = false;
+            if let Some(p) = prev {
+                let boundary = cjk != t.cjk
+                    || (p.is_lowercase() || p.is_numeric()) && c.is_uppercase()
+                    || p.is_uppercase()
+                        && c.is_uppercase()
+                        && chars.peek().is_some_and(|n| n.is_lowercase());
+                if boundary {
+                    t.close();
+                }
+            }
+            if t.len == 0 {
+                t.open(cjk);
+            }
+            if c.is_ascii() {
+                t.push(c.to_ascii_lowercase());
+            } else {
+                for l in c.to_lowercase() {
+                    t.push(l);
+                }
+            }
+            prev = Some(c);
+            continue;
+        }
+        t.close();
+        let connector = (c == '_' || c == '-')
+            && prev.is_some()
+            && !pending_connector
+            && chars.peek().is_some_and(|n| n.is_alphanumeric());
+        if connector {
+            pending_connector = true;
+        } else {
+            t.end_identifier();
+            pending_connector = false;
+        }
+        prev = None;
+    }
+    t.end_identifier();
+}
+
+/// The normalised words of `text` (the pieces, in order), for matching tags against a request.
+pub fn words(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for_each_identifier(text, |pieces| {
+        out.extend(pieces.iter().map(Piece::text));
+    });
+    out
+}
+
+/// A tag in normal form: its words joined by single spaces (`Code_Review` → `code review`).
+pub fn tag_key(tag: &str) -> String {
+    words(tag).join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn identifiers(text: &str) -> Vec<Vec<String>> {
+        let mut out = Vec::new();
+        for_each_identifier(text, |p| out.push(p.iter().map(Piece::text).collect()));
+        out
+    }
+
+    fn terms(text: &str) -> Vec<Term> {
+        let mut out = Vec::new();
+        for_each_term(text, |t| out.push(t));
+        out
+    }
+
+    /// The terms by the book: identifiers split into pieces, then each piece's terms.
+    fn reference_terms(text: &str) -> Vec<Term> {
+        let mut out = Vec::new();
+        for_each_identifier(text, |pieces| {
+            for piece in pieces {
+                piece_terms(piece, &mut |t| out.push(t));
+            }
+            let latin: Vec<&Piece> = pieces.iter().filter(|p| !p.cjk).collect();
+            if latin.len() >= 2 {
+                let joined: String = latin.iter().map(|p| p.text()).collect();
+                out.push(word_term(&joined));
+            }
+        });
+        out
+    }
+
+    fn piece_terms(piece: &Piece, f: &mut impl FnMut(Term)) {
+        let chars = &piece.chars;
+        if piece.cjk {
+            if chars.len() == 1 {
+                f(word_term(&piece.text()));
+            } else {
+                let mut buf = [0u8; 8];
+                for pair in chars.windows(2) {
+                    let mut s = String::with_capacity(8);
+                    s.push_str(pair[0].encode_utf8(&mut buf));
+                    s.push_str(pair[1].encode_utf8(&mut buf));
+                    f(word_term(&s));
+                }
+            }
+        } else {
+            f(word_term(&piece.text()));
+        }
+        let n = chars.len();
+        let at = |i: usize| {
+            if i == 0 || i == n + 1 {
+                PAD
+            } else {
+                chars[i - 1]
+            }
+        };
+        for i in 0..n {
+            f(trigram_term(at(i), at(i + 1), at(i + 2)));
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn streaming_terms_are_the_reference_terms(
+            text in "[a-zA-Z0-9 _.,:İßÉé数据库连接テスト가나\\-\\n]{0,40}"
+        ) {
+            let mut fast = terms(&text);
+            let mut by_the_book = reference_terms(&text);
+            fast.sort_unstable();
+            by_the_book.sort_unstable();
+            proptest::prop_assert_eq!(fast, by_the_book);
+        }
+    }
+
+    #[test]
+    fn identifiers_split_at_case_connectors_and_scripts() {
+        assert_eq!(
+            identifiers("parseJSONFile snake_case read-modify-write"),
+            vec![
+                vec!["parse", "json", "file"],
+                vec!["snake", "case"],
+                vec!["read", "modify", "write"],
+            ]
+        );
+        assert_eq!(
+            identifiers("- a list -- item, e.g. x_"),
+            vec![
+                vec!["a"],
+                vec!["list"],
+                vec!["item"],
+                vec!["e"],
+                vec!["g"],
+                vec!["x"]
+            ]
+        );
+        assert_eq!(
+            identifiers("使用Rust编写"),
+            vec![vec!["使用", "rust", "编写"]]
+        );
+        assert_eq!(
+            identifiers("utf8 SHA256"),
+            vec![vec!["utf8"], vec!["sha256"]]
+        );
+        assert_eq!(
+            identifiers("ÉCOLE Straße"),
+            vec![vec!["école"], vec!["straße"]]
+        );
+    }
+
+    #[test]
+    fn identifier_spellings_share_the_joined_word() {
+        let joined = word_term("parsejsonfile");
+        for spelling in [
+            "parse_json_file",
+            "parseJsonFile",
+            "ParseJSONFile",
+            "parse-json-file",
+            "parsejsonfile",
+        ] {
+            assert!(terms(spelling).contains(&joined), "{spelling}");
+        }
+        assert!(terms("parseJsonFile").contains(&word_term("json")));
+    }
+
+    #[test]
+    fn trigrams_are_padded_per_word() {
+        let sorted = |mut v: Vec<Term>| {
+            v.sort_unstable();
+            v
+        };
+        assert_eq!(
+            sorted(terms("Cat")),
+            sorted(vec![
+                word_term("cat"),
+                trigram_term(' ', 'c', 'a'),
+                trigram_term('c', 'a', 't'),
+                trigram_term('a', 't', ' '),
+            ])
+        );
+        assert_eq!(
+            sorted(terms("x")),
+            sorted(vec![word_term("x"), trigram_term(' ', 'x', ' ')])
+        );
+        assert_eq!(kind(word_term("cat")), Kind::Word);
+        assert_eq!(kind(trigram_term('\u{10FFFF}', 'a', 'b')), Kind::Trigram);
+    }
+
+    #[test]
+    fn cjk_runs_give_bigrams() {
+        let t = terms("数据库连接");
+        assert!(t.contains(&word_term("数据")));
+        assert!(t.contains(&word_term("连接")));
+        assert!(!t.contains(&word_term("数据库连接")));
+        assert!(terms("猫").contains(&word_term("猫")));
+    }
+
+    #[test]
+    fn tag_keys_normalise_case_and_separators() {
+        assert_eq!(tag_key("Code_Review"), "code review");
+        assert_eq!(tag_key("code-review"), "code review");
+        assert_eq!(tag_key(" CI "), "ci");
+    }
+}

@@ -1,0 +1,224 @@
+//! The bank's lesson files, found the way [`crate::bank::lesson_paths`] finds them (the same
+//! rules; a test keeps the two in step), but cheaply enough to run before every search: plain
+//! `read_dir`, no sorting, no per-entry path parsing, and each file stat-ed through its
+//! directory's handle.
+//!
+//! Rules: below the root, names starting with `.` or `_` are skipped (`_index.md`, `_archive/`,
+//! `_log/`, `.lesson/`), and so is a top-level `templates/` directory; symlinks are followed
+//! (a link back to an ancestor directory is not); files ending in `.md` are lessons unless an
+//! `exclude` glob of `lesson.toml` matches their path relative to the root.
+
+use std::cmp::Ordering;
+use std::path::Path;
+
+use globset::GlobSet;
+use rayon::prelude::*;
+
+/// A lesson file: its path relative to the root (`/`-separated) and its stat.
+#[derive(Debug, Clone)]
+pub struct File {
+    /// Relative to the bank root, `/`-separated.
+    pub rel: String,
+    /// Its metadata (following symlinks), or `None` when it could not be read.
+    pub meta: Option<std::fs::Metadata>,
+}
+
+/// Every lesson file under `root` with its metadata, in no particular order. Files are
+/// stat-ed through their directory's handle (no path lookup), in parallel.
+pub fn lesson_files(root: &Path, exclude: &GlobSet) -> Vec<File> {
+    let mut found = Vec::new();
+    let mut ancestors = Vec::new();
+    if let Some(id) = dir_id(root) {
+        ancestors.push(id);
+    }
+    walk(root, "", 1, exclude, &mut ancestors, &mut found);
+    found
+        .into_par_iter()
+        .map(|(rel, entry)| {
+            let meta = match entry {
+                Found::Entry(e) => e.metadata().ok(),
+                Found::Followed(m) => Some(m),
+            };
+            File { rel, meta }
+        })
+        .collect()
+}
+
+/// How a file was found: a plain directory entry (stat-ed later), or through a symlink
+/// (already stat-ed to learn what it points to).
+enum Found {
+    Entry(std::fs::DirEntry),
+    Followed(std::fs::Metadata),
+}
+
+fn walk(
+    dir: &Path,
+    prefix: &str,
+    depth: usize,
+    exclude: &GlobSet,
+    ancestors: &mut Vec<DirId>,
+    out: &mut Vec<(String, Found)>,
+) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        if name.starts_with('.') || name.starts_with('_') {
+            continue;
+        }
+        let Ok(file_type) = entry.file_type() else {
+            continue;
+        };
+        let followed = if file_type.is_symlink() {
+            match std::fs::metadata(entry.path()) {
+                Ok(m) => Some(m),
+                Err(_) => continue,
+            }
+        } else {
+            None
+        };
+        let (is_dir, is_file) = match &followed {
+            Some(m) => (m.is_dir(), m.is_file()),
+            None => (file_type.is_dir(), file_type.is_file()),
+        };
+        let rel = if prefix.is_empty() {
+            name.to_string()
+        } else {
+            format!("{prefix}/{name}")
+        };
+        if is_dir {
+            if depth == 1 && name == "templates" {
+                continue;
+            }
+            let path = entry.path();
+            let Some(id) = dir_id(&path) else {
+                continue;
+            };
+            if ancestors.contains(&id) {
+                continue; // a symlink loop
+            }
+            ancestors.push(id);
+            walk(&path, &rel, depth + 1, exclude, ancestors, out);
+            ancestors.pop();
+        } else if is_file
+            && Path::new(name.as_ref())
+                .extension()
+                .is_some_and(|x| x == "md")
+            && !exclude.is_match(Path::new(&rel))
+        {
+            let found = match followed {
+                Some(m) => Found::Followed(m),
+                None => Found::Entry(entry),
+            };
+            out.push((rel, found));
+        }
+    }
+}
+
+#[cfg(unix)]
+type DirId = (u64, u64);
+#[cfg(not(unix))]
+type DirId = PathBuf;
+
+#[cfg(unix)]
+fn dir_id(dir: &Path) -> Option<DirId> {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::metadata(dir).ok()?;
+    Some((m.dev(), m.ino()))
+}
+
+#[cfg(not(unix))]
+fn dir_id(dir: &Path) -> Option<DirId> {
+    dir.canonicalize().ok()
+}
+
+/// Order `/`-separated relative paths as [`Path`] orders them (component by component): bytes
+/// compared with `/` below every other byte.
+pub fn path_order(a: &str, b: &str) -> Ordering {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    let common = a.iter().zip(b).take_while(|(x, y)| x == y).count();
+    let key = |c: u8| if c == b'/' { 0 } else { c };
+    match (a.get(common), b.get(common)) {
+        (Some(&x), Some(&y)) => key(x).cmp(&key(y)),
+        (x, y) => x.is_some().cmp(&y.is_some()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn path_order_is_component_order() {
+        let mut paths = vec![
+            "a-b.md", "a/b.md", "a.md", "a/b/c.md", "ab.md", "a b.md", "a/a.md", "b.md", "A.md",
+            "a/b-c.md", "a/b/a.md", "é.md", "a0.md",
+        ];
+        let mut by_path = paths.clone();
+        by_path.sort_by(|a, b| Path::new(a).cmp(Path::new(b)));
+        paths.sort_by(|a, b| path_order(a, b));
+        assert_eq!(paths, by_path);
+    }
+
+    #[test]
+    fn finds_what_the_bank_finds() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path();
+        for dir in [
+            "_archive",
+            ".lesson",
+            "templates",
+            "sub/templates",
+            "sub/_log",
+            "a-b",
+            "a",
+        ] {
+            std::fs::create_dir_all(root.join(dir)).unwrap();
+        }
+        for file in [
+            "a.md",
+            "a-b/x.md",
+            "a/x.md",
+            "a.b.md",
+            "_index.md",
+            ".hidden.md",
+            "_archive/old.md",
+            ".lesson/x.md",
+            "templates/t.md",
+            "sub/templates/t.md",
+            "sub/_log/l.md",
+            "sub/b.md",
+            "README.md",
+            "sub/README.md",
+            "notes.txt",
+            "upper.MD",
+            "skip-me.md",
+        ] {
+            std::fs::write(root.join(file), "").unwrap();
+        }
+        #[cfg(unix)]
+        {
+            std::os::unix::fs::symlink(root.join("sub"), root.join("link")).unwrap();
+            std::os::unix::fs::symlink(root, root.join("sub/loop")).unwrap();
+            std::os::unix::fs::symlink(root.join("a.md"), root.join("alias.md")).unwrap();
+            std::os::unix::fs::symlink(root.join("gone.md"), root.join("broken.md")).unwrap();
+        }
+        let mut exclude = globset::GlobSetBuilder::new();
+        exclude.add(globset::Glob::new("README.md").unwrap());
+        exclude.add(globset::Glob::new("skip-*.md").unwrap());
+        let exclude = exclude.build().unwrap();
+        let (mut bank, _) = crate::bank::lesson_paths(root, &exclude);
+        let ours: Vec<File> = lesson_files(root, &exclude);
+        // the same files (each walker keeps its own order)
+        let mut paths: Vec<std::path::PathBuf> = ours.iter().map(|f| root.join(&f.rel)).collect();
+        paths.sort();
+        bank.sort();
+        assert_eq!(paths, bank);
+        assert!(ours
+            .iter()
+            .all(|f| f.meta.as_ref().is_some_and(|m| m.is_file())));
+        assert!(ours.iter().any(|f| f.rel == "sub/README.md"));
+    }
+}

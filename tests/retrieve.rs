@@ -1,0 +1,552 @@
+//! Retrieval through the library: the score parts, the gates, and the persisted index, which
+//! must answer every request exactly as an index built fresh from the files does, whatever
+//! happened to the files (or to the index) behind its back.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+use lesson::retrieve::{Hit, Request, Retriever, TagGate, TargetGate, TargetGlobs};
+use lesson::Bank;
+use proptest::prelude::*;
+
+const NOW: &str = "2026-11-22T12:00:00Z";
+const RETRIEVE: &str = "tests/fixtures/banks/retrieve";
+
+fn now() -> jiff::Timestamp {
+    NOW.parse().unwrap()
+}
+
+fn days_before_now(days: f64) -> SystemTime {
+    let secs = now().as_second() as f64 - days * 86_400.0;
+    SystemTime::UNIX_EPOCH + Duration::from_secs_f64(secs)
+}
+
+fn set_mtime(path: &Path, t: SystemTime) {
+    let file = std::fs::File::options().write(true).open(path).unwrap();
+    file.set_modified(t).unwrap();
+}
+
+fn lesson(slug: &str, title: &str, extra: &str) -> String {
+    format!(
+        "---\nschema: learning/v1\nslug: {slug}\ntitle: {title}\ntrigger:\n  description: When {title}\n{extra}outcome: success\nevidence:\n  - kind: run\n    ref: r1\n---\n\n# {title}\n\n## What to do (or avoid)\n\n- Do it: {title}\n"
+    )
+}
+
+/// A temp bank holding `files` (name, text), each last modified 30 days before NOW.
+fn bank(files: &[(&str, String)]) -> tempfile::TempDir {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(tmp.path().join("lesson.toml"), "").unwrap();
+    for (name, text) in files {
+        let path = tmp.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        set_mtime(&path, days_before_now(30.0));
+    }
+    tmp
+}
+
+fn copy_fixture(to: &Path) {
+    for entry in walkdir::WalkDir::new(RETRIEVE) {
+        let entry = entry.unwrap();
+        let target = to.join(entry.path().strip_prefix(RETRIEVE).unwrap());
+        if entry.file_type().is_dir() {
+            std::fs::create_dir_all(&target).unwrap();
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+            set_mtime(&target, days_before_now(30.0));
+        }
+    }
+}
+
+/// What a fresh, in-memory index of the files says.
+fn fresh(root: &Path, request: &Request) -> Vec<Hit> {
+    Bank::load_with(root, &Default::default(), now())
+        .unwrap()
+        .retrieve(request)
+}
+
+/// What the persisted index says (opened as a new process would).
+fn persisted(root: &Path, request: &Request) -> Vec<Hit> {
+    Retriever::open(root).unwrap().search(request).unwrap().hits
+}
+
+fn requests() -> Vec<Request> {
+    let r = |text: &str| Request::new(text).now(now());
+    vec![
+        r("squash the feature branch").tag("git"),
+        r("the network test is flaky on CI"),
+        r("cache the cargo registry for a slow rust CI build").k(10),
+        r("review the unsafe block").role("reviewer"),
+        r("propose a rust patch")
+            .operator("claude-code")
+            .skill("rust"),
+        r("nightly toolchain").include_expired(true),
+        r("数据库连接"),
+        r("lesson zero one two three four"),
+        r("alpha beta gamma").k(3),
+    ]
+}
+
+fn slugs(hits: &[Hit]) -> Vec<&str> {
+    hits.iter().map(|h| h.slug.as_str()).collect()
+}
+
+// --- score and gates ---------------------------------------------------------------------
+
+#[test]
+fn the_score_is_similarity_times_confidence_count_factor_and_recency() {
+    let tmp = bank(&[
+        ("plain.md", lesson("plain", "Rotate the signing keys", "")),
+        (
+            "failing.md",
+            lesson("failing", "Rotate the signing keys weekly", "").replace(
+                "outcome: success\n",
+                "outcome: success\nconfidence: 0.9\nsuccess_count: 0\nfailure_count: 5\n",
+            ),
+        ),
+    ]);
+    set_mtime(&tmp.path().join("plain.md"), days_before_now(365.0));
+    let hits = fresh(tmp.path(), &Request::new("rotate signing keys").now(now()));
+    assert_eq!(slugs(&hits), ["plain", "failing"]);
+    let plain = &hits[0].score;
+    assert_eq!(plain.confidence, 0.5, "the schema default");
+    assert_eq!(plain.count_factor, 1.0);
+    assert!(
+        (plain.recency - 0.5).abs() < 1e-9,
+        "one half-life: {}",
+        plain.recency
+    );
+    let failing = &hits[1].score;
+    assert_eq!(failing.confidence, 0.9);
+    assert_eq!(
+        failing.count_factor, 0.1,
+        "(0 - 5 + 1) / 6 is floored at 0.1"
+    );
+    assert!((failing.recency - 0.5f64.powf(30.0 / 365.0)).abs() < 1e-9);
+    assert!(hits[1].caution);
+    for h in &hits {
+        let s = &h.score;
+        assert!(s.similarity > 0.0 && s.similarity < 1.0);
+        assert_eq!(
+            s.score,
+            s.similarity * s.confidence * s.count_factor * s.recency
+        );
+    }
+
+    // half-life 0: no decay
+    std::fs::write(
+        tmp.path().join("lesson.toml"),
+        "[retrieve]\nhalf-life-days = 0\n",
+    )
+    .unwrap();
+    let hits = fresh(tmp.path(), &Request::new("rotate signing keys").now(now()));
+    assert!(hits.iter().all(|h| h.score.recency == 1.0));
+}
+
+#[test]
+fn ties_rank_by_slug() {
+    let text = lesson("x", "Pin the toolchain", "");
+    let tmp = bank(&[
+        ("b.md", text.replace("slug: x", "slug: bravo")),
+        ("a.md", text.replace("slug: x", "slug: charlie")),
+        ("c.md", text.replace("slug: x", "slug: alpha")),
+    ]);
+    let hits = fresh(tmp.path(), &Request::new("pin the toolchain").now(now()));
+    assert_eq!(slugs(&hits), ["alpha", "bravo", "charlie"]);
+    assert_eq!(hits[0].score, hits[2].score);
+}
+
+#[test]
+fn hits_say_how_they_passed_the_gates() {
+    let tmp = tempfile::tempdir().unwrap();
+    copy_fixture(tmp.path());
+    let request = Request::new("review the unsafe block")
+        .role("reviewer")
+        .now(now());
+    let hits = fresh(tmp.path(), &request);
+    assert_eq!(slugs(&hits), ["review-unsafe-blocks"]);
+    assert_eq!(
+        hits[0].gates.targets,
+        TargetGate::Matched(TargetGlobs {
+            role: Some("reviewer".into()),
+            ..TargetGlobs::default()
+        })
+    );
+    assert_eq!(hits[0].gates.tags, TagGate::Shared(vec!["review".into()]));
+
+    let hits = fresh(
+        tmp.path(),
+        &Request::new("squash the feature branch").now(now()),
+    );
+    assert_eq!(hits[0].gates.targets, TargetGate::Anyone);
+    assert_eq!(hits[0].gates.tags, TagGate::RequestUntagged);
+
+    // a request tag no lesson has: tagged lessons drop out, untagged ones stay
+    let untagged = bank(&[
+        ("u.md", lesson("untagged", "Squash the feature branch", "")),
+        (
+            "t.md",
+            lesson("tagged", "Squash the feature branch", "  tags: [git]\n"),
+        ),
+    ]);
+    let hits = fresh(
+        untagged.path(),
+        &Request::new("squash the feature branch")
+            .tag("Release")
+            .now(now()),
+    );
+    assert_eq!(slugs(&hits), ["untagged"]);
+    assert_eq!(hits[0].gates.tags, TagGate::LessonUntagged);
+    // tags compare in normal form
+    let hits = fresh(
+        untagged.path(),
+        &Request::new("squash the feature branch")
+            .tag("GIT")
+            .now(now()),
+    );
+    assert_eq!(slugs(&hits), ["tagged", "untagged"]);
+}
+
+#[test]
+fn superseded_lessons_never_come_back_and_expired_ones_only_on_request() {
+    let tmp = tempfile::tempdir().unwrap();
+    copy_fixture(tmp.path());
+    let all = |include_expired| {
+        let r = Request::new("cache the target directory nightly toolchain in CI")
+            .k(20)
+            .include_expired(include_expired)
+            .now(now());
+        fresh(tmp.path(), &r)
+    };
+    let default = all(false);
+    assert!(!slugs(&default).contains(&"cache-target-dir-in-ci"));
+    assert!(!slugs(&default).contains(&"pin-the-nightly-toolchain"));
+    let archival = all(true);
+    assert!(!slugs(&archival).contains(&"cache-target-dir-in-ci"));
+    let expired = archival
+        .iter()
+        .find(|h| h.slug == "pin-the-nightly-toolchain")
+        .unwrap();
+    assert_eq!(expired.gates.status, "expired");
+}
+
+// --- the persisted index -------------------------------------------------------------------
+
+#[test]
+fn the_persisted_index_answers_as_a_fresh_one() {
+    let tmp = tempfile::tempdir().unwrap();
+    copy_fixture(tmp.path());
+    for r in requests() {
+        assert_eq!(persisted(tmp.path(), &r), fresh(tmp.path(), &r), "{r:?}");
+    }
+    let again = Retriever::open(tmp.path()).unwrap();
+    let refresh = again.last_refresh();
+    // (files this young, their ctime within two seconds, are hashed until they settle)
+    assert_eq!(
+        (refresh.rebuilt.as_deref(), refresh.parsed, refresh.removed),
+        (None, 0, 0),
+        "unchanged files are not parsed again"
+    );
+}
+
+#[test]
+fn the_index_heals_edits_deletes_and_renames_behind_its_back() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    copy_fixture(root);
+    let mut retriever = Retriever::open(root).unwrap();
+    assert_eq!(
+        retriever.last_refresh().rebuilt.as_deref(),
+        Some("no index yet")
+    );
+
+    // edit (the same size: only the hash can tell), delete, rename, add, and touch
+    let squash = root.join("squash-merge-feature-branches.md");
+    let text = std::fs::read_to_string(&squash).unwrap();
+    let edited = text.replace("a finished feature branch", "a finished topical branch");
+    assert_eq!(edited.len(), text.len());
+    std::fs::write(&squash, edited).unwrap();
+    set_mtime(&squash, days_before_now(29.0));
+    std::fs::remove_file(root.join("retry-flaky-network-tests.md")).unwrap();
+    std::fs::create_dir(root.join("moved")).unwrap();
+    std::fs::rename(
+        root.join("parse-config-with-serde.md"),
+        root.join("moved/parse-config-with-serde.md"),
+    )
+    .unwrap();
+    std::fs::write(
+        root.join("new-lesson.md"),
+        lesson(
+            "new-lesson",
+            "Squash fixup commits before review",
+            "  tags: [git]\n",
+        ),
+    )
+    .unwrap();
+    set_mtime(&root.join("review-unsafe-blocks.md"), days_before_now(1.0));
+
+    let refresh = retriever.refresh().unwrap().clone();
+    assert_eq!(refresh.rebuilt, None);
+    assert_eq!(refresh.removed, 2, "the deleted file and the old name");
+    assert_eq!(refresh.parsed, 3, "the edit, the new name and the new file");
+    assert!(refresh.hashed >= 2, "the edit and the touched file");
+    for r in requests() {
+        let patched = retriever.search(&r).unwrap().hits;
+        assert_eq!(patched, fresh(root, &r), "{r:?}");
+        assert_eq!(persisted(root, &r), patched, "{r:?} from the files on disk");
+    }
+    let hits = retriever
+        .search(&Request::new("topical branch").tag("git").now(now()))
+        .unwrap()
+        .hits;
+    assert_eq!(hits[0].slug, "squash-merge-feature-branches");
+    retriever.compact().unwrap();
+    for r in requests() {
+        assert_eq!(retriever.search(&r).unwrap().hits, fresh(root, &r), "{r:?}");
+    }
+}
+
+fn state(root: &Path, file: &str) -> PathBuf {
+    root.join(".lesson").join(file)
+}
+
+#[test]
+fn a_damaged_index_is_rebuilt_not_fatal() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    copy_fixture(root);
+    let request = Request::new("cache the cargo registry for a slow rust CI build").now(now());
+    let expected = fresh(root, &request);
+    assert!(!expected.is_empty());
+    persisted(root, &request);
+    let base = state(root, "retrieve.idx");
+    let good = std::fs::read(&base).unwrap();
+
+    let damages: Vec<(&str, Vec<u8>)> = vec![
+        ("truncated", good[..good.len() / 2].to_vec()),
+        ("empty", Vec::new()),
+        ("garbage", b"not an index at all".repeat(20)),
+        ("a flipped header byte", {
+            let mut b = good.clone();
+            b[60] ^= 0xff;
+            b
+        }),
+        ("a flipped doc table byte", {
+            let mut b = good.clone();
+            b[200] ^= 0x01;
+            b
+        }),
+        ("a flipped posting byte", {
+            let mut b = good.clone();
+            let last = b.len() - 3;
+            b[last] ^= 0x01;
+            b
+        }),
+    ];
+    for (what, bytes) in damages {
+        std::fs::write(&base, &bytes).unwrap();
+        let mut retriever = Retriever::open(root).unwrap();
+        let hits = retriever.search(&request).unwrap().hits;
+        assert_eq!(hits, expected, "{what}");
+        assert_eq!(persisted(root, &request), expected, "{what}, then reopened");
+    }
+
+    // a damaged delta is dropped: the files are checked all the same
+    std::fs::write(
+        root.join("new.md"),
+        lesson("new", "Cache the cargo registry", ""),
+    )
+    .unwrap();
+    let with_new = fresh(root, &request);
+    assert_eq!(persisted(root, &request), with_new);
+    assert!(state(root, "retrieve.delta").exists());
+    std::fs::write(state(root, "retrieve.delta"), b"junk").unwrap();
+    assert_eq!(persisted(root, &request), with_new);
+
+    // a bank that cannot be written is searched all the same
+    std::fs::remove_dir_all(root.join(".lesson")).unwrap();
+    std::fs::write(root.join(".lesson"), "a file where the directory should be").unwrap();
+    let mut retriever = Retriever::open(root).unwrap();
+    assert!(!retriever.last_refresh().persisted);
+    assert_eq!(retriever.search(&request).unwrap().hits, with_new);
+}
+
+#[test]
+fn readers_never_see_a_torn_index_while_a_writer_patches_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().to_path_buf();
+    copy_fixture(&root);
+    Retriever::open(&root).unwrap();
+    let request = Request::new("squash the feature branch")
+        .tag("git")
+        .now(now());
+    std::thread::scope(|scope| {
+        let writer = scope.spawn(|| {
+            let mut retriever = Retriever::open(&root).unwrap();
+            for i in 0..12 {
+                let title = format!("Squash variant {i} of the feature branch");
+                std::fs::write(
+                    root.join(format!("variant-{}.md", i % 4)),
+                    lesson(&format!("variant-{}", i % 4), &title, "  tags: [git]\n"),
+                )
+                .unwrap();
+                retriever.refresh().unwrap();
+                if i % 5 == 4 {
+                    retriever.compact().unwrap();
+                }
+            }
+        });
+        let readers: Vec<_> = (0..2)
+            .map(|_| {
+                scope.spawn(|| {
+                    for _ in 0..12 {
+                        let mut r = Retriever::open(&root).expect("open never fails");
+                        let hits = r.search(&request).expect("search never fails").hits;
+                        assert!(slugs(&hits).contains(&"squash-merge-feature-branches"));
+                    }
+                })
+            })
+            .collect();
+        writer.join().unwrap();
+        for r in readers {
+            r.join().unwrap();
+        }
+    });
+    for r in requests() {
+        assert_eq!(persisted(&root, &r), fresh(&root, &r), "{r:?}");
+    }
+}
+
+// --- the property ----------------------------------------------------------------------------
+
+/// What happens to the bank, or to the process searching it.
+#[derive(Debug, Clone)]
+enum Op {
+    /// Write file `slot` with variant `variant`; `settled`: an mtime in the past (trusted by
+    /// stat next time), else now (re-hashed until it is two seconds old).
+    Write {
+        slot: usize,
+        variant: usize,
+        settled: bool,
+    },
+    Delete(usize),
+    Rename(usize, usize),
+    /// A new mtime, the same content.
+    Touch(usize),
+    /// Check the files again in the same process.
+    Refresh,
+    /// A new process: open the persisted index.
+    Reopen,
+    /// Fold the delta into a new base.
+    Compact,
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        4 => (0..6usize, 0..8usize, any::<bool>())
+            .prop_map(|(slot, variant, settled)| Op::Write { slot, variant, settled }),
+        1 => (0..6usize).prop_map(Op::Delete),
+        1 => (0..6usize, 0..6usize).prop_map(|(a, b)| Op::Rename(a, b)),
+        1 => (0..6usize).prop_map(Op::Touch),
+        2 => Just(Op::Refresh),
+        1 => Just(Op::Reopen),
+        1 => Just(Op::Compact),
+    ]
+}
+
+fn slot_path(root: &Path, slot: usize) -> PathBuf {
+    if slot % 3 == 2 {
+        root.join("sub").join(format!("lesson-{slot}.md"))
+    } else {
+        root.join(format!("lesson-{slot}.md"))
+    }
+}
+
+/// Lesson texts that move every part of the index: words, tags, targets, supersession,
+/// expiry, counts, and a file that is no lesson at all.
+fn variant(slot: usize, variant: usize) -> String {
+    let slug = format!("lesson-{slot}");
+    let title = ["alpha beta", "beta gamma", "gamma delta", "lesson zero"][variant % 4];
+    let title = format!("{title} {}", ["one", "two", "three", "four"][slot % 4]);
+    match variant {
+        0 | 1 => lesson(&slug, &title, ""),
+        2 => lesson(&slug, &title, "  tags: [alpha, ci]\n"),
+        3 => lesson(&slug, &title, "  targets:\n    - role: reviewer\n"),
+        4 => lesson(&slug, &title, "").replace(
+            "outcome: success\n",
+            "outcome: failure\nsupersedes: [lesson-0, lesson-1]\nsuccess_count: 1\nfailure_count: 4\n",
+        ),
+        5 => lesson(&slug, &title, "").replace(
+            "outcome: success\n",
+            "outcome: success\nexpires_at: 2026-01-01T00:00:00Z\nconfidence: 0.9\n",
+        ),
+        6 => format!("# {title}\n\nNo frontmatter: not a lesson.\n"),
+        _ => lesson(&slug, &format!("{title} {title}"), "  tags: [beta]\n"),
+    }
+}
+
+fn apply(root: &Path, op: &Op, tick: u64, retriever: &mut Retriever) {
+    let past = |t: u64| days_before_now(10.0) + Duration::from_secs(t);
+    match *op {
+        Op::Write {
+            slot,
+            variant: v,
+            settled,
+        } => {
+            let path = slot_path(root, slot);
+            std::fs::write(&path, variant(slot, v)).unwrap();
+            if settled {
+                set_mtime(&path, past(tick));
+            }
+        }
+        Op::Delete(slot) => {
+            let _ = std::fs::remove_file(slot_path(root, slot));
+        }
+        Op::Rename(a, b) => {
+            let _ = std::fs::rename(slot_path(root, a), slot_path(root, b));
+        }
+        Op::Touch(slot) => {
+            let path = slot_path(root, slot);
+            if path.exists() {
+                set_mtime(&path, past(tick));
+            }
+        }
+        Op::Refresh => {
+            retriever.refresh().unwrap();
+        }
+        Op::Reopen => *retriever = Retriever::open(root).unwrap(),
+        Op::Compact => {
+            retriever.compact().unwrap();
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(24))]
+
+    #[test]
+    fn patched_index_answers_as_a_fresh_build(ops in proptest::collection::vec(op(), 1..14)) {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path();
+        std::fs::write(root.join("lesson.toml"), "").unwrap();
+        std::fs::create_dir(root.join("sub")).unwrap();
+        for slot in 0..4 {
+            std::fs::write(slot_path(root, slot), variant(slot, slot)).unwrap();
+            set_mtime(&slot_path(root, slot), days_before_now(20.0));
+        }
+        let mut retriever = Retriever::open(root).unwrap();
+        for (tick, op) in ops.iter().enumerate() {
+            apply(root, op, tick as u64 + 1, &mut retriever);
+            if matches!(op, Op::Refresh | Op::Reopen | Op::Compact) {
+                for r in requests() {
+                    let patched = retriever.search(&r).unwrap().hits;
+                    prop_assert_eq!(&patched, &fresh(root, &r), "after {:?}: {:?}", op, r);
+                }
+            }
+        }
+        retriever.refresh().unwrap();
+        for r in requests() {
+            prop_assert_eq!(retriever.search(&r).unwrap().hits, fresh(root, &r), "{:?}", r);
+            prop_assert_eq!(persisted(root, &r), fresh(root, &r), "reopened: {:?}", r);
+        }
+    }
+}
