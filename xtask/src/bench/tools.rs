@@ -142,7 +142,17 @@ pub fn search_command(lesson: &Path, bank: &Path, query: &str, k: usize) -> Comm
     cmd.arg("search")
         .arg("--dir")
         .arg(bank)
-        .args(["-k", &k.to_string(), "--format", "json", "--", query])
+        // the token budget is the prompt's concern: a ranking comparison wants all k hits
+        .args([
+            "-k",
+            &k.to_string(),
+            "--budget",
+            "1000000",
+            "--format",
+            "json",
+            "--",
+            query,
+        ])
         .env_remove("LESSON_DIR");
     cmd
 }
