@@ -278,7 +278,8 @@ fn read(path: &Path, overlay: &Overlay, limit: u64) -> (Source, Option<ReadProbl
     }
 }
 
-fn exclude_set(config: &Config) -> Result<GlobSet, BankError> {
+/// The compiled `[lint] exclude` globs of a configuration.
+pub fn exclude_set(config: &Config) -> Result<GlobSet, BankError> {
     let mut builder = GlobSetBuilder::new();
     for glob in &config.lint.exclude {
         let g = Glob::new(glob).map_err(|e| BankError::Exclude {

@@ -27,7 +27,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::SystemTime;
 
-use globset::{Glob, GlobSet, GlobSetBuilder};
+use globset::GlobSet;
 use rayon::prelude::*;
 
 use crate::bank::{Bank, BankError};
@@ -101,7 +101,7 @@ impl Retriever {
             return Err(BankError::NotFound(root.display().to_string()).into());
         }
         let config = Config::load(root).map_err(BankError::from)?;
-        let exclude = exclude_set(&config)?;
+        let exclude = crate::bank::exclude_set(&config)?;
         let config_hash = config_hash(&config);
         let (index, why) = match load(root, config_hash) {
             Ok(index) => (index, None),
@@ -694,21 +694,6 @@ pub fn config_hash(config: &Config) -> u64 {
         key.push('\n');
     }
     super::text::fnv1a(key.as_bytes())
-}
-
-fn exclude_set(config: &Config) -> Result<GlobSet, BankError> {
-    let mut builder = GlobSetBuilder::new();
-    for glob in &config.lint.exclude {
-        let g = Glob::new(glob).map_err(|e| BankError::Exclude {
-            glob: glob.clone(),
-            message: e.kind().to_string(),
-        })?;
-        builder.add(g);
-    }
-    builder.build().map_err(|e| BankError::Exclude {
-        glob: String::new(),
-        message: e.to_string(),
-    })
 }
 
 /// Records of a loaded bank's documents (stat taken now), for an in-memory index.
