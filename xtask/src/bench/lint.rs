@@ -383,18 +383,7 @@ fn to_json(machine: &Machine, programs: &Programs, runs: usize, results: &[SizeR
                 .tools
                 .iter()
                 .map(|t| {
-                    let samples = t
-                        .samples
-                        .iter()
-                        .map(|s| {
-                            Json::Obj(vec![
-                                ("wall_s", dur(s.wall)),
-                                ("user_s", dur(s.user)),
-                                ("sys_s", dur(s.sys)),
-                                ("max_rss_kib", Json::Int(s.max_rss_kib)),
-                            ])
-                        })
-                        .collect();
+                    let samples = t.samples.iter().map(|s| s.to_json()).collect();
                     let mut fields = vec![
                         ("name", Json::str(t.tool.name)),
                         ("command", Json::str(&t.tool.shown)),

@@ -23,6 +23,19 @@ pub struct Sample {
     pub max_rss_kib: u64,
 }
 
+impl Sample {
+    /// The sample as it is written to the bench's JSON results.
+    pub fn to_json(self) -> super::json::Json {
+        use super::json::Json;
+        Json::Obj(vec![
+            ("wall_s", Json::Num(self.wall.as_secs_f64())),
+            ("user_s", Json::Num(self.user.as_secs_f64())),
+            ("sys_s", Json::Num(self.sys.as_secs_f64())),
+            ("max_rss_kib", Json::Int(self.max_rss_kib)),
+        ])
+    }
+}
+
 /// Where a run's output goes: files, not /dev/null, so that no tool can take a shortcut for a
 /// discarded output and the output can be checked afterwards.
 pub struct Output {

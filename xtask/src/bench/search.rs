@@ -737,18 +737,7 @@ fn stats_json(m: &Measured) -> Json {
     let Some(st) = m.stats() else {
         return Json::Null;
     };
-    let samples = m
-        .samples
-        .iter()
-        .map(|s| {
-            Json::Obj(vec![
-                ("wall_s", dur(s.wall)),
-                ("user_s", dur(s.user)),
-                ("sys_s", dur(s.sys)),
-                ("max_rss_kib", Json::Int(s.max_rss_kib)),
-            ])
-        })
-        .collect();
+    let samples = m.samples.iter().map(|s| s.to_json()).collect();
     Json::Obj(vec![
         ("best_s", dur(st.best)),
         ("median_s", dur(st.median)),
