@@ -866,7 +866,10 @@ mod tests {
         let args: Vec<_> = l.command.get_args().collect();
         assert_eq!(
             args,
-            ["search", "--dir", "/bank", "-k", "10", "--format", "json", "--", "-x"]
+            [
+                "search", "--dir", "/bank", "-k", "10", "--budget", "1000000", "--format", "json",
+                "--", "-x"
+            ]
         );
         assert!(build_cmd(&p, &at, Tool::Fts5, "q").is_some());
         let b = build_cmd(&p, &at, Tool::Lesson, "q").unwrap();
