@@ -202,7 +202,7 @@ pub struct BankLock {
 }
 
 impl BankLock {
-    /// Open `.lesson/lock` (creating `.lesson/` and a `.gitignore` for it on first use).
+    /// Open `.lesson/lock`, creating `.lesson/` on first use (`lesson init` git-ignores it).
     pub fn open(bank: &Path) -> Result<BankLock, EditError> {
         let dir = bank.join(STATE_DIR);
         std::fs::create_dir_all(&dir).map_err(io(&dir))?;
