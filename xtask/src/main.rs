@@ -64,26 +64,11 @@ fn parse_bench(args: &[String]) -> anyhow::Result<bench::Options> {
     let mut targets = Vec::new();
     let mut args = args.iter();
     while let Some(arg) = args.next() {
-        let (flag, inline) = match arg.split_once('=') {
-            Some((flag, value)) if flag.starts_with("--") => (flag, Some(value.to_string())),
-            _ => (arg.as_str(), None),
-        };
-        let mut value = || {
-            inline
-                .clone()
-                .or_else(|| args.next().cloned())
-                .with_context(|| format!("{flag} needs a value\n\n{USAGE}"))
-        };
+        let (flag, inline) = split_flag(arg);
+        let mut value = || flag_value(flag, inline, &mut args);
         match flag {
             "--sizes" => options.sizes = parse_sizes(&value()?)?,
-            "--runs" => {
-                let v = value()?;
-                options.runs = v
-                    .parse()
-                    .ok()
-                    .filter(|&n| n > 0)
-                    .with_context(|| format!("--runs {v}: expected a positive integer"))?;
-            }
+            "--runs" => options.runs = positive(flag, &value()?)?,
             "-h" | "--help" => {
                 println!("{USAGE}");
                 std::process::exit(0);
@@ -108,25 +93,10 @@ fn parse_eval(args: &[String]) -> anyhow::Result<eval::Options> {
     let mut split = None;
     let mut args = args.iter();
     while let Some(arg) = args.next() {
-        let (flag, inline) = match arg.split_once('=') {
-            Some((flag, value)) if flag.starts_with("--") => (flag, Some(value.to_string())),
-            _ => (arg.as_str(), None),
-        };
-        let mut value = || {
-            inline
-                .clone()
-                .or_else(|| args.next().cloned())
-                .with_context(|| format!("{flag} needs a value\n\n{USAGE}"))
-        };
+        let (flag, inline) = split_flag(arg);
+        let mut value = || flag_value(flag, inline, &mut args);
         match flag {
-            "--k" | "-k" => {
-                let v = value()?;
-                k = v
-                    .parse()
-                    .ok()
-                    .filter(|&n| n > 0)
-                    .with_context(|| format!("--k {v}: expected a positive integer"))?;
-            }
+            "--k" | "-k" => k = positive(flag, &value()?)?,
             "--split" => split = Some(value()?),
             "-h" | "--help" => {
                 println!("{USAGE}");
@@ -139,6 +109,34 @@ fn parse_eval(args: &[String]) -> anyhow::Result<eval::Options> {
     }
     let dir = dir.with_context(|| format!("eval-retrieval needs a directory\n\n{USAGE}"))?;
     Ok(eval::Options { dir, k, split })
+}
+
+/// `--flag=value` as (`--flag`, `Some("value")`); any other argument as (itself, `None`).
+fn split_flag(arg: &str) -> (&str, Option<&str>) {
+    match arg.split_once('=') {
+        Some((flag, value)) if flag.starts_with("--") => (flag, Some(value)),
+        _ => (arg, None),
+    }
+}
+
+/// A flag's value: written inline after `=`, else the next argument.
+fn flag_value<'a>(
+    flag: &str,
+    inline: Option<&str>,
+    rest: &mut impl Iterator<Item = &'a String>,
+) -> anyhow::Result<String> {
+    inline
+        .map(str::to_string)
+        .or_else(|| rest.next().cloned())
+        .with_context(|| format!("{flag} needs a value\n\n{USAGE}"))
+}
+
+/// A flag's value that must be a positive integer.
+fn positive(flag: &str, v: &str) -> anyhow::Result<usize> {
+    v.parse()
+        .ok()
+        .filter(|&n| n > 0)
+        .with_context(|| format!("{flag} {v}: expected a positive integer"))
 }
 
 /// `10000,100000` (underscores allowed, `k` for thousands).

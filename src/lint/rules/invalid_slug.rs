@@ -1,6 +1,6 @@
 //! `invalid-slug` (S006).
 
-use super::schema_walk::{excerpt, slug_suggestion, Frontmatter, SLUG_HELP};
+use super::schema_walk::{excerpt, slug_help, Frontmatter};
 use crate::declare_rule;
 use crate::diagnostic::Diagnostic;
 use crate::lesson::slug_problem;
@@ -44,10 +44,7 @@ fn check(ctx: &FileContext<'_>, out: &mut Vec<Diagnostic>) {
     let Some(problem) = slug_problem(slug) else {
         return;
     };
-    let help = match slug_suggestion(slug) {
-        Some(better) => format!("{SLUG_HELP}, e.g. `{better}`"),
-        None => SLUG_HELP.to_string(),
-    };
+    let help = slug_help(slug);
     out.push(
         Diagnostic::new(
             &RULE,

@@ -434,6 +434,14 @@ pub fn slug_suggestion(s: &str) -> Option<String> {
 pub const SLUG_HELP: &str =
     "a slug is 2 to 80 lowercase letters, digits and `-`, starting with a letter and not ending with `-`";
 
+/// The help for an invalid slug: the rule, and a valid spelling when there is an obvious one.
+pub fn slug_help(slug: &str) -> String {
+    match slug_suggestion(slug) {
+        Some(better) => format!("{SLUG_HELP}, e.g. `{better}`"),
+        None => SLUG_HELP.to_string(),
+    }
+}
+
 /// Why `tag` does not match `^[a-z][a-z0-9-]*$`, or `None` when it does.
 pub fn tag_problem(tag: &str) -> Option<String> {
     let Some(first) = tag.chars().next() else {
