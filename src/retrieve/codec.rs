@@ -1,6 +1,6 @@
-//! Bytes in and out: little-endian integers, LEB128 varints, length-prefixed strings, and a
-//! checksum. Every read is bounds-checked and fails with [`Corrupt`] instead of panicking, so a
-//! damaged index file is rebuilt, never fatal.
+//! Bytes in and out: little-endian integers, LEB128 varints, length-prefixed strings, posting
+//! lists (bit-packed blocks) and a checksum. Every read is bounds-checked and fails with
+//! [`Corrupt`] instead of panicking, so a damaged index file is rebuilt, never fatal.
 
 /// The bytes do not decode: the index file is damaged or from another program.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -163,61 +163,500 @@ impl<'a> Reader<'a> {
     }
 }
 
-/// Append the doc ids of a sorted list as deltas (the first from 0) in varints.
-pub fn encode_postings(ids: &[u32], out: &mut Vec<u8>) {
-    let mut w = Writer {
-        buf: std::mem::take(out),
-    };
-    let mut prev = 0u32;
-    for (i, &id) in ids.iter().enumerate() {
-        let delta = if i == 0 { id } else { id - prev };
-        w.varint(u64::from(delta));
-        prev = id;
-    }
-    *out = w.buf;
+// --- posting lists ----------------------------------------------------------------------------
+//
+// A posting list is a term's docs in ascending id order, each with the term's count in every
+// field (title, description, tags, body), in blocks of [`BLOCK`] postings (the last one
+// shorter). A block:
+//
+// ```text
+// varint    the first id (after the previous block's last id + 1; the first block: from 0)
+// ids       (blocks of two postings or more) a mode byte, then either
+//             w ≤ 32: the other ids as gaps − 1, bit-packed w bits each, or
+//             0xFF:   varint span (last id − first id), then a bitmap of span bits: bit k set
+//                     when first id + 1 + k is in the block (dense lists cost a bit a doc)
+// body      a width byte, then every posting's body count, bit-packed
+// others    0 when no posting of the block occurs in the title, description or tags; else 1,
+//           the three widths (a byte each), a bitmap of the postings that do (a bit each),
+//           then their title counts, description counts and tags counts, each bit-packed
+// ```
+//
+// Bit-packed values are little-endian, least significant bit first, each array starting on a
+// byte. Most postings of a bank's common terms are in the body only, and dense: their ids cost
+// a bit or two, their counts two or three.
+
+/// Postings per block.
+pub const BLOCK: usize = 128;
+
+/// A term's counts in one doc, per field: title, description, tags, body.
+pub type Tf = [u32; 4];
+
+/// The body's slot in a [`Tf`].
+pub const BODY: usize = 3;
+
+/// The bits needed for `v`.
+fn width(v: u32) -> u8 {
+    (32 - v.leading_zeros()) as u8
 }
 
-/// Decode `count` doc ids written by [`encode_postings`], calling `f` on each.
-pub fn decode_postings(bytes: &[u8], count: usize, mut f: impl FnMut(u32)) -> Result<(), Corrupt> {
-    let mut r = Reader::new(bytes);
-    let mut id: u64 = 0;
-    for i in 0..count {
-        let delta = r.varint()?;
-        id = if i == 0 { delta } else { id + delta };
-        if id > u64::from(u32::MAX) {
-            return Err(Corrupt("doc id out of range"));
+/// Append `values`, `w` bits each, starting on a byte.
+fn pack(out: &mut Vec<u8>, values: impl Iterator<Item = u32>, w: u8) {
+    if w == 0 {
+        return;
+    }
+    let mut acc: u64 = 0;
+    let mut bits = 0u32;
+    for v in values {
+        acc |= u64::from(v) << bits;
+        bits += u32::from(w);
+        while bits >= 8 {
+            out.push(acc as u8);
+            acc >>= 8;
+            bits -= 8;
         }
-        f(id as u32);
+    }
+    if bits > 0 {
+        out.push(acc as u8);
+    }
+}
+
+/// Read `out.len()` values of `w` bits at `*pos`, advancing it.
+#[inline]
+fn unpack(bytes: &[u8], pos: &mut usize, w: u8, out: &mut [u32]) -> Result<(), Corrupt> {
+    if w > 32 {
+        return Err(Corrupt("bit width"));
+    }
+    let len = (out.len() * usize::from(w)).div_ceil(8);
+    let end = pos.checked_add(len).ok_or(Corrupt("truncated"))?;
+    let src = bytes.get(*pos..end).ok_or(Corrupt("truncated"))?;
+    // what follows the values, for whole-word loads
+    let rest = &bytes[*pos..];
+    *pos = end;
+    if w == 0 {
+        out.fill(0);
+        return Ok(());
+    }
+    let mask = (1u64 << w) - 1;
+    let mut done = 0;
+    if w <= 8 {
+        // eight values fill `w` bytes: one load, eight shifts
+        let wb = usize::from(w);
+        for (g, chunk) in out.chunks_exact_mut(8).enumerate() {
+            let at = g * wb;
+            let mut a = [0u8; 8];
+            match rest.get(at..at + 8) {
+                Some(word) => a.copy_from_slice(word),
+                None => a[..wb].copy_from_slice(&src[at..at + wb]),
+            }
+            let word = u64::from_le_bytes(a);
+            for (j, o) in chunk.iter_mut().enumerate() {
+                *o = ((word >> (j * wb)) & mask) as u32;
+            }
+            done += 8;
+        }
+    }
+    let w = u32::from(w);
+    let mut acc: u64 = 0;
+    let mut bits = 0u32;
+    let mut next = src[done * w as usize / 8..].iter();
+    for o in out[done..].iter_mut() {
+        while bits < w {
+            // `len` bytes hold every value: the iterator never runs dry
+            acc |= u64::from(*next.next().unwrap_or(&0)) << bits;
+            bits += 8;
+        }
+        *o = (acc & mask) as u32;
+        acc >>= w;
+        bits -= w;
     }
     Ok(())
 }
 
-/// A fast 64-bit checksum of `bytes` (four lanes of multiply-rotate over 8-byte words).
-/// It detects truncation and damage; it is not a cryptographic hash.
-pub fn checksum(bytes: &[u8]) -> u64 {
-    const K: [u64; 4] = [
-        0x9E37_79B9_7F4A_7C15,
-        0xC2B2_AE3D_27D4_EB4F,
-        0x1656_67B1_9E37_79F9,
-        0x27D4_EB2F_1656_67C5,
-    ];
-    let mut lanes = K;
-    let mut chunks = bytes.chunks_exact(32);
-    for chunk in &mut chunks {
-        for (i, lane) in lanes.iter_mut().enumerate() {
-            let mut w = [0u8; 8];
-            w.copy_from_slice(&chunk[i * 8..i * 8 + 8]);
-            let v = u64::from_le_bytes(w);
-            *lane = (*lane ^ v).wrapping_mul(K[i]).rotate_left(31);
+fn byte_at(bytes: &[u8], pos: &mut usize) -> Result<u8, Corrupt> {
+    let b = *bytes.get(*pos).ok_or(Corrupt("truncated"))?;
+    *pos += 1;
+    Ok(b)
+}
+
+/// A LEB128 varint at `*pos`, advancing it.
+#[inline]
+pub fn varint_at(bytes: &[u8], pos: &mut usize) -> Result<u64, Corrupt> {
+    let first = byte_at(bytes, pos)?;
+    if first < 0x80 {
+        return Ok(u64::from(first));
+    }
+    let mut v = u64::from(first & 0x7f);
+    let mut shift = 7;
+    loop {
+        let b = byte_at(bytes, pos)?;
+        if shift > 63 || (shift == 63 && b > 1) {
+            return Err(Corrupt("varint overflow"));
+        }
+        v |= u64::from(b & 0x7f) << shift;
+        if b & 0x80 == 0 {
+            return Ok(v);
+        }
+        shift += 7;
+    }
+}
+
+/// A posting list being written: postings arrive in ascending id order and are encoded a
+/// block at a time.
+#[derive(Debug, Default, Clone)]
+pub struct ListWriter {
+    bytes: Vec<u8>,
+    ids: Vec<u32>,
+    tfs: Vec<Tf>,
+    last: Option<u32>,
+    count: u32,
+}
+
+impl ListWriter {
+    /// Add a posting (`id` above every id before).
+    pub fn push(&mut self, id: u32, tf: &Tf) {
+        debug_assert!(self
+            .ids
+            .last()
+            .or(self.last.as_ref())
+            .is_none_or(|&l| l < id));
+        self.ids.push(id);
+        self.tfs.push(*tf);
+        self.count += 1;
+        if self.ids.len() == BLOCK {
+            self.flush();
         }
     }
-    let mut h = lanes[0] ^ lanes[1].rotate_left(17) ^ lanes[2].rotate_left(29) ^ lanes[3];
-    for &b in chunks.remainder() {
-        h = (h ^ u64::from(b)).wrapping_mul(K[0]).rotate_left(23);
+
+    /// Postings so far.
+    pub fn count(&self) -> u32 {
+        self.count
     }
-    h ^= bytes.len() as u64;
-    h = (h ^ (h >> 33)).wrapping_mul(K[1]);
-    h ^ (h >> 29)
+
+    fn flush(&mut self) {
+        if self.ids.is_empty() {
+            return;
+        }
+        encode_block(&mut self.bytes, self.last, &self.ids, &self.tfs);
+        self.last = self.ids.last().copied();
+        self.ids.clear();
+        self.tfs.clear();
+    }
+
+    /// The count and bytes of the list.
+    pub fn finish(mut self) -> (u32, Vec<u8>) {
+        self.flush();
+        (self.count, self.bytes)
+    }
+}
+
+fn encode_block(out: &mut Vec<u8>, prev: Option<u32>, ids: &[u32], tfs: &[Tf]) {
+    let n = ids.len();
+    let first = ids[0];
+    let gap = match prev {
+        None => first,
+        Some(p) => first - p - 1,
+    };
+    let mut w = Writer {
+        buf: std::mem::take(out),
+    };
+    w.varint(u64::from(gap));
+    if n > 1 {
+        let gaps = ids.windows(2).map(|p| p[1] - p[0] - 1);
+        let wid = width(gaps.clone().max().unwrap_or(0));
+        let packed = ((n - 1) * usize::from(wid)).div_ceil(8);
+        let span = ids[n - 1] - first;
+        let bitmap = (span as usize).div_ceil(8);
+        if bitmap < packed {
+            w.u8(0xFF);
+            w.varint(u64::from(span));
+            let start = w.len();
+            w.buf.resize(start + bitmap, 0);
+            for &id in &ids[1..] {
+                let k = (id - first - 1) as usize;
+                w.buf[start + k / 8] |= 1 << (k % 8);
+            }
+        } else {
+            w.u8(wid);
+            pack(&mut w.buf, gaps, wid);
+        }
+    }
+    let body = tfs.iter().map(|t| t[BODY]);
+    let wb = width(body.clone().max().unwrap_or(0));
+    w.u8(wb);
+    pack(&mut w.buf, body, wb);
+    let others: Vec<usize> = (0..n).filter(|&i| tfs[i][..BODY] != [0; BODY]).collect();
+    if others.is_empty() {
+        w.u8(0);
+    } else {
+        w.u8(1);
+        let widths: [u8; BODY] =
+            std::array::from_fn(|f| width(others.iter().map(|&i| tfs[i][f]).max().unwrap_or(0)));
+        w.buf.extend_from_slice(&widths);
+        let start = w.len();
+        w.buf.resize(start + n.div_ceil(8), 0);
+        for &i in &others {
+            w.buf[start + i / 8] |= 1 << (i % 8);
+        }
+        for (f, &wf) in widths.iter().enumerate() {
+            pack(&mut w.buf, others.iter().map(|&i| tfs[i][f]), wf);
+        }
+    }
+    *out = w.buf;
+}
+
+/// One decoded block of a posting list.
+#[derive(Debug, Clone)]
+pub struct Block {
+    /// Postings in the block.
+    pub len: usize,
+    /// Doc ids, ascending.
+    pub ids: [u32; BLOCK],
+    /// Body counts.
+    pub body: [u32; BLOCK],
+    /// How many postings occur in the title, description or tags.
+    pub others: usize,
+    /// Which postings those are (their index in the block), ascending.
+    pub which: [u8; BLOCK],
+    /// Their title, description and tags counts, field-major.
+    pub other_tf: [[u32; BLOCK]; BODY],
+}
+
+impl Default for Block {
+    fn default() -> Block {
+        Block {
+            len: 0,
+            ids: [0; BLOCK],
+            body: [0; BLOCK],
+            others: 0,
+            which: [0; BLOCK],
+            other_tf: [[0; BLOCK]; BODY],
+        }
+    }
+}
+
+fn decode_block(
+    bytes: &[u8],
+    pos: &mut usize,
+    prev: Option<u32>,
+    n: usize,
+    b: &mut Block,
+) -> Result<(), Corrupt> {
+    let gap = varint_at(bytes, pos)?;
+    let first = match prev {
+        None => gap,
+        Some(p) => u64::from(p) + 1 + gap,
+    };
+    let first = u32::try_from(first).map_err(|_| Corrupt("doc id out of range"))?;
+    b.len = n;
+    b.ids[0] = first;
+    if n > 1 {
+        let mode = byte_at(bytes, pos)?;
+        if mode == 0xFF {
+            let span = varint_at(bytes, pos)?;
+            if span > u64::from(u32::MAX - first) {
+                return Err(Corrupt("doc id out of range"));
+            }
+            let len = (span as usize).div_ceil(8);
+            let end = pos.checked_add(len).ok_or(Corrupt("truncated"))?;
+            let map = bytes.get(*pos..end).ok_or(Corrupt("truncated"))?;
+            *pos = end;
+            let mut k = 1;
+            for (i, &byte) in map.iter().enumerate() {
+                let mut bits = byte;
+                while bits != 0 {
+                    let bit = bits.trailing_zeros();
+                    bits &= bits - 1;
+                    if k == n {
+                        return Err(Corrupt("bitmap block"));
+                    }
+                    b.ids[k] = first + 1 + (i as u32) * 8 + bit;
+                    k += 1;
+                }
+            }
+            if k != n || u64::from(b.ids[n - 1] - first) != span {
+                return Err(Corrupt("bitmap block"));
+            }
+        } else {
+            unpack(bytes, pos, mode, &mut b.ids[1..n])?;
+            let mut id = u64::from(first);
+            for slot in &mut b.ids[1..n] {
+                id += u64::from(*slot) + 1;
+                *slot = id as u32;
+            }
+            if id > u64::from(u32::MAX) {
+                return Err(Corrupt("doc id out of range"));
+            }
+        }
+    }
+    let wb = byte_at(bytes, pos)?;
+    unpack(bytes, pos, wb, &mut b.body[..n])?;
+    match byte_at(bytes, pos)? {
+        0 => b.others = 0,
+        1 => {
+            let widths = [
+                byte_at(bytes, pos)?,
+                byte_at(bytes, pos)?,
+                byte_at(bytes, pos)?,
+            ];
+            let len = n.div_ceil(8);
+            let end = pos.checked_add(len).ok_or(Corrupt("truncated"))?;
+            let map = bytes.get(*pos..end).ok_or(Corrupt("truncated"))?;
+            *pos = end;
+            if !n.is_multiple_of(8) && map[len - 1] >> (n % 8) != 0 {
+                return Err(Corrupt("field bitmap"));
+            }
+            let mut m = 0;
+            for (i, &byte) in map.iter().enumerate() {
+                let mut bits = byte;
+                while bits != 0 {
+                    b.which[m] = (i * 8) as u8 + bits.trailing_zeros() as u8;
+                    bits &= bits - 1;
+                    m += 1;
+                }
+            }
+            if m == 0 {
+                return Err(Corrupt("field bitmap"));
+            }
+            b.others = m;
+            for (f, &wf) in widths.iter().enumerate() {
+                unpack(bytes, pos, wf, &mut b.other_tf[f][..m])?;
+            }
+        }
+        _ => return Err(Corrupt("field mode")),
+    }
+    Ok(())
+}
+
+/// Decode a posting list of `count` postings a block at a time, calling `f` on each block.
+/// Fails on anything but exactly `count` well-formed postings filling `bytes`.
+pub fn for_each_block(
+    bytes: &[u8],
+    count: usize,
+    block: &mut Block,
+    mut f: impl FnMut(&Block),
+) -> Result<(), Corrupt> {
+    let mut pos = 0;
+    let mut left = count;
+    let mut prev = None;
+    while left > 0 {
+        let n = left.min(BLOCK);
+        decode_block(bytes, &mut pos, prev, n, block)?;
+        prev = Some(block.ids[n - 1]);
+        left -= n;
+        f(block);
+    }
+    if pos != bytes.len() {
+        return Err(Corrupt("posting list length"));
+    }
+    Ok(())
+}
+
+/// Decode a posting list, calling `f(doc id, counts)` on each posting.
+pub fn for_each_posting(
+    bytes: &[u8],
+    count: usize,
+    mut f: impl FnMut(u32, &Tf),
+) -> Result<(), Corrupt> {
+    let mut block = Box::<Block>::default();
+    for_each_block(bytes, count, &mut block, |b| {
+        let mut j = 0;
+        for i in 0..b.len {
+            let mut tf = [0, 0, 0, b.body[i]];
+            if j < b.others && usize::from(b.which[j]) == i {
+                for (f, t) in tf[..BODY].iter_mut().enumerate() {
+                    *t = b.other_tf[f][j];
+                }
+                j += 1;
+            }
+            f(b.ids[i], &tf);
+        }
+    })
+}
+
+const KEY: [u64; 8] = [
+    0xbe4b_a423_396c_feb8,
+    0x1cad_21f7_2c81_017c,
+    0xdb97_9083_e96d_d4de,
+    0x1f67_b3b7_a4a4_4072,
+    0x78e5_c0cc_4ee6_79cb,
+    0x2172_ffcc_7dd0_5a82,
+    0x8e24_4380_2be0_d6ec,
+    0x1c96_9a56_f6ad_5e3b,
+];
+
+/// A fast 64-bit checksum of `bytes`. It detects truncation and damage; it is not a
+/// cryptographic hash.
+///
+/// The shape of XXH3's long-input loop: eight 64-bit lanes, each adding a 64-byte stripe's
+/// word and the product of its keyed halves (32 × 32 → 64 bits multiplies, which vector units
+/// do several at a time), the lanes scrambled every 1 KiB; then the lanes folded, the tail
+/// mixed in a word at a time, and the length.
+pub fn checksum(bytes: &[u8]) -> u64 {
+    const P32: u64 = 0x9E37_79B1;
+    const P64: [u64; 2] = [0x9E37_79B1_85EB_CA87, 0xC2B2_AE3D_27D4_EB4F];
+    let mut acc: [u64; 8] = [
+        0xC2B2_AE3D,
+        P64[0],
+        P64[1],
+        0x1656_67B1_9E37_79F9,
+        0x85EB_CA77_C2B2_AE63,
+        0x85EB_CA77,
+        0x27D4_EB2F_1656_67C5,
+        P32,
+    ];
+    let mut blocks = bytes.chunks_exact(1024);
+    // each lane adds its neighbour's word and the product of its own keyed halves
+    #[inline(always)]
+    fn stripe(acc: &mut [u64; 8], s: &[u8]) {
+        let s: &[u8; 64] = s.try_into().expect("a 64-byte stripe");
+        let mut v = [0u64; 8];
+        for (i, v) in v.iter_mut().enumerate() {
+            *v = u64::from_le_bytes(s[i * 8..i * 8 + 8].try_into().expect("8 bytes"));
+        }
+        let mut swapped = [0u64; 8];
+        for (i, w) in swapped.iter_mut().enumerate() {
+            *w = v[i ^ 1];
+        }
+        for i in 0..8 {
+            let k = v[i] ^ KEY[i];
+            acc[i] = acc[i]
+                .wrapping_add(swapped[i])
+                .wrapping_add((k & 0xffff_ffff).wrapping_mul(k >> 32));
+        }
+    }
+    for block in &mut blocks {
+        for s in block.chunks_exact(64) {
+            stripe(&mut acc, s);
+        }
+        for (a, k) in acc.iter_mut().zip(KEY) {
+            *a = (*a ^ (*a >> 47) ^ k).wrapping_mul(P32);
+        }
+    }
+    let rest = blocks.remainder();
+    let mut stripes = rest.chunks_exact(64);
+    for s in &mut stripes {
+        stripe(&mut acc, s);
+    }
+    let fold = |a: u64, b: u64| {
+        let p = u128::from(a).wrapping_mul(u128::from(b));
+        (p as u64) ^ ((p >> 64) as u64)
+    };
+    let mut h = (bytes.len() as u64).wrapping_mul(P64[0]);
+    for i in 0..4 {
+        h = h.wrapping_add(fold(
+            acc[2 * i] ^ KEY[2 * i],
+            acc[2 * i + 1] ^ KEY[2 * i + 1],
+        ));
+    }
+    let mut words = stripes.remainder().chunks(8);
+    for w in &mut words {
+        let mut a = [0u8; 8];
+        a[..w.len()].copy_from_slice(w);
+        h = fold(h ^ u64::from_le_bytes(a), P64[1] ^ w.len() as u64).wrapping_add(P64[0]);
+    }
+    h ^= h >> 37;
+    h = h.wrapping_mul(0x1656_6791_9E37_79F9);
+    h ^ (h >> 32)
 }
 
 #[cfg(test)]
@@ -248,27 +687,95 @@ mod tests {
         assert!(Reader::new(&[2, 0xff, 0xfe]).str().is_err());
     }
 
-    #[test]
-    fn postings_round_trip() {
-        let ids = [3u32, 4, 200, 70_000, u32::MAX];
-        let mut buf = Vec::new();
-        encode_postings(&ids, &mut buf);
+    fn encode(entries: &[(u32, Tf)]) -> (u32, Vec<u8>) {
+        let mut w = ListWriter::default();
+        for (id, tf) in entries {
+            w.push(*id, tf);
+        }
+        w.finish()
+    }
+
+    fn decode(count: u32, bytes: &[u8]) -> Result<Vec<(u32, Tf)>, Corrupt> {
         let mut out = Vec::new();
-        decode_postings(&buf, ids.len(), |id| out.push(id)).unwrap();
-        assert_eq!(out, ids);
-        assert!(decode_postings(&buf[..buf.len() - 1], ids.len(), |_| {}).is_err());
+        for_each_posting(bytes, count as usize, |id, tf| out.push((id, *tf)))?;
+        Ok(out)
+    }
+
+    #[test]
+    fn posting_lists_round_trip_at_the_edges() {
+        let dense: Vec<(u32, Tf)> = (10..400).map(|i| (i, [0, 0, 0, 1])).collect();
+        let sparse: Vec<(u32, Tf)> = (0..300)
+            .map(|i| (i * 9_000 + i % 7, [i % 2, 0, i % 3, 900 * (i % 5)]))
+            .collect();
+        let lists: [Vec<(u32, Tf)>; 5] = [
+            vec![(0, [1, 0, 0, 2])],
+            vec![(u32::MAX, [0, 0, 0, 0])],
+            vec![
+                (5, [0, 3, 0, 0]),
+                (6, [0, 0, 1, 900]),
+                (u32::MAX, [2, 2, 2, 2]),
+            ],
+            dense,
+            sparse,
+        ];
+        for list in lists {
+            let (count, bytes) = encode(&list);
+            assert_eq!(count as usize, list.len());
+            assert_eq!(decode(count, &bytes).unwrap(), list);
+            assert!(decode(count, &bytes[..bytes.len() - 1]).is_err());
+            let mut longer = bytes.clone();
+            longer.push(0);
+            assert!(decode(count, &longer).is_err());
+        }
+    }
+
+    #[test]
+    fn dense_lists_cost_about_a_bit_a_doc() {
+        let list: Vec<(u32, Tf)> = (0..100_000u32)
+            .filter(|i| i % 3 != 0)
+            .map(|i| (i, [0, 0, 0, 1 + i % 2]))
+            .collect();
+        let (_, bytes) = encode(&list);
+        // a bitmap of ids (1.5 bits a posting) and body counts of 2 bits
+        assert!(bytes.len() * 8 < list.len() * 4, "{} bytes", bytes.len());
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn posting_lists_round_trip(
+            postings in proptest::collection::vec(
+                (0u32..70, 0u32..4, 0u32..3, 0u32..2, 0u32..9, proptest::bool::weighted(0.02)),
+                1..700,
+            )
+        ) {
+            let mut id = 0u32;
+            let mut list = Vec::new();
+            for (i, (gap, t, d, g, b, huge)) in postings.into_iter().enumerate() {
+                id += if i == 0 { gap } else { gap + 1 } + if huge { 1_000_000 } else { 0 };
+                let body = if huge { b * 100_000 } else { b };
+                list.push((id, [t, d, g, body]));
+            }
+            let (count, bytes) = encode(&list);
+            proptest::prop_assert_eq!(decode(count, &bytes).unwrap(), list);
+        }
     }
 
     #[test]
     fn checksum_sees_every_byte_and_the_length() {
-        let data: Vec<u8> = (0..1000u32).map(|i| (i * 7) as u8).collect();
+        // past a 1 KiB block, a stripe and a word, so that every part of the loop is covered
+        let data: Vec<u8> = (0..2500u32).map(|i| (i * 7 + i / 256) as u8).collect();
         let base = checksum(&data);
-        for i in [0, 31, 32, 500, 999] {
-            let mut d = data.clone();
-            d[i] ^= 1;
-            assert_ne!(checksum(&d), base, "byte {i}");
+        for i in 0..data.len() {
+            for bit in [0, 7] {
+                let mut d = data.clone();
+                d[i] ^= 1 << bit;
+                assert_ne!(checksum(&d), base, "byte {i} bit {bit}");
+            }
         }
-        assert_ne!(checksum(&data[..999]), base);
+        let mut lengths: Vec<u64> = (0..=data.len()).map(|n| checksum(&data[..n])).collect();
+        lengths.sort_unstable();
+        lengths.dedup();
+        assert_eq!(lengths.len(), data.len() + 1, "every length differs");
         assert_ne!(checksum(&[]), checksum(&[0]));
     }
 }

@@ -1,11 +1,13 @@
-//! What the index keeps about one file: its stat and hash (to notice changes), and for a lesson
-//! the fields retrieval ranks, gates and renders with. Building a record is the only place a
-//! lesson file is parsed; everything after reads records.
+//! What retrieval reads of one file: its stat and hash (to notice changes), and for a lesson
+//! the fields retrieval ranks, gates and renders with. A file is parsed into a record when it
+//! is indexed, and parsed again only when it is a hit (for what the hit shows).
+
+use std::path::Path;
 
 use crate::document::Document;
 use crate::lesson::{Lesson, Outcome};
+use crate::source::Source;
 
-use super::codec::{Corrupt, Reader, Writer};
 use super::text;
 
 /// How a file looked when it was read: what `stat` says (as git's index keeps it: size,
@@ -224,145 +226,11 @@ pub fn shorten(s: &str, max: usize) -> String {
     format!("{}…", cut.trim_end_matches([',', ';', ':', ' ']))
 }
 
-// --- encoding -------------------------------------------------------------------------------
-//
-// A record's strings, in order: path, then for a lesson slug, title, description, tags (count,
-// each), tag keys (count, each), gist, supersedes (count, each), targets (count, each a
-// presence byte and up to three globs). The body is not kept: its terms are in the posting
-// lists. Numbers live in the fixed-size doc table (`index::DocMeta`), so that a whole bank's
-// numbers load without touching the strings.
-
-/// Write a record's strings.
-pub fn encode_strings(r: &Record, w: &mut Writer) {
-    w.str(&r.path);
-    let Some(l) = &r.lesson else {
-        return;
-    };
-    w.str(&l.slug);
-    w.str(&l.title);
-    w.str(&l.description);
-    list(w, &l.tags);
-    list(w, &l.tag_keys());
-    w.str(&l.gist);
-    list(w, &l.supersedes);
-    w.varint(l.targets.len() as u64);
-    for t in &l.targets {
-        let globs = [&t.operator, &t.role, &t.skill];
-        let mut present = 0u8;
-        for (i, g) in globs.iter().enumerate() {
-            if g.is_some() {
-                present |= 1 << i;
-            }
-        }
-        w.u8(present);
-        for g in globs.into_iter().flatten() {
-            w.str(g);
-        }
-    }
-}
-
-fn list(w: &mut Writer, items: &[String]) {
-    w.varint(items.len() as u64);
-    for s in items {
-        w.str(s);
-    }
-}
-
-/// A lesson's strings, borrowed from the index bytes.
-#[derive(Debug, Clone)]
-pub struct LessonView<'a> {
-    /// The path relative to the bank root.
-    pub path: &'a str,
-    /// Slug.
-    pub slug: &'a str,
-    /// Title.
-    pub title: &'a str,
-    /// `trigger.description`.
-    pub description: &'a str,
-    /// Tags as written.
-    pub tags: Vec<&'a str>,
-    /// Tags in normal form, sorted.
-    pub tag_keys: Vec<&'a str>,
-    /// The gist.
-    pub gist: &'a str,
-    rest: Reader<'a>,
-}
-
-impl<'a> LessonView<'a> {
-    /// Decode the strings of a lesson record up to the gist; supersedes and targets on demand.
-    pub fn decode(bytes: &'a [u8]) -> Result<LessonView<'a>, Corrupt> {
-        let mut r = Reader::new(bytes);
-        let path = r.str()?;
-        let slug = r.str()?;
-        let title = r.str()?;
-        let description = r.str()?;
-        let tags = strs(&mut r)?;
-        let tag_keys = strs(&mut r)?;
-        let gist = r.str()?;
-        Ok(LessonView {
-            path,
-            slug,
-            title,
-            description,
-            tags,
-            tag_keys,
-            gist,
-            rest: r,
-        })
-    }
-
-    /// `supersedes`.
-    pub fn supersedes(&self) -> Result<Vec<&'a str>, Corrupt> {
-        strs(&mut self.rest.clone())
-    }
-
-    /// `trigger.targets`.
-    pub fn targets(&self) -> Result<Vec<TargetGlobs>, Corrupt> {
-        let mut r = self.rest.clone();
-        strs(&mut r)?;
-        let n = r.len()?;
-        let mut out = Vec::with_capacity(n.min(64));
-        for _ in 0..n {
-            let present = r.u8()?;
-            let mut get = |bit: u8| -> Result<Option<String>, Corrupt> {
-                Ok(if present & bit != 0 {
-                    Some(r.str()?.to_string())
-                } else {
-                    None
-                })
-            };
-            let operator = get(1)?;
-            let role = get(2)?;
-            let skill = get(4)?;
-            out.push(TargetGlobs {
-                operator,
-                role,
-                skill,
-            });
-        }
-        Ok(out)
-    }
-}
-
-/// Only the path of a record (lesson or not).
-pub fn decode_path(bytes: &[u8]) -> Result<&str, Corrupt> {
-    Reader::new(bytes).str()
-}
-
-/// Only the path and slug of a lesson record.
-pub fn decode_slug(bytes: &[u8]) -> Result<&str, Corrupt> {
-    let mut r = Reader::new(bytes);
-    r.str()?;
-    r.str()
-}
-
-fn strs<'a>(r: &mut Reader<'a>) -> Result<Vec<&'a str>, Corrupt> {
-    let n = r.len()?;
-    let mut out = Vec::with_capacity(n.min(64));
-    for _ in 0..n {
-        out.push(r.str()?);
-    }
-    Ok(out)
+/// The lesson in a file's bytes, parsed as a record's lesson is (`None` when it is no lesson).
+pub fn lesson_of_file(path: &Path, bytes: Vec<u8>) -> Option<LessonFields> {
+    let (source, problem) = Source::from_bytes(path.to_path_buf(), bytes);
+    let doc = Document::parse(source, problem);
+    doc.lesson.as_ref().map(|l| LessonFields::new(&doc, l))
 }
 
 #[cfg(test)]

@@ -4,55 +4,105 @@
 //! that patches it (new and changed files, the base docs they replace, and new stats for base
 //! docs whose file was touched but not changed). An index is a base plus at most one delta; a
 //! delta grows until [`super::store::merge_threshold`], then the two are merged into a new base
-//! by copying doc tables, records and posting lists: nothing is parsed or tokenised again. An
-//! in-memory build goes through the same bytes, so a fresh index and a persisted, patched one
-//! answer a request identically.
+//! from what the segments hold: nothing is parsed or tokenised again. An in-memory build goes
+//! through the same bytes, so a fresh index and a persisted, patched one answer a request
+//! identically.
 //!
-//! Segment layout (little-endian; offsets from the start of the file):
+//! The index keeps what ranking and the gates need, and what it takes to notice a change:
+//! each doc's path and stat, a lesson's numbers (confidence, counts, field lengths, expiry),
+//! its slug, tags, targets and `supersedes`, and the posting lists. What a hit shows (title,
+//! description, gist, tags as written) is read from the hit's file, whose hash the index
+//! knows, so it is not stored twice.
+//!
+//! Layout (little-endian; offsets from the start of the file):
 //!
 //! ```text
-//! header    128 bytes: magic "LESSONIX", format version u32, kind u32 (0 base, 1 delta),
-//!           index id u64 (a delta: the id of the base it patches), generation u64, config
-//!           hash u64, counts u32 × 4 (docs, terms, deleted, restat), section offsets u64 × 7
-//!           (deleted, restat, docs, dict, records, postings, end), 0u64, checksum u64 (of the
-//!           head: every byte before the postings but these 8)
-//! deleted   base doc ids, u32 each, ascending (a delta only)
-//! restat    base doc id u32, size u64, mtime i64, ctime i64, inode u64, hash u64, settled u8,
-//!           3 bytes padding
-//! docs      120 bytes each (DocMeta), sorted by path
-//! dict      32 bytes each, ascending by term: term u64, postings offset u64, docs u32,
-//!           bytes u32, checksum of the list u64
-//! records   per doc, its strings (record::encode_strings; the body is not kept)
-//! postings  per term, one entry per doc holding it, ascending by doc id:
-//!           varint(doc id − previous id, the first from 0), a byte of four 2-bit term counts
-//!           (title, description, tags, body; 3 means "3 or more": a varint of count − 3
-//!           follows, in field order)
+//! header     magic "LESSONIX", format version u32, kind u32 (0 base, 1 delta), index id u64
+//!            (a delta: the id of the base it patches), generation u64, config hash u64,
+//!            docs u32, terms u32, lessons u32, sections u32, field length totals u64 × 8,
+//!            then per section: offset u64, length u64, checksum u64; then the checksum of
+//!            all that (u64)
+//! deleted    base doc ids, u32 each, ascending (a delta only)
+//! restat     base doc id u32, size u64, mtime i64, ctime i64, inode u64, hash u64,
+//!            settled u8, 3 bytes padding
+//! stat       per doc: size u64, ctime i64, inode u64, hash u64
+//! rank       per doc: mtime i64, confidence f64, successes u64, failures u64, flags u8,
+//!            outcome u8, 6 bytes padding
+//! lens       per length slot (score::slot), per doc: u32
+//! paths      per block of 32 docs an offset u32, then the paths in doc order, each the
+//!            length of the prefix it shares with the previous one in its block (varint) and
+//!            the rest (varint length, bytes)
+//! lessons    a bit per doc: a lesson
+//! slugs      the slugs that are not their file's name (`x.md` → `x`): count u32, then
+//!            (doc u32, offset u32) ascending, then the strings
+//! slug-index (slug hash u64, doc u32) per lesson, ascending
+//! supersedes count u32, (doc u32, offset u32) ascending, then per doc its list of strings
+//! superseded (doc u32, lessons of this segment superseding it u32), ascending
+//! superseders (slug hash u64, doc u32) per lesson and each other slug it supersedes
+//! targets    the distinct target lists: count u32, each a count and per target a presence
+//!            byte and its globs; then count u32 and (doc u32, list u32) ascending
+//! expires    (doc u32, expires_at i64 ns) ascending
+//! tags       count u32, a bit per doc (tagged), then per tag (ascending): the key, and the
+//!            doc ids as a posting list (count and byte length as varints)
+//! dict       24 bytes per term, ascending: term u64, postings offset u64, docs u32,
+//!            checksum of the list u32 (its length: up to the next offset)
+//! postings   the lists ([`codec`]'s block format)
 //! ```
 //!
-//! Everything before the postings (the head) is read and checked when a segment opens; a
-//! posting list is read from the file, and checked, only when a request needs it.
+//! Opening a segment reads and checks its header only (the file is mapped, not read). A
+//! section is checked against its checksum the first time it is used, a posting list each
+//! time it is read: a search reads the dictionary, the rank and length tables and the lists
+//! of its terms; checking the index against the files reads the paths and stats.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::ops::Range;
 use std::path::Path;
+use std::sync::OnceLock;
 
 use rayon::prelude::*;
 
 use crate::lesson::Outcome;
 
-use super::codec::{self, Corrupt, Reader, Writer};
-use super::record::{self, FileStat, Record};
+use super::codec::{self, Corrupt, ListWriter, Reader, Tf, Writer};
+use super::record::{FileStat, Record, TargetGlobs};
 use super::score::{self, TermHasher, LEN_SLOTS};
 use super::text::{self, Term};
 use super::walk::path_order;
 
 /// The on-disk format version; a file of another version is rebuilt.
-pub const FORMAT_VERSION: u32 = 1;
+pub const FORMAT_VERSION: u32 = 2;
 const MAGIC: &[u8; 8] = b"LESSONIX";
-const HEADER: usize = 128;
-const DOC_META_SIZE: usize = 120;
-const DICT_ENTRY: usize = 32;
+
+/// The sections, in file order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Sec {
+    Deleted,
+    Restat,
+    Stat,
+    Rank,
+    Lens,
+    Paths,
+    Lessons,
+    Slugs,
+    SlugIndex,
+    Supersedes,
+    Superseded,
+    Superseders,
+    Targets,
+    Expires,
+    Tags,
+    Dict,
+    Postings,
+}
+
+const SECTIONS: usize = 17;
+const FIXED: usize = 120;
+const HEAD: usize = FIXED + SECTIONS * 24 + 8;
 const RESTAT_ENTRY: usize = 48;
+const STAT_ENTRY: usize = 32;
+const RANK_ENTRY: usize = 40;
+const DICT_ENTRY: usize = 24;
+const PATH_BLOCK: usize = 32;
 
 pub(crate) const F_LESSON: u8 = 1;
 pub(crate) const F_SETTLED: u8 = 2;
@@ -62,9 +112,6 @@ pub(crate) const F_SUPERSEDES: u8 = 16;
 pub(crate) const F_EXPIRES: u8 = 32;
 
 pub(crate) type TermMap<V> = HashMap<Term, V, std::hash::BuildHasherDefault<TermHasher>>;
-
-/// Term counts of one term in one doc, per field.
-pub type Tf = [u32; 4];
 
 /// Whether a segment is a base or a delta.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -86,60 +133,58 @@ pub struct Header {
     pub config_hash: u64,
 }
 
-/// The numbers of one doc, fixed-size.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct DocMeta {
-    /// Size, mtime, hash, settled.
-    pub stat: FileStat,
-    flags: u8,
-    outcome: u8,
+/// What the index keeps of a lesson.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LessonMeta {
+    /// Slug.
+    pub slug: String,
+    /// Outcome.
+    pub outcome: Outcome,
     /// Confidence (the default filled in).
     pub confidence: f64,
     /// `success_count`.
     pub successes: u64,
     /// `failure_count`.
     pub failures: u64,
-    expires_ns: i64,
+    /// `expires_at`, nanoseconds since the epoch.
+    pub expires_ns: Option<i64>,
     /// Field lengths, per [`score::slot`].
     pub lens: [u32; LEN_SLOTS],
-    record_off: u64,
-    record_len: u32,
+    /// Tags in normal form, sorted, without repeats.
+    pub tag_keys: Vec<String>,
+    /// `trigger.targets`.
+    pub targets: Vec<TargetGlobs>,
+    /// `supersedes`.
+    pub supersedes: Vec<String>,
 }
 
-impl DocMeta {
-    fn new(r: &Record, lens: [u32; LEN_SLOTS]) -> DocMeta {
-        let mut m = DocMeta {
-            stat: r.stat,
-            flags: 0,
-            outcome: 0,
-            confidence: 0.0,
-            successes: 0,
-            failures: 0,
-            expires_ns: 0,
-            lens,
-            record_off: 0,
-            record_len: 0,
-        };
-        if let Some(l) = &r.lesson {
-            let flag = |b: bool, f: u8| if b { f } else { 0 };
-            m.flags = F_LESSON
-                | flag(!l.tag_keys().is_empty(), F_TAGS)
-                | flag(!l.targets.is_empty(), F_TARGETS)
-                | flag(!l.supersedes.is_empty(), F_SUPERSEDES)
-                | flag(l.expires_ns.is_some(), F_EXPIRES);
-            m.outcome = match l.outcome {
-                Outcome::Success => 0,
-                Outcome::Failure => 1,
-                Outcome::Mixed => 2,
-            };
-            m.confidence = l.confidence;
-            m.successes = l.successes;
-            m.failures = l.failures;
-            m.expires_ns = l.expires_ns.unwrap_or(0);
-        }
-        m
-    }
+/// What the index keeps of a file.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Doc {
+    /// Path relative to the bank root, `/`-separated.
+    pub path: String,
+    /// Stat and hash when read.
+    pub stat: FileStat,
+    /// The lesson, when the file is one.
+    pub lesson: Option<LessonMeta>,
+}
 
+/// The numbers of one doc that ranking reads.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Rank {
+    /// Modification time (recency).
+    pub mtime_ns: i64,
+    /// Confidence.
+    pub confidence: f64,
+    /// `success_count`.
+    pub successes: u64,
+    /// `failure_count`.
+    pub failures: u64,
+    flags: u8,
+    outcome: u8,
+}
+
+impl Rank {
     /// Whether the file is a lesson.
     pub fn is_lesson(&self) -> bool {
         self.flags & F_LESSON != 0
@@ -151,84 +196,58 @@ impl DocMeta {
 
     /// The outcome.
     pub fn outcome(&self) -> Outcome {
-        match self.outcome {
-            0 => Outcome::Success,
-            1 => Outcome::Failure,
-            _ => Outcome::Mixed,
-        }
-    }
-
-    /// `expires_at`, nanoseconds since the epoch.
-    pub fn expires(&self) -> Option<i64> {
-        self.has(F_EXPIRES).then_some(self.expires_ns)
-    }
-
-    fn encode(&self, w: &mut Writer) {
-        let flags = (self.flags & !F_SETTLED) | if self.stat.settled { F_SETTLED } else { 0 };
-        w.u64(self.stat.size);
-        w.i64(self.stat.mtime_ns);
-        w.i64(self.stat.ctime_ns);
-        w.u64(self.stat.ino);
-        w.u64(self.stat.hash);
-        w.u8(flags);
-        w.u8(self.outcome);
-        w.buf.extend_from_slice(&[0, 0]);
-        w.u32(self.record_len);
-        w.f64(self.confidence);
-        w.u64(self.successes);
-        w.u64(self.failures);
-        w.i64(self.expires_ns);
-        for l in self.lens {
-            w.u32(l);
-        }
-        w.u64(self.record_off);
-    }
-
-    fn decode(r: &mut Reader) -> Result<DocMeta, Corrupt> {
-        let size = r.u64()?;
-        let mtime_ns = r.i64()?;
-        let ctime_ns = r.i64()?;
-        let ino = r.u64()?;
-        let hash = r.u64()?;
-        let flags = r.u8()?;
-        let outcome = r.u8()?;
-        r.take(2)?;
-        let record_len = r.u32()?;
-        let confidence = r.f64()?;
-        let successes = r.u64()?;
-        let failures = r.u64()?;
-        let expires_ns = r.i64()?;
-        let mut lens = [0u32; LEN_SLOTS];
-        for l in &mut lens {
-            *l = r.u32()?;
-        }
-        let record_off = r.u64()?;
-        Ok(DocMeta {
-            stat: FileStat {
-                size,
-                mtime_ns,
-                ctime_ns,
-                ino,
-                hash,
-                settled: flags & F_SETTLED != 0,
-            },
-            flags,
-            outcome,
-            confidence,
-            successes,
-            failures,
-            expires_ns,
-            lens,
-            record_off,
-            record_len,
-        })
+        outcome_of(self.outcome)
     }
 }
 
-/// A record's doc table entry and its terms with their counts per field.
-fn analyse(r: &Record) -> (DocMeta, Vec<(Term, Tf)>) {
+fn outcome_of(b: u8) -> Outcome {
+    match b {
+        0 => Outcome::Success,
+        1 => Outcome::Failure,
+        _ => Outcome::Mixed,
+    }
+}
+
+fn outcome_byte(o: Outcome) -> u8 {
+    match o {
+        Outcome::Success => 0,
+        Outcome::Failure => 1,
+        Outcome::Mixed => 2,
+    }
+}
+
+/// The file name of `path` without `.md`: the slug a lesson is expected to have.
+fn stem(path: &str) -> &str {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    name.strip_suffix(".md").unwrap_or(name)
+}
+
+/// The hash a slug is looked up by.
+pub(crate) fn slug_hash(slug: &str) -> u64 {
+    text::fnv1a(slug.as_bytes())
+}
+
+/// A lesson's superseded slugs: distinct, not its own.
+pub(crate) fn superseded_slugs<'a>(slug: &str, supersedes: &'a [impl AsRef<str>]) -> Vec<&'a str> {
+    let mut out: Vec<&str> = supersedes
+        .iter()
+        .map(AsRef::as_ref)
+        .filter(|s| *s != slug)
+        .collect();
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
+/// A record's doc and its terms with their counts per field.
+fn analyse(r: &Record) -> (Doc, Vec<(Term, Tf)>) {
     let Some(l) = &r.lesson else {
-        return (DocMeta::new(r, [0; LEN_SLOTS]), Vec::new());
+        let doc = Doc {
+            path: r.path.clone(),
+            stat: r.stat,
+            lesson: None,
+        };
+        return (doc, Vec::new());
     };
     let mut counts: TermMap<Tf> = TermMap::with_capacity_and_hasher(1024, Default::default());
     let mut lens = [0u32; LEN_SLOTS];
@@ -244,95 +263,23 @@ fn analyse(r: &Record) -> (DocMeta, Vec<(Term, Tf)>) {
         add(2, tag);
     }
     add(3, &l.body);
-    (DocMeta::new(r, lens), counts.into_iter().collect())
-}
-
-/// Append one posting: the doc id delta and the counts.
-fn encode_posting(w: &mut Writer, delta: u32, tf: &Tf) {
-    w.varint(u64::from(delta));
-    let mut code = 0u8;
-    for (f, &n) in tf.iter().enumerate() {
-        code |= (n.min(3) as u8) << (f * 2);
-    }
-    w.u8(code);
-    for &n in tf {
-        if n >= 3 {
-            w.varint(u64::from(n - 3));
-        }
-    }
-}
-
-/// Decode `count` postings, calling `f(doc id, counts)` on each.
-#[inline]
-pub(crate) fn decode_postings(
-    bytes: &[u8],
-    count: usize,
-    mut f: impl FnMut(u32, &Tf),
-) -> Result<(), Corrupt> {
-    let mut pos = 0usize;
-    let mut id: u64 = 0;
-    for i in 0..count {
-        let delta = varint_at(bytes, &mut pos)?;
-        id = if i == 0 { delta } else { id + delta };
-        if id > u64::from(u32::MAX) {
-            return Err(Corrupt("doc id out of range"));
-        }
-        let code = *bytes.get(pos).ok_or(Corrupt("truncated"))?;
-        pos += 1;
-        let mut tf = [0u32; 4];
-        for (k, n) in tf.iter_mut().enumerate() {
-            let v = u32::from((code >> (k * 2)) & 3);
-            *n = if v == 3 {
-                let extra = varint_at(bytes, &mut pos)?;
-                u32::try_from(extra + 3).map_err(|_| Corrupt("count out of range"))?
-            } else {
-                v
-            };
-        }
-        f(id as u32, &tf);
-    }
-    Ok(())
-}
-
-/// A LEB128 varint at `*pos`, advancing it.
-#[inline]
-fn varint_at(bytes: &[u8], pos: &mut usize) -> Result<u64, Corrupt> {
-    let first = *bytes.get(*pos).ok_or(Corrupt("truncated"))?;
-    *pos += 1;
-    if first < 0x80 {
-        return Ok(u64::from(first));
-    }
-    let mut v = u64::from(first & 0x7f);
-    let mut shift = 7;
-    loop {
-        let b = *bytes.get(*pos).ok_or(Corrupt("truncated"))?;
-        *pos += 1;
-        if shift > 63 || (shift == 63 && b > 1) {
-            return Err(Corrupt("varint overflow"));
-        }
-        v |= u64::from(b & 0x7f) << shift;
-        if b & 0x80 == 0 {
-            return Ok(v);
-        }
-        shift += 7;
-    }
-}
-
-/// A posting list being written.
-#[derive(Default)]
-struct ListBuilder {
-    last: u32,
-    count: u32,
-    w: Writer,
-}
-
-impl ListBuilder {
-    fn push(&mut self, id: u32, tf: &Tf) {
-        let delta = if self.count == 0 { id } else { id - self.last };
-        encode_posting(&mut self.w, delta, tf);
-        self.last = id;
-        self.count += 1;
-    }
+    let doc = Doc {
+        path: r.path.clone(),
+        stat: r.stat,
+        lesson: Some(LessonMeta {
+            slug: l.slug.clone(),
+            outcome: l.outcome,
+            confidence: l.confidence,
+            successes: l.successes,
+            failures: l.failures,
+            expires_ns: l.expires_ns,
+            lens,
+            tag_keys: l.tag_keys(),
+            targets: l.targets.clone(),
+            supersedes: l.supersedes.clone(),
+        }),
+    };
+    (doc, counts.into_iter().collect())
 }
 
 /// What a new segment holds besides its docs.
@@ -344,29 +291,60 @@ pub struct Patch {
     pub restat: Vec<(u32, FileStat)>,
 }
 
-/// Write a segment: header, patch, docs (with record bytes) and sorted term lists.
+fn bitset_bytes(n: usize, on: impl Fn(usize) -> bool) -> Vec<u8> {
+    let mut words = vec![0u64; n.div_ceil(64)];
+    for (i, w) in words.iter_mut().enumerate() {
+        for b in 0..64 {
+            let id = i * 64 + b;
+            if id < n && on(id) {
+                *w |= 1 << b;
+            }
+        }
+    }
+    words.iter().flat_map(|w| w.to_le_bytes()).collect()
+}
+
+/// Strings of some docs: count u32, (doc u32, offset u32) ascending, then the data.
+fn doc_strings(entries: &[(u32, Vec<&str>)], list: bool) -> Vec<u8> {
+    let mut table = Writer::default();
+    let mut data = Writer::default();
+    table.u32(entries.len() as u32);
+    for (doc, strings) in entries {
+        table.u32(*doc);
+        table.u32(data.len() as u32);
+        if list {
+            data.varint(strings.len() as u64);
+        }
+        for s in strings {
+            data.str(s);
+        }
+    }
+    table.buf.extend_from_slice(&data.buf);
+    table.buf
+}
+
+/// Write a segment: header, patch, docs and sorted term lists.
 fn write_segment(
     kind: Kind,
     header: Header,
     patch: &Patch,
-    metas: &[DocMeta],
-    records: &[u8],
-    terms: &[(Term, ListBuilder)],
+    docs: &[Doc],
+    lists: &[(Term, u32, Vec<u8>)],
 ) -> Vec<u8> {
+    let n = docs.len();
+    let mut secs: Vec<Writer> = (0..SECTIONS).map(|_| Writer::default()).collect();
+    let sec = |s: Sec| s as usize;
+
     let mut deleted = patch.deleted.clone();
     deleted.sort_unstable();
     deleted.dedup();
+    for &id in &deleted {
+        secs[sec(Sec::Deleted)].u32(id);
+    }
     let mut restat = patch.restat.clone();
     restat.sort_unstable_by_key(|(id, _)| *id);
     restat.dedup_by_key(|(id, _)| *id);
-
-    let mut w = Writer::default();
-    w.buf.resize(HEADER, 0);
-    let deleted_off = w.len();
-    for &id in &deleted {
-        w.u32(id);
-    }
-    let restat_off = w.len();
+    let w = &mut secs[sec(Sec::Restat)];
     for (id, s) in &restat {
         w.u32(*id);
         w.u64(s.size);
@@ -377,28 +355,224 @@ fn write_segment(
         w.u8(u8::from(s.settled));
         w.buf.extend_from_slice(&[0, 0, 0]);
     }
-    let docs_off = w.len();
-    for m in metas {
-        m.encode(&mut w);
+
+    // the fixed-size tables
+    let mut lens = vec![0u32; LEN_SLOTS * n];
+    let mut totals = [0u64; LEN_SLOTS];
+    let mut lessons = 0u32;
+    for (id, d) in docs.iter().enumerate() {
+        let w = &mut secs[sec(Sec::Stat)];
+        w.u64(d.stat.size);
+        w.i64(d.stat.ctime_ns);
+        w.u64(d.stat.ino);
+        w.u64(d.stat.hash);
+        let flag = |b: bool, f: u8| if b { f } else { 0 };
+        let mut flags = flag(d.stat.settled, F_SETTLED);
+        let (mut confidence, mut successes, mut failures, mut outcome) = (0.0, 0, 0, 0);
+        if let Some(l) = &d.lesson {
+            lessons += 1;
+            flags |= F_LESSON
+                | flag(!l.tag_keys.is_empty(), F_TAGS)
+                | flag(!l.targets.is_empty(), F_TARGETS)
+                | flag(!l.supersedes.is_empty(), F_SUPERSEDES)
+                | flag(l.expires_ns.is_some(), F_EXPIRES);
+            confidence = l.confidence;
+            successes = l.successes;
+            failures = l.failures;
+            outcome = outcome_byte(l.outcome);
+            for (slot, &len) in l.lens.iter().enumerate() {
+                lens[slot * n + id] = len;
+                totals[slot] += u64::from(len);
+            }
+        }
+        let w = &mut secs[sec(Sec::Rank)];
+        w.i64(d.stat.mtime_ns);
+        w.f64(confidence);
+        w.u64(successes);
+        w.u64(failures);
+        w.u8(flags);
+        w.u8(outcome);
+        w.buf.extend_from_slice(&[0; 6]);
     }
-    let dict_off = w.len();
+    let w = &mut secs[sec(Sec::Lens)];
+    for len in lens {
+        w.u32(len);
+    }
+
+    // paths, front-coded in blocks
+    let mut offsets = Writer::default();
+    let mut data = Writer::default();
+    offsets.u32(n.div_ceil(PATH_BLOCK) as u32);
+    for (id, d) in docs.iter().enumerate() {
+        let shared = if id % PATH_BLOCK == 0 {
+            offsets.u32(data.len() as u32);
+            0
+        } else {
+            let prev = docs[id - 1].path.as_bytes();
+            prev.iter()
+                .zip(d.path.as_bytes())
+                .take_while(|(a, b)| a == b)
+                .count()
+        };
+        data.varint(shared as u64);
+        let rest = &d.path.as_bytes()[shared..];
+        data.varint(rest.len() as u64);
+        data.buf.extend_from_slice(rest);
+    }
+    offsets.buf.extend_from_slice(&data.buf);
+    secs[sec(Sec::Paths)] = offsets;
+
+    secs[sec(Sec::Lessons)].buf = bitset_bytes(n, |id| docs[id].lesson.is_some());
+
+    // slugs, supersession, targets, expiry, tags
+    let lesson_docs: Vec<(u32, &LessonMeta, &str)> = docs
+        .iter()
+        .enumerate()
+        .filter_map(|(id, d)| d.lesson.as_ref().map(|l| (id as u32, l, d.path.as_str())))
+        .collect();
+    let slugs: Vec<(u32, Vec<&str>)> = lesson_docs
+        .iter()
+        .filter(|(_, l, path)| l.slug != stem(path))
+        .map(|(id, l, _)| (*id, vec![l.slug.as_str()]))
+        .collect();
+    secs[sec(Sec::Slugs)].buf = doc_strings(&slugs, false);
+    let mut slug_index: Vec<(u64, u32)> = lesson_docs
+        .iter()
+        .map(|(id, l, _)| (slug_hash(&l.slug), *id))
+        .collect();
+    slug_index.sort_unstable();
+    for (h, id) in slug_index {
+        secs[sec(Sec::SlugIndex)].u64(h);
+        secs[sec(Sec::SlugIndex)].u32(id);
+    }
+    let supersedes: Vec<(u32, Vec<&str>)> = lesson_docs
+        .iter()
+        .filter(|(_, l, _)| !l.supersedes.is_empty())
+        .map(|(id, l, _)| (*id, l.supersedes.iter().map(String::as_str).collect()))
+        .collect();
+    secs[sec(Sec::Supersedes)].buf = doc_strings(&supersedes, true);
+    let mut by_slug: HashMap<&str, Vec<u32>> = HashMap::new();
+    for (id, l, _) in &lesson_docs {
+        by_slug.entry(l.slug.as_str()).or_default().push(*id);
+    }
+    let mut superseded: BTreeMap<u32, u32> = BTreeMap::new();
+    let mut superseders: Vec<(u64, u32)> = Vec::new();
+    for (id, l, _) in &lesson_docs {
+        for s in superseded_slugs(&l.slug, &l.supersedes) {
+            superseders.push((slug_hash(s), *id));
+            for &d in by_slug.get(s).into_iter().flatten() {
+                *superseded.entry(d).or_default() += 1;
+            }
+        }
+    }
+    for (d, count) in superseded {
+        secs[sec(Sec::Superseded)].u32(d);
+        secs[sec(Sec::Superseded)].u32(count);
+    }
+    superseders.sort_unstable();
+    for (h, id) in superseders {
+        secs[sec(Sec::Superseders)].u64(h);
+        secs[sec(Sec::Superseders)].u32(id);
+    }
+
+    let mut sets: Vec<&[TargetGlobs]> = Vec::new();
+    let mut set_ids: HashMap<&[TargetGlobs], u32> = HashMap::new();
+    let mut pairs: Vec<(u32, u32)> = Vec::new();
+    for (id, l, _) in &lesson_docs {
+        if l.targets.is_empty() {
+            continue;
+        }
+        let next = sets.len() as u32;
+        let set = *set_ids.entry(l.targets.as_slice()).or_insert_with(|| {
+            sets.push(&l.targets);
+            next
+        });
+        pairs.push((*id, set));
+    }
+    let w = &mut secs[sec(Sec::Targets)];
+    w.u32(pairs.len() as u32);
+    for (id, set) in pairs {
+        w.u32(id);
+        w.u32(set);
+    }
+    w.u32(sets.len() as u32);
+    for set in sets {
+        w.varint(set.len() as u64);
+        for t in set {
+            let globs = [&t.operator, &t.role, &t.skill];
+            let mut present = 0u8;
+            for (i, g) in globs.iter().enumerate() {
+                if g.is_some() {
+                    present |= 1 << i;
+                }
+            }
+            w.u8(present);
+            for g in globs.into_iter().flatten() {
+                w.str(g);
+            }
+        }
+    }
+
+    for (id, l, _) in &lesson_docs {
+        if let Some(at) = l.expires_ns {
+            secs[sec(Sec::Expires)].u32(*id);
+            secs[sec(Sec::Expires)].i64(at);
+        }
+    }
+
+    let mut tags: BTreeMap<&str, ListWriter> = BTreeMap::new();
+    for (id, l, _) in &lesson_docs {
+        for key in &l.tag_keys {
+            tags.entry(key.as_str()).or_default().push(*id, &[0; 4]);
+        }
+    }
+    let w = &mut secs[sec(Sec::Tags)];
+    w.u32(tags.len() as u32);
+    w.buf.extend_from_slice(&bitset_bytes(n, |id| {
+        docs[id]
+            .lesson
+            .as_ref()
+            .is_some_and(|l| !l.tag_keys.is_empty())
+    }));
+    for (key, list) in tags {
+        let (count, bytes) = list.finish();
+        w.str(key);
+        w.varint(u64::from(count));
+        w.varint(bytes.len() as u64);
+        w.buf.extend_from_slice(&bytes);
+    }
+
+    // the dictionary and the posting lists
     let mut posting_off = 0u64;
-    for (t, list) in terms {
+    for (t, count, bytes) in lists {
+        let w = &mut secs[sec(Sec::Dict)];
         w.u64(*t);
         w.u64(posting_off);
-        w.u32(list.count);
-        w.u32(list.w.len() as u32);
-        w.u64(codec::checksum(&list.w.buf));
-        posting_off += list.w.len() as u64;
+        w.u32(*count);
+        w.u32(codec::checksum(bytes) as u32);
+        posting_off += bytes.len() as u64;
     }
-    let records_off = w.len();
-    w.buf.extend_from_slice(records);
-    let postings_off = w.len();
-    for (_, list) in terms {
-        w.buf.extend_from_slice(&list.w.buf);
-    }
-    let end = w.len();
+    let postings_len: usize = lists.iter().map(|(_, _, b)| b.len()).sum();
 
+    // assemble: the head, then each section on an 8-byte boundary
+    let mut out = Writer::default();
+    let body_len: usize = secs.iter().map(|s| s.len() + 8).sum::<usize>() + postings_len;
+    out.buf.reserve(HEAD + body_len);
+    out.buf.resize(HEAD, 0);
+    let mut table = Vec::with_capacity(SECTIONS);
+    for (i, s) in secs.iter().enumerate() {
+        out.buf.resize(out.len().next_multiple_of(8), 0);
+        let start = out.len();
+        if i == Sec::Postings as usize {
+            for (_, _, bytes) in lists {
+                out.buf.extend_from_slice(bytes);
+            }
+            table.push((start, out.len() - start, 0));
+        } else {
+            out.buf.extend_from_slice(&s.buf);
+            table.push((start, s.len(), codec::checksum(&s.buf)));
+        }
+    }
     let mut h = Writer::default();
     h.buf.extend_from_slice(MAGIC);
     h.u32(FORMAT_VERSION);
@@ -409,24 +583,23 @@ fn write_segment(
     h.u64(header.index_id);
     h.u64(header.generation);
     h.u64(header.config_hash);
-    for n in [metas.len(), terms.len(), deleted.len(), restat.len()] {
-        h.u32(n as u32);
+    h.u32(n as u32);
+    h.u32(lists.len() as u32);
+    h.u32(lessons);
+    h.u32(SECTIONS as u32);
+    for t in totals {
+        h.u64(t);
     }
-    for off in [
-        deleted_off,
-        restat_off,
-        docs_off,
-        dict_off,
-        records_off,
-        postings_off,
-        end,
-    ] {
+    for (off, len, sum) in table {
         h.u64(off as u64);
+        h.u64(len as u64);
+        h.u64(sum);
     }
-    w.buf[..h.len()].copy_from_slice(&h.buf);
-    let sum = head_checksum(&w.buf[..postings_off]);
-    w.patch_u64(HEADER - 8, sum);
-    w.buf
+    let sum = codec::checksum(&h.buf);
+    h.u64(sum);
+    debug_assert_eq!(h.len(), HEAD);
+    out.buf[..HEAD].copy_from_slice(&h.buf);
+    out.buf
 }
 
 /// Encode a segment from records (any order: they are sorted by path).
@@ -443,10 +616,8 @@ pub fn encode(kind: Kind, header: Header, mut records: Vec<Record>, patch: &Patc
 /// that a whole bank's records need never be in memory at once).
 #[derive(Default)]
 pub struct Encoder {
-    lists: TermMap<ListBuilder>,
-    metas: Vec<DocMeta>,
-    records: Writer,
-    last_path: Option<String>,
+    lists: TermMap<ListWriter>,
+    docs: Vec<Doc>,
 }
 
 impl Encoder {
@@ -459,32 +630,32 @@ impl Encoder {
             .windows(2)
             .all(|w| path_order(&w[0].path, &w[1].path).is_lt()));
         debug_assert!(chunk.first().is_none_or(|r| self
-            .last_path
-            .as_deref()
-            .is_none_or(|p| path_order(p, &r.path).is_lt())));
+            .docs
+            .last()
+            .is_none_or(|d| path_order(&d.path, &r.path).is_lt())));
         // analysed in parallel, appended in order: deterministic output
-        let analysed: Vec<(DocMeta, Vec<(Term, Tf)>)> = chunk.par_iter().map(analyse).collect();
-        for ((mut meta, terms), r) in analysed.into_iter().zip(chunk) {
-            let id = self.metas.len() as u32;
-            let start = self.records.len();
-            record::encode_strings(r, &mut self.records);
-            meta.record_off = start as u64;
-            meta.record_len = (self.records.len() - start) as u32;
-            self.metas.push(meta);
+        let analysed: Vec<(Doc, Vec<(Term, Tf)>)> = chunk.par_iter().map(analyse).collect();
+        for (doc, terms) in analysed {
+            let id = self.docs.len() as u32;
+            self.docs.push(doc);
             for (t, tf) in terms {
                 self.lists.entry(t).or_default().push(id, &tf);
             }
-        }
-        if let Some(r) = chunk.last() {
-            self.last_path = Some(r.path.clone());
         }
     }
 
     /// The segment's bytes.
     pub fn finish(self, kind: Kind, header: Header, patch: &Patch) -> Vec<u8> {
-        let mut terms: Vec<(Term, ListBuilder)> = self.lists.into_iter().collect();
-        terms.sort_unstable_by_key(|(t, _)| *t);
-        write_segment(kind, header, patch, &self.metas, &self.records.buf, &terms)
+        let mut lists: Vec<(Term, u32, Vec<u8>)> = self
+            .lists
+            .into_iter()
+            .map(|(t, l)| {
+                let (count, bytes) = l.finish();
+                (t, count, bytes)
+            })
+            .collect();
+        lists.par_sort_unstable_by_key(|(t, _, _)| *t);
+        write_segment(kind, header, patch, &self.docs, &lists)
     }
 }
 
@@ -499,7 +670,7 @@ pub struct Part<'a> {
 }
 
 /// Merge the live docs of segments (whose live paths are distinct) into one new segment,
-/// without parsing or tokenising anything: doc tables, records and posting lists are copied.
+/// without parsing or tokenising anything: docs and posting lists are carried over.
 pub fn merge(
     kind: Kind,
     header: Header,
@@ -507,125 +678,256 @@ pub fn merge(
     patch: &Patch,
 ) -> Result<Vec<u8>, Corrupt> {
     // the live docs of every part, in path order
-    let mut live: Vec<(usize, u32, &str)> = Vec::new();
+    let mut live: Vec<(usize, u32, Doc)> = Vec::new();
     for (p, part) in parts.iter().enumerate() {
-        for id in 0..part.segment.doc_count {
-            if !part.dead.get(id).copied().unwrap_or(false) {
-                let path = record::decode_path(part.segment.record(id)?)?;
-                live.push((p, id as u32, path));
+        for (id, mut doc) in part.segment.docs()?.into_iter().enumerate() {
+            if part.dead.get(id).copied().unwrap_or(false) {
+                continue;
             }
+            if let Some(stat) = part.restat.get(&(id as u32)) {
+                doc.stat = *stat;
+            }
+            live.push((p, id as u32, doc));
         }
     }
-    live.sort_by(|a, b| path_order(a.2, b.2));
+    live.sort_by(|a, b| path_order(&a.2.path, &b.2.path));
     let mut remap: Vec<Vec<Option<u32>>> = parts
         .iter()
         .map(|p| vec![None; p.segment.doc_count])
         .collect();
-    let mut metas = Vec::with_capacity(live.len());
-    let mut rec = Writer::default();
-    for (new_id, &(p, id, _)) in live.iter().enumerate() {
-        remap[p][id as usize] = Some(new_id as u32);
-        let seg = parts[p].segment;
-        let mut m = seg.meta(id as usize)?;
-        if let Some(stat) = parts[p].restat.get(&id) {
-            m.stat = *stat;
-        }
-        let bytes = seg.record(id as usize)?;
-        m.record_off = rec.len() as u64;
-        m.record_len = bytes.len() as u32;
-        rec.buf.extend_from_slice(bytes);
-        metas.push(m);
+    for (new_id, (p, id, _)) in live.iter().enumerate() {
+        remap[*p][*id as usize] = Some(new_id as u32);
     }
+    let docs: Vec<Doc> = live.into_iter().map(|(_, _, d)| d).collect();
+
     // every term of every part, ascending; each list's entries remapped and merged by new id
     let mut all_terms: Vec<Term> = Vec::new();
     for part in parts {
         for i in 0..part.segment.term_count {
-            all_terms.push(part.segment.dict_term(i));
+            all_terms.push(part.segment.dict_term(i)?);
         }
     }
     all_terms.sort_unstable();
     all_terms.dedup();
-    let mut terms: Vec<(Term, ListBuilder)> = Vec::with_capacity(all_terms.len());
-    let mut entries: Vec<(u32, Tf)> = Vec::new();
-    let mut buf = Vec::new();
-    for t in all_terms {
-        entries.clear();
-        for (p, part) in parts.iter().enumerate() {
-            if let Some((count, bytes)) = part.segment.postings(t, &mut buf)? {
-                let map = &remap[p];
-                let mut bad = false;
-                decode_postings(bytes, count, |id, tf| match map.get(id as usize) {
-                    Some(Some(new_id)) => entries.push((*new_id, *tf)),
-                    Some(None) => {}
-                    None => bad = true,
-                })?;
-                if bad {
-                    return Err(Corrupt("doc id out of range"));
+    let lists: Vec<Option<(Term, u32, Vec<u8>)>> = all_terms
+        .par_iter()
+        .map(|&t| -> Result<_, Corrupt> {
+            let mut entries: Vec<(u32, Tf)> = Vec::new();
+            for (p, part) in parts.iter().enumerate() {
+                if let Some((count, bytes)) = part.segment.postings(t)? {
+                    let map = &remap[p];
+                    let mut bad = false;
+                    codec::for_each_posting(bytes, count, |id, tf| match map.get(id as usize) {
+                        Some(Some(new_id)) => entries.push((*new_id, *tf)),
+                        Some(None) => {}
+                        None => bad = true,
+                    })?;
+                    if bad {
+                        return Err(Corrupt("doc id out of range"));
+                    }
                 }
             }
-        }
-        if entries.is_empty() {
-            continue;
-        }
-        entries.sort_unstable_by_key(|(id, _)| *id);
-        let mut list = ListBuilder::default();
-        for (id, tf) in &entries {
-            list.push(*id, tf);
-        }
-        terms.push((t, list));
-    }
-    Ok(write_segment(kind, header, patch, &metas, &rec.buf, &terms))
+            if entries.is_empty() {
+                return Ok(None);
+            }
+            entries.sort_unstable_by_key(|(id, _)| *id);
+            let mut list = ListWriter::default();
+            for (id, tf) in &entries {
+                list.push(*id, tf);
+            }
+            let (count, bytes) = list.finish();
+            Ok(Some((t, count, bytes)))
+        })
+        .collect::<Result<_, _>>()?;
+    let lists: Vec<(Term, u32, Vec<u8>)> = lists.into_iter().flatten().collect();
+    Ok(write_segment(kind, header, patch, &docs, &lists))
 }
 
-/// The checksum of a segment's head (everything before the postings), but the checksum slot
-/// (the header's last 8 bytes). Each posting list has its own checksum in the dictionary.
-fn head_checksum(head: &[u8]) -> u64 {
-    codec::checksum(&head[..HEADER - 8]) ^ codec::checksum(&head[HEADER..]).rotate_left(1)
-}
-
-/// Where a segment's bytes are.
+/// A segment's bytes: built in this process, or a file mapped into memory.
 #[derive(Debug)]
-enum Storage {
-    /// All of it in memory (built in this process, or read whole).
+enum Bytes {
     Memory(Vec<u8>),
-    /// The head in memory; posting lists read from the file when a request needs them.
-    File { head: Vec<u8>, file: std::fs::File },
+    #[cfg(unix)]
+    Mapped(memmap2::Mmap),
 }
 
-/// A checked segment: header, patch, doc table, dictionary and records in memory, posting lists
-/// in memory or in its file.
+impl std::ops::Deref for Bytes {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match self {
+            Bytes::Memory(b) => b,
+            #[cfg(unix)]
+            Bytes::Mapped(m) => m,
+        }
+    }
+}
+
+/// A segment whose header is checked; its sections are checked as they are first used.
 #[derive(Debug)]
 pub struct Segment {
-    storage: Storage,
+    bytes: Bytes,
     /// Base or delta.
     pub kind: Kind,
     /// Its identity.
     pub header: Header,
     doc_count: usize,
     term_count: usize,
-    deleted: Range<usize>,
-    restat: Range<usize>,
-    docs: Range<usize>,
-    dict: Range<usize>,
-    records: Range<usize>,
-    postings: Range<usize>,
+    lessons: u64,
+    totals: [u64; LEN_SLOTS],
+    sections: [Range<usize>; SECTIONS],
+    sums: [u64; SECTIONS],
+    checked: [OnceLock<bool>; SECTIONS],
 }
 
-/// The section table of a segment's head.
-struct Layout {
-    kind: Kind,
-    header: Header,
-    counts: [usize; 4],
-    offsets: [usize; 7],
+fn u32_at(b: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
 }
 
-impl Layout {
-    /// Read and check the first [`HEADER`] bytes.
-    fn read(header: &[u8]) -> Result<Layout, Corrupt> {
-        if header.len() < HEADER || &header[..8] != MAGIC {
+fn u64_at(b: &[u8], at: usize) -> u64 {
+    let mut a = [0u8; 8];
+    a.copy_from_slice(&b[at..at + 8]);
+    u64::from_le_bytes(a)
+}
+
+/// The entries of a table of (u64 key, u32 doc), 12 bytes each, whose key is `key`.
+fn keyed(table: &[u8], key: u64) -> impl Iterator<Item = u32> + '_ {
+    let n = table.len() / 12;
+    let (mut lo, mut hi) = (0, n);
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        if u64_at(table, mid * 12) < key {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    (lo..n)
+        .take_while(move |&i| u64_at(table, i * 12) == key)
+        .map(move |i| u32_at(table, i * 12 + 8))
+}
+
+/// The strings of a doc in a table written by `doc_strings`.
+struct DocStrings<'a> {
+    count: usize,
+    table: &'a [u8],
+    data: &'a [u8],
+}
+
+impl<'a> DocStrings<'a> {
+    fn new(sec: &'a [u8]) -> Result<DocStrings<'a>, Corrupt> {
+        let count = Reader::new(sec).u32()? as usize;
+        let end = count
+            .checked_mul(8)
+            .and_then(|t| t.checked_add(4))
+            .filter(|&e| e <= sec.len())
+            .ok_or(Corrupt("string table"))?;
+        Ok(DocStrings {
+            count,
+            table: &sec[4..end],
+            data: &sec[end..],
+        })
+    }
+
+    fn doc(&self, i: usize) -> u32 {
+        u32_at(self.table, i * 8)
+    }
+
+    fn reader(&self, i: usize) -> Result<Reader<'a>, Corrupt> {
+        let off = u32_at(self.table, i * 8 + 4) as usize;
+        Ok(Reader::new(
+            self.data.get(off..).ok_or(Corrupt("string offset"))?,
+        ))
+    }
+
+    fn find(&self, doc: u32) -> Option<usize> {
+        let (mut lo, mut hi) = (0, self.count);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            match self.doc(mid).cmp(&doc) {
+                std::cmp::Ordering::Less => lo = mid + 1,
+                std::cmp::Ordering::Greater => hi = mid,
+                std::cmp::Ordering::Equal => return Some(mid),
+            }
+        }
+        None
+    }
+
+    fn list(&self, i: usize) -> Result<Vec<&'a str>, Corrupt> {
+        let mut r = self.reader(i)?;
+        let n = r.len()?;
+        (0..n).map(|_| r.str()).collect()
+    }
+}
+
+/// A segment's tags: keys, which docs are tagged, and each key's docs.
+pub struct SegmentTags<'a> {
+    /// Keys (normal form), ascending.
+    pub keys: Vec<&'a str>,
+    tagged: &'a [u8],
+    lists: Vec<(usize, &'a [u8])>,
+}
+
+impl SegmentTags<'_> {
+    /// A bit per doc: it has tags (u64 words, little-endian).
+    pub(crate) fn tagged_bits(&self) -> &[u8] {
+        self.tagged
+    }
+
+    /// How many docs key `i` has.
+    pub fn count(&self, i: usize) -> usize {
+        self.lists[i].0
+    }
+
+    /// The docs of key `i`, ascending.
+    pub fn docs(&self, i: usize, mut f: impl FnMut(u32)) -> Result<(), Corrupt> {
+        let (count, bytes) = self.lists[i];
+        codec::for_each_posting(bytes, count, |id, _| f(id))
+    }
+}
+
+impl Segment {
+    /// Check and take a segment built in this process.
+    pub fn parse(bytes: Vec<u8>) -> Result<Segment, Corrupt> {
+        let segment = Segment::from_bytes(Bytes::Memory(bytes))?;
+        for (i, c) in segment.checked.iter().enumerate() {
+            if i != Sec::Postings as usize {
+                c.set(codec::checksum(segment.section_bytes(i)) == segment.sums[i])
+                    .expect("a new segment is unchecked");
+            }
+        }
+        if segment.checked.iter().any(|c| c.get() == Some(&false)) {
+            return Err(Corrupt("section checksum mismatch"));
+        }
+        Ok(segment)
+    }
+
+    /// Open a segment file: its header is read and checked now, each section when first
+    /// used, each posting list when read. `Ok(Err(_))` when the file is damaged.
+    pub fn open(path: &Path) -> std::io::Result<Result<Segment, Corrupt>> {
+        #[cfg(unix)]
+        {
+            let file = std::fs::File::open(path)?;
+            // SAFETY: the map is read-only and the file is never written in place: every
+            // writer of `.lesson/` writes a temp file and renames it over the old one, so a
+            // mapped file's bytes do not change while it is mapped (a reader that mapped the
+            // old file keeps it). A length too short for the header is caught before any read.
+            let map = unsafe { memmap2::Mmap::map(&file)? };
+            Ok(Segment::from_bytes(Bytes::Mapped(map)))
+        }
+        #[cfg(not(unix))]
+        {
+            Ok(Segment::from_bytes(Bytes::Memory(std::fs::read(path)?)))
+        }
+    }
+
+    fn from_bytes(bytes: Bytes) -> Result<Segment, Corrupt> {
+        if bytes.len() < HEAD || &bytes[..8] != MAGIC {
             return Err(Corrupt("not an index file"));
         }
-        let mut r = Reader::new(&header[8..HEADER]);
+        if u64_at(&bytes, HEAD - 8) != codec::checksum(&bytes[..HEAD - 8]) {
+            return Err(Corrupt("header checksum mismatch"));
+        }
+        let mut r = Reader::new(&bytes[8..HEAD]);
         if r.u32()? != FORMAT_VERSION {
             return Err(Corrupt("another format version"));
         }
@@ -639,119 +941,62 @@ impl Layout {
             generation: r.u64()?,
             config_hash: r.u64()?,
         };
-        let mut counts = [0usize; 4];
-        for c in &mut counts {
-            *c = r.u32()? as usize;
+        let doc_count = r.u32()? as usize;
+        let term_count = r.u32()? as usize;
+        let lessons = u64::from(r.u32()?);
+        if r.u32()? as usize != SECTIONS {
+            return Err(Corrupt("section count"));
         }
-        let mut offsets = [0usize; 7];
-        for o in &mut offsets {
-            *o = usize::try_from(r.u64()?).map_err(|_| Corrupt("offset"))?;
+        let mut totals = [0u64; LEN_SLOTS];
+        for t in &mut totals {
+            *t = r.u64()?;
         }
-        let [doc_count, term_count, n_deleted, n_restat] = counts;
-        let [deleted, restat, docs, dict, records, postings, end] = offsets;
-        let ordered = HEADER <= deleted
-            && deleted <= restat
-            && restat <= docs
-            && docs <= dict
-            && dict <= records
-            && records <= postings
-            && postings <= end;
-        let sized = |range: usize, n: usize, each: usize| {
-            n.checked_mul(each).is_some_and(|size| size == range)
-        };
-        if !ordered
-            || !sized(restat - deleted, n_deleted, 4)
-            || !sized(docs - restat, n_restat, RESTAT_ENTRY)
-            || !sized(dict - docs, doc_count, DOC_META_SIZE)
-            || !sized(records - dict, term_count, DICT_ENTRY)
-        {
-            return Err(Corrupt("section table"));
+        let mut sections: [Range<usize>; SECTIONS] = std::array::from_fn(|_| 0..0);
+        let mut sums = [0u64; SECTIONS];
+        let mut end = HEAD;
+        for (range, sum) in sections.iter_mut().zip(&mut sums) {
+            let off = usize::try_from(r.u64()?).map_err(|_| Corrupt("offset"))?;
+            let len = usize::try_from(r.u64()?).map_err(|_| Corrupt("offset"))?;
+            *sum = r.u64()?;
+            let stop = off.checked_add(len).ok_or(Corrupt("offset"))?;
+            if off < end || stop > bytes.len() {
+                return Err(Corrupt("section table"));
+            }
+            *range = off..stop;
+            end = stop;
         }
-        Ok(Layout {
-            kind,
-            header,
-            counts,
-            offsets,
-        })
-    }
-
-    fn postings_start(&self) -> usize {
-        self.offsets[5]
-    }
-
-    fn end(&self) -> usize {
-        self.offsets[6]
-    }
-
-    /// Check the head's checksum and make the segment.
-    fn segment(self, storage: Storage) -> Result<Segment, Corrupt> {
-        let head = match &storage {
-            Storage::Memory(bytes) => &bytes[..self.postings_start()],
-            Storage::File { head, .. } => head.as_slice(),
-        };
-        let mut stored = [0u8; 8];
-        stored.copy_from_slice(&head[HEADER - 8..HEADER]);
-        if u64::from_le_bytes(stored) != head_checksum(head) {
-            return Err(Corrupt("checksum mismatch"));
-        }
-        let [doc_count, term_count, _, _] = self.counts;
-        let [deleted, restat, docs, dict, records, postings, end] = self.offsets;
-        Ok(Segment {
-            storage,
-            kind: self.kind,
-            header: self.header,
-            doc_count,
-            term_count,
-            deleted: deleted..restat,
-            restat: restat..docs,
-            docs: docs..dict,
-            dict: dict..records,
-            records: records..postings,
-            postings: postings..end,
-        })
-    }
-}
-
-impl Segment {
-    /// Check and take a whole segment file's bytes.
-    pub fn parse(bytes: Vec<u8>) -> Result<Segment, Corrupt> {
-        let layout = Layout::read(&bytes)?;
-        if layout.end() != bytes.len() {
+        if end != bytes.len() {
             return Err(Corrupt("truncated"));
         }
-        layout.segment(Storage::Memory(bytes))
-    }
-
-    /// Open a segment file: its head is read and checked now, its posting lists when needed
-    /// (each against its own checksum). `Ok(Err(_))` when the file is damaged.
-    pub fn open(path: &Path) -> std::io::Result<Result<Segment, Corrupt>> {
-        #[cfg(unix)]
-        {
-            use std::io::Read;
-            let mut file = std::fs::File::open(path)?;
-            let len = file.metadata()?.len();
-            let mut header = vec![0u8; HEADER];
-            if file.read_exact(&mut header).is_err() {
-                return Ok(Err(Corrupt("truncated")));
-            }
-            let layout = match Layout::read(&header) {
-                Ok(l) => l,
-                Err(e) => return Ok(Err(e)),
-            };
-            if layout.end() as u64 != len {
-                return Ok(Err(Corrupt("truncated")));
-            }
-            let mut head = header;
-            head.resize(layout.postings_start(), 0);
-            if file.read_exact(&mut head[HEADER..]).is_err() {
-                return Ok(Err(Corrupt("truncated")));
-            }
-            Ok(layout.segment(Storage::File { head, file }))
+        let size = |s: Sec| sections[s as usize].len();
+        let each = |s: Sec, unit: usize| size(s) % unit == 0;
+        let exactly = |s: Sec, n: usize, unit: usize| n.checked_mul(unit) == Some(size(s));
+        let sized = exactly(Sec::Stat, doc_count, STAT_ENTRY)
+            && exactly(Sec::Rank, doc_count, RANK_ENTRY)
+            && exactly(Sec::Lens, doc_count, 4 * LEN_SLOTS)
+            && exactly(Sec::Lessons, doc_count.div_ceil(64), 8)
+            && exactly(Sec::Dict, term_count, DICT_ENTRY)
+            && each(Sec::Deleted, 4)
+            && each(Sec::Restat, RESTAT_ENTRY)
+            && each(Sec::SlugIndex, 12)
+            && each(Sec::Superseded, 8)
+            && each(Sec::Superseders, 12)
+            && each(Sec::Expires, 12);
+        if !sized || lessons > doc_count as u64 {
+            return Err(Corrupt("section sizes"));
         }
-        #[cfg(not(unix))]
-        {
-            Ok(Segment::parse(std::fs::read(path)?))
-        }
+        Ok(Segment {
+            bytes,
+            kind,
+            header,
+            doc_count,
+            term_count,
+            lessons,
+            totals,
+            sections,
+            sums,
+            checked: std::array::from_fn(|_| OnceLock::new()),
+        })
     }
 
     /// An empty base.
@@ -762,16 +1007,26 @@ impl Segment {
 
     /// The whole file's bytes, when they are in memory (a segment built in this process).
     pub fn bytes(&self) -> Option<&[u8]> {
-        match &self.storage {
-            Storage::Memory(bytes) => Some(bytes),
-            Storage::File { .. } => None,
+        match &self.bytes {
+            Bytes::Memory(bytes) => Some(bytes),
+            #[cfg(unix)]
+            Bytes::Mapped(_) => None,
         }
     }
 
-    fn head(&self) -> &[u8] {
-        match &self.storage {
-            Storage::Memory(bytes) => &bytes[..self.postings.start],
-            Storage::File { head, .. } => head,
+    fn section_bytes(&self, i: usize) -> &[u8] {
+        &self.bytes[self.sections[i].clone()]
+    }
+
+    /// A section, checked against its checksum the first time.
+    fn sec(&self, s: Sec) -> Result<&[u8], Corrupt> {
+        let i = s as usize;
+        let bytes = self.section_bytes(i);
+        let ok = *self.checked[i].get_or_init(|| codec::checksum(bytes) == self.sums[i]);
+        if ok {
+            Ok(bytes)
+        } else {
+            Err(Corrupt("section checksum mismatch"))
         }
     }
 
@@ -780,39 +1035,264 @@ impl Segment {
         self.doc_count
     }
 
-    pub(crate) fn meta(&self, id: usize) -> Result<DocMeta, Corrupt> {
-        let start = self.docs.start + id * DOC_META_SIZE;
-        let m = DocMeta::decode(&mut Reader::new(&self.head()[start..start + DOC_META_SIZE]))?;
-        if m.record_off + u64::from(m.record_len) > self.records.len() as u64 {
-            return Err(Corrupt("record out of range"));
-        }
-        Ok(m)
+    /// Lessons in the segment.
+    pub fn lesson_count(&self) -> u64 {
+        self.lessons
     }
 
-    pub(crate) fn record(&self, id: usize) -> Result<&[u8], Corrupt> {
-        self.record_at(&self.meta(id)?)
+    /// Field length totals over the segment's lessons, per [`score::slot`].
+    pub fn totals(&self) -> &[u64; LEN_SLOTS] {
+        &self.totals
     }
 
-    /// The record bytes a doc table entry points to.
-    pub(crate) fn record_at(&self, m: &DocMeta) -> Result<&[u8], Corrupt> {
-        let start = self.records.start + m.record_off as usize;
-        let end = start + m.record_len as usize;
-        if end > self.records.end {
-            return Err(Corrupt("record out of range"));
+    /// The stat of doc `id` (< [`Segment::doc_count`]).
+    pub fn stat(&self, id: usize) -> Result<FileStat, Corrupt> {
+        let s = self.sec(Sec::Stat)?;
+        let rank = self.sec(Sec::Rank)?;
+        let at = id * STAT_ENTRY;
+        Ok(FileStat {
+            size: u64_at(s, at),
+            mtime_ns: u64_at(rank, id * RANK_ENTRY) as i64,
+            ctime_ns: u64_at(s, at + 8) as i64,
+            ino: u64_at(s, at + 16),
+            hash: u64_at(s, at + 24),
+            settled: rank[id * RANK_ENTRY + 32] & F_SETTLED != 0,
+        })
+    }
+
+    /// The rank table (for [`Segment::rank_of`]).
+    pub(crate) fn ranks(&self) -> Result<&[u8], Corrupt> {
+        self.sec(Sec::Rank)
+    }
+
+    /// Doc `id`'s entry of a rank table.
+    pub(crate) fn rank_of(ranks: &[u8], id: usize) -> Rank {
+        let at = id * RANK_ENTRY;
+        Rank {
+            mtime_ns: u64_at(ranks, at) as i64,
+            confidence: f64::from_bits(u64_at(ranks, at + 8)),
+            successes: u64_at(ranks, at + 16),
+            failures: u64_at(ranks, at + 24),
+            flags: ranks[at + 32],
+            outcome: ranks[at + 33],
         }
-        Ok(&self.head()[start..end])
+    }
+
+    /// The rank entry of doc `id`.
+    pub fn rank(&self, id: usize) -> Result<Rank, Corrupt> {
+        Ok(Segment::rank_of(self.ranks()?, id))
+    }
+
+    /// The lengths of slot `slot` for every doc, u32 each.
+    pub(crate) fn lens_of_slot(&self, slot: usize) -> Result<&[u8], Corrupt> {
+        let n = self.doc_count * 4;
+        Ok(&self.sec(Sec::Lens)?[slot * n..(slot + 1) * n])
+    }
+
+    /// The field lengths of doc `id`.
+    pub fn lens(&self, id: usize) -> Result<[u32; LEN_SLOTS], Corrupt> {
+        let lens = self.sec(Sec::Lens)?;
+        let n = self.doc_count * 4;
+        Ok(std::array::from_fn(|slot| u32_at(lens, slot * n + id * 4)))
+    }
+
+    /// A bit per doc: a lesson (u64 words, little-endian).
+    pub(crate) fn lesson_bits(&self) -> Result<&[u8], Corrupt> {
+        self.sec(Sec::Lessons)
+    }
+
+    /// Call `f(id, path)` on every doc's path, in doc order.
+    pub fn for_each_path(&self, mut f: impl FnMut(usize, &str)) -> Result<(), Corrupt> {
+        let blocks = self.doc_count.div_ceil(PATH_BLOCK);
+        let mut path = Vec::new();
+        for b in 0..blocks {
+            self.path_block(b, &mut path, |id, p| {
+                f(id, p);
+                true
+            })?;
+        }
+        Ok(())
+    }
+
+    /// The path of doc `id`.
+    pub fn path(&self, id: usize) -> Result<String, Corrupt> {
+        let mut path = Vec::new();
+        let mut out = String::new();
+        self.path_block(id / PATH_BLOCK, &mut path, |i, p| {
+            if i == id {
+                out = p.to_string();
+                return false;
+            }
+            true
+        })?;
+        Ok(out)
+    }
+
+    /// Decode block `b` of the paths, calling `f(id, path)` until it returns false.
+    fn path_block(
+        &self,
+        b: usize,
+        path: &mut Vec<u8>,
+        mut f: impl FnMut(usize, &str) -> bool,
+    ) -> Result<(), Corrupt> {
+        let sec = self.sec(Sec::Paths)?;
+        let blocks = self.doc_count.div_ceil(PATH_BLOCK);
+        let mut r = Reader::new(sec);
+        if r.u32()? as usize != blocks || sec.len() < 4 + blocks * 4 {
+            return Err(Corrupt("path table"));
+        }
+        let data = &sec[4 + blocks * 4..];
+        let off = u32_at(sec, 4 + b * 4) as usize;
+        let mut r = Reader::new(data.get(off..).ok_or(Corrupt("path offset"))?);
+        path.clear();
+        let first = b * PATH_BLOCK;
+        for id in first..self.doc_count.min(first + PATH_BLOCK) {
+            let shared = r.varint()? as usize;
+            if shared > path.len() {
+                return Err(Corrupt("path prefix"));
+            }
+            path.truncate(shared);
+            let n = r.len()?;
+            path.extend_from_slice(r.take(n)?);
+            let p = std::str::from_utf8(path).map_err(|_| Corrupt("invalid UTF-8"))?;
+            if !f(id, p) {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// The slug of doc `id`, a lesson.
+    pub fn slug(&self, id: usize) -> Result<String, Corrupt> {
+        let slugs = DocStrings::new(self.sec(Sec::Slugs)?)?;
+        match slugs.find(id as u32) {
+            Some(i) => Ok(slugs.reader(i)?.str()?.to_string()),
+            None => Ok(stem(&self.path(id)?).to_string()),
+        }
+    }
+
+    /// The lessons whose slug has hash `h`.
+    pub(crate) fn docs_with_slug_hash(&self, h: u64) -> Result<Vec<u32>, Corrupt> {
+        Ok(keyed(self.sec(Sec::SlugIndex)?, h).collect())
+    }
+
+    /// The lessons that supersede a slug of hash `h` (not their own).
+    pub(crate) fn superseders_of(&self, h: u64) -> Result<Vec<u32>, Corrupt> {
+        Ok(keyed(self.sec(Sec::Superseders)?, h).collect())
+    }
+
+    /// `supersedes` of doc `id`.
+    pub fn supersedes(&self, id: usize) -> Result<Vec<&str>, Corrupt> {
+        let table = DocStrings::new(self.sec(Sec::Supersedes)?)?;
+        match table.find(id as u32) {
+            Some(i) => table.list(i),
+            None => Ok(Vec::new()),
+        }
+    }
+
+    /// Every doc with `supersedes`, with them.
+    pub fn all_supersedes(&self) -> Result<Vec<(u32, Vec<&str>)>, Corrupt> {
+        let table = DocStrings::new(self.sec(Sec::Supersedes)?)?;
+        (0..table.count)
+            .map(|i| Ok((table.doc(i), table.list(i)?)))
+            .collect()
+    }
+
+    /// Docs superseded by lessons of this segment, with how many supersede each.
+    pub(crate) fn superseded(&self) -> Result<Vec<(u32, u32)>, Corrupt> {
+        let sec = self.sec(Sec::Superseded)?;
+        Ok((0..sec.len() / 8)
+            .map(|i| (u32_at(sec, i * 8), u32_at(sec, i * 8 + 4)))
+            .collect())
+    }
+
+    /// Which doc has which target list, and how many lists there are.
+    pub fn target_pairs(&self) -> Result<(Vec<(u32, u32)>, u32), Corrupt> {
+        let mut r = Reader::new(self.sec(Sec::Targets)?);
+        let pairs = r.u32()? as usize;
+        let mut docs = Vec::with_capacity(pairs.min(1 << 20));
+        for _ in 0..pairs {
+            docs.push((r.u32()?, r.u32()?));
+        }
+        let sets = r.u32()?;
+        if docs.iter().any(|&(_, set)| set >= sets) {
+            return Err(Corrupt("target list out of range"));
+        }
+        Ok((docs, sets))
+    }
+
+    /// The distinct target lists.
+    pub fn target_sets(&self) -> Result<Vec<Vec<TargetGlobs>>, Corrupt> {
+        let mut r = Reader::new(self.sec(Sec::Targets)?);
+        let pairs = r.u32()? as usize;
+        r.take(pairs.checked_mul(8).ok_or(Corrupt("length overflow"))?)?;
+        let sets = r.u32()? as usize;
+        let mut out = Vec::with_capacity(sets.min(1 << 16));
+        for _ in 0..sets {
+            let n = r.len()?;
+            let mut set = Vec::with_capacity(n.min(64));
+            for _ in 0..n {
+                let present = r.u8()?;
+                let mut get = |bit: u8| -> Result<Option<String>, Corrupt> {
+                    Ok(if present & bit != 0 {
+                        Some(r.str()?.to_string())
+                    } else {
+                        None
+                    })
+                };
+                let operator = get(1)?;
+                let role = get(2)?;
+                let skill = get(4)?;
+                set.push(TargetGlobs {
+                    operator,
+                    role,
+                    skill,
+                });
+            }
+            out.push(set);
+        }
+        Ok(out)
+    }
+
+    /// Docs with `expires_at`, with it.
+    pub fn expires(&self) -> Result<Vec<(u32, i64)>, Corrupt> {
+        let sec = self.sec(Sec::Expires)?;
+        Ok((0..sec.len() / 12)
+            .map(|i| (u32_at(sec, i * 12), u64_at(sec, i * 12 + 4) as i64))
+            .collect())
+    }
+
+    /// The tags.
+    pub fn tags(&self) -> Result<SegmentTags<'_>, Corrupt> {
+        let sec = self.sec(Sec::Tags)?;
+        let mut r = Reader::new(sec);
+        let count = r.u32()? as usize;
+        let tagged = r.take(self.doc_count.div_ceil(64) * 8)?;
+        let mut keys = Vec::with_capacity(count.min(1 << 16));
+        let mut lists = Vec::with_capacity(count.min(1 << 16));
+        for _ in 0..count {
+            keys.push(r.str()?);
+            let docs = r.varint()? as usize;
+            let len = r.len()?;
+            lists.push((docs, r.take(len)?));
+        }
+        Ok(SegmentTags {
+            keys,
+            tagged,
+            lists,
+        })
     }
 
     /// Base doc ids this delta deletes.
     pub fn deleted(&self) -> Result<Vec<u32>, Corrupt> {
-        let mut r = Reader::new(&self.head()[self.deleted.clone()]);
-        (0..self.deleted.len() / 4).map(|_| r.u32()).collect()
+        let sec = self.sec(Sec::Deleted)?;
+        Ok((0..sec.len() / 4).map(|i| u32_at(sec, i * 4)).collect())
     }
 
     /// New stats of base docs.
     pub fn restat(&self) -> Result<Vec<(u32, FileStat)>, Corrupt> {
-        let mut r = Reader::new(&self.head()[self.restat.clone()]);
-        (0..self.restat.len() / RESTAT_ENTRY)
+        let mut r = Reader::new(self.sec(Sec::Restat)?);
+        (0..self.sections[Sec::Restat as usize].len() / RESTAT_ENTRY)
             .map(|_| {
                 let id = r.u32()?;
                 let size = r.u64()?;
@@ -837,105 +1317,228 @@ impl Segment {
             .collect()
     }
 
-    fn dict_term(&self, i: usize) -> Term {
-        let at = self.dict.start + i * DICT_ENTRY;
-        let mut a = [0u8; 8];
-        a.copy_from_slice(&self.head()[at..at + 8]);
-        u64::from_le_bytes(a)
+    /// Every doc, decoded (for a merge).
+    pub fn docs(&self) -> Result<Vec<Doc>, Corrupt> {
+        let n = self.doc_count;
+        let mut paths = Vec::with_capacity(n);
+        self.for_each_path(|_, p| paths.push(p.to_string()))?;
+        let mut tag_keys: Vec<Vec<String>> = vec![Vec::new(); n];
+        let tags = self.tags()?;
+        for (i, key) in tags.keys.iter().enumerate() {
+            let mut bad = false;
+            tags.docs(i, |id| match tag_keys.get_mut(id as usize) {
+                Some(keys) => keys.push(key.to_string()),
+                None => bad = true,
+            })?;
+            if bad {
+                return Err(Corrupt("tagged doc out of range"));
+            }
+        }
+        let sets = self.target_sets()?;
+        let targets: HashMap<u32, u32> = self.target_pairs()?.0.into_iter().collect();
+        let supersedes: HashMap<u32, Vec<&str>> = self.all_supersedes()?.into_iter().collect();
+        let expires: HashMap<u32, i64> = self.expires()?.into_iter().collect();
+        let slugs = DocStrings::new(self.sec(Sec::Slugs)?)?;
+        let mut slug_of: HashMap<u32, &str> = HashMap::new();
+        for i in 0..slugs.count {
+            slug_of.insert(slugs.doc(i), slugs.reader(i)?.str()?);
+        }
+        let ranks = self.ranks()?;
+        let mut docs = Vec::with_capacity(n);
+        for (id, path) in paths.into_iter().enumerate() {
+            let stat = self.stat(id)?;
+            let rank = Segment::rank_of(ranks, id);
+            let lesson = if rank.is_lesson() {
+                let key = id as u32;
+                let slug = slug_of.get(&key).copied().unwrap_or_else(|| stem(&path));
+                Some(LessonMeta {
+                    slug: slug.to_string(),
+                    outcome: rank.outcome(),
+                    confidence: rank.confidence,
+                    successes: rank.successes,
+                    failures: rank.failures,
+                    expires_ns: expires.get(&key).copied(),
+                    lens: self.lens(id)?,
+                    tag_keys: std::mem::take(&mut tag_keys[id]),
+                    targets: targets
+                        .get(&key)
+                        .map(|&s| sets[s as usize].clone())
+                        .unwrap_or_default(),
+                    supersedes: supersedes
+                        .get(&key)
+                        .map(|s| s.iter().map(|s| s.to_string()).collect())
+                        .unwrap_or_default(),
+                })
+            } else {
+                None
+            };
+            docs.push(Doc { path, stat, lesson });
+        }
+        Ok(docs)
+    }
+
+    /// Terms in the segment.
+    pub fn term_count(&self) -> usize {
+        self.term_count
+    }
+
+    fn dict_term(&self, i: usize) -> Result<Term, Corrupt> {
+        Ok(u64_at(self.sec(Sec::Dict)?, i * DICT_ENTRY))
+    }
+
+    /// The dictionary position of `term`.
+    fn find(&self, term: Term) -> Result<Option<usize>, Corrupt> {
+        let dict = self.sec(Sec::Dict)?;
+        let (mut lo, mut hi) = (0, self.term_count);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            match u64_at(dict, mid * DICT_ENTRY).cmp(&term) {
+                std::cmp::Ordering::Less => lo = mid + 1,
+                std::cmp::Ordering::Greater => hi = mid,
+                std::cmp::Ordering::Equal => return Ok(Some(mid)),
+            }
+        }
+        Ok(None)
     }
 
     /// How many docs of this segment hold `term` (dead ones included), from the dictionary.
     pub(crate) fn doc_count_of(&self, term: Term) -> Result<usize, Corrupt> {
-        match self.find(term) {
-            Some(i) => {
-                let at = self.dict.start + i * DICT_ENTRY + 16;
-                Ok(Reader::new(&self.head()[at..at + 4]).u32()? as usize)
-            }
+        match self.find(term)? {
+            Some(i) => Ok(u32_at(self.sec(Sec::Dict)?, i * DICT_ENTRY + 16) as usize),
             None => Ok(0),
         }
     }
 
-    /// The dictionary position of `term`.
-    fn find(&self, term: Term) -> Option<usize> {
-        let (mut lo, mut hi) = (0, self.term_count);
-        while lo < hi {
-            let mid = lo + (hi - lo) / 2;
-            match self.dict_term(mid).cmp(&term) {
-                std::cmp::Ordering::Less => lo = mid + 1,
-                std::cmp::Ordering::Greater => hi = mid,
-                std::cmp::Ordering::Equal => return Some(mid),
-            }
-        }
-        None
-    }
-
-    /// The posting list of `term`: its doc count and bytes (in `buf` when read from the file).
-    pub(crate) fn postings<'a>(
-        &'a self,
-        term: Term,
-        buf: &'a mut Vec<u8>,
-    ) -> Result<Option<(usize, &'a [u8])>, Corrupt> {
-        let Some(i) = self.find(term) else {
+    /// The posting list of `term`, checked: its doc count and bytes.
+    pub(crate) fn postings(&self, term: Term) -> Result<Option<(usize, &[u8])>, Corrupt> {
+        let Some(i) = self.find(term)? else {
             return Ok(None);
         };
-        let at = self.dict.start + i * DICT_ENTRY + 8;
-        let mut r = Reader::new(&self.head()[at..at + DICT_ENTRY - 8]);
-        let off = r.u64()? as usize;
-        let count = r.u32()? as usize;
-        let len = r.u32()? as usize;
-        let sum = r.u64()?;
-        let end = off
-            .checked_add(len)
-            .filter(|&e| e <= self.postings.len())
-            .ok_or(Corrupt("postings out of range"))?;
-        let bytes: &[u8] = match &self.storage {
-            Storage::Memory(bytes) => &bytes[self.postings.start + off..self.postings.start + end],
-            Storage::File { file, .. } => {
-                buf.resize(len, 0);
-                read_at(file, buf, (self.postings.start + off) as u64)?;
-                buf
-            }
+        let dict = self.sec(Sec::Dict)?;
+        let postings = self.section_bytes(Sec::Postings as usize);
+        let at = i * DICT_ENTRY;
+        let off = u64_at(dict, at + 8);
+        let end = if i + 1 < self.term_count {
+            u64_at(dict, at + DICT_ENTRY + 8)
+        } else {
+            postings.len() as u64
         };
-        if codec::checksum(bytes) != sum {
+        let count = u32_at(dict, at + 16) as usize;
+        let sum = u32_at(dict, at + 20);
+        if off > end || end > postings.len() as u64 {
+            return Err(Corrupt("postings out of range"));
+        }
+        let bytes = &postings[off as usize..end as usize];
+        if codec::checksum(bytes) as u32 != sum {
             return Err(Corrupt("posting list checksum mismatch"));
         }
         Ok(Some((count, bytes)))
     }
 }
 
-#[cfg(unix)]
-fn read_at(file: &std::fs::File, buf: &mut [u8], offset: u64) -> Result<(), Corrupt> {
-    use std::os::unix::fs::FileExt;
-    file.read_exact_at(buf, offset)
-        .map_err(|_| Corrupt("cannot read a posting list"))
-}
-
-#[cfg(not(unix))]
-fn read_at(_: &std::fs::File, _: &mut [u8], _: u64) -> Result<(), Corrupt> {
-    Err(Corrupt("posting lists are read whole on this platform"))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    #[test]
-    fn postings_round_trip_with_counts() {
-        let mut w = Writer::default();
-        let entries: [(u32, Tf); 4] = [
-            (0, [1, 0, 0, 2]),
-            (5, [0, 3, 0, 0]),
-            (6, [0, 0, 1, 900]),
-            (70_000, [2, 2, 2, 2]),
-        ];
-        let mut last = 0;
-        for (i, (id, tf)) in entries.iter().enumerate() {
-            encode_posting(&mut w, if i == 0 { *id } else { id - last }, tf);
-            last = *id;
+    fn lesson(slug: &str, tags: &[&str], supersedes: &[&str]) -> LessonMeta {
+        LessonMeta {
+            slug: slug.to_string(),
+            outcome: Outcome::Failure,
+            confidence: 0.7,
+            successes: 3,
+            failures: 9,
+            expires_ns: (tags.len() == 1).then_some(-5),
+            lens: [1, 2, 3, 4, 5, 6, 7, 8],
+            tag_keys: tags.iter().map(|s| s.to_string()).collect(),
+            targets: if tags.is_empty() {
+                Vec::new()
+            } else {
+                vec![TargetGlobs {
+                    operator: None,
+                    role: Some("rev*".into()),
+                    skill: Some(slug.to_string()),
+                }]
+            },
+            supersedes: supersedes.iter().map(|s| s.to_string()).collect(),
         }
-        let mut out = Vec::new();
-        decode_postings(&w.buf, entries.len(), |id, tf| out.push((id, *tf))).unwrap();
-        assert_eq!(out, entries);
-        assert!(decode_postings(&w.buf[..w.len() - 1], entries.len(), |_, _| {}).is_err());
+    }
+
+    fn doc(path: &str, lesson: Option<LessonMeta>) -> Doc {
+        Doc {
+            path: path.to_string(),
+            stat: FileStat {
+                size: path.len() as u64,
+                mtime_ns: -7,
+                ctime_ns: 11,
+                ino: 13,
+                hash: 17,
+                settled: path.len().is_multiple_of(2),
+            },
+            lesson,
+        }
+    }
+
+    #[test]
+    fn docs_round_trip_through_a_segment() {
+        let docs = vec![
+            doc("a.md", Some(lesson("a", &["ci", "git"], &["b", "a"]))),
+            doc("b.md", Some(lesson("bee", &[], &[]))),
+            doc("notes.md", None),
+            doc("sub/a.md", Some(lesson("a", &["git"], &[]))),
+            doc("sub/b.md", Some(lesson("b", &["ci"], &["a", "a"]))),
+        ];
+        let mut list = ListWriter::default();
+        list.push(0, &[1, 0, 0, 2]);
+        list.push(4, &[0, 0, 0, 1]);
+        let (count, bytes) = list.finish();
+        let patch = Patch {
+            deleted: vec![9, 3],
+            restat: vec![(2, docs[1].stat)],
+        };
+        let header = Header {
+            index_id: 5,
+            generation: 6,
+            config_hash: 7,
+        };
+        let bytes = write_segment(Kind::Delta, header, &patch, &docs, &[(42, count, bytes)]);
+        let seg = Segment::parse(bytes).unwrap();
+        assert_eq!((seg.kind, seg.header), (Kind::Delta, header));
+        assert_eq!(seg.docs().unwrap(), docs);
+        assert_eq!(seg.lesson_count(), 4);
+        assert_eq!(seg.deleted().unwrap(), [3, 9]);
+        assert_eq!(seg.restat().unwrap(), [(2, docs[1].stat)]);
+        assert_eq!(seg.slug(1).unwrap(), "bee");
+        assert_eq!(seg.path(3).unwrap(), "sub/a.md");
+        // `a.md` supersedes `b` (`sub/b.md`; its own slug `a` does not count), and `sub/b.md`
+        // both lessons with slug `a`
+        assert_eq!(seg.superseded().unwrap(), [(0, 1), (3, 1), (4, 1)]);
+        assert_eq!(seg.superseders_of(slug_hash("a")).unwrap(), [4]);
+        assert_eq!(seg.docs_with_slug_hash(slug_hash("a")).unwrap(), [0, 3]);
+        let (count, bytes) = seg.postings(42).unwrap().unwrap();
+        assert_eq!(count, 2);
+        assert!(codec::for_each_posting(bytes, count, |_, _| {}).is_ok());
+        assert_eq!(seg.postings(43).unwrap(), None);
+    }
+
+    #[test]
+    fn a_damaged_section_is_found_when_it_is_used() {
+        let docs = vec![doc("a.md", Some(lesson("a", &["ci"], &[])))];
+        let bytes = write_segment(Kind::Base, Header::default(), &Patch::default(), &docs, &[]);
+        let tags_at = {
+            let seg = Segment::parse(bytes.clone()).unwrap();
+            seg.sections[Sec::Tags as usize].start
+        };
+        let mut damaged = bytes.clone();
+        damaged[tags_at + 4] ^= 1;
+        assert!(Segment::parse(damaged.clone()).is_err());
+        let seg = Segment::from_bytes(Bytes::Memory(damaged)).unwrap();
+        assert!(seg.stat(0).is_ok(), "other sections are fine");
+        assert!(seg.tags().is_err());
+        let mut truncated = bytes.clone();
+        truncated.pop();
+        assert!(Segment::from_bytes(Bytes::Memory(truncated)).is_err());
+        let mut header = bytes;
+        header[50] ^= 1;
+        assert!(Segment::from_bytes(Bytes::Memory(header)).is_err());
     }
 }

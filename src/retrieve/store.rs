@@ -97,6 +97,29 @@ impl Retriever {
     /// Open the bank at `root`: load its index, check it against the files, patch or rebuild
     /// what differs and keep the result in `.lesson/` when the bank is writable.
     pub fn open(root: &Path) -> Result<Retriever, RetrieveError> {
+        let (mut r, why) = Retriever::load(root)?;
+        r.refresh_with(why)?;
+        Ok(r)
+    }
+
+    /// Open the bank at `root` and trust its index without checking it against the files:
+    /// for a caller that knows the index is current (a watcher keeps it so). Only a missing,
+    /// damaged or outdated index (another format or configuration) is rebuilt. A hit whose
+    /// file no longer has the indexed bytes is still noticed: [`Retriever::search`] then
+    /// checks the files and searches again.
+    pub fn open_unchecked(root: &Path) -> Result<Retriever, RetrieveError> {
+        let (mut r, why) = Retriever::load(root)?;
+        if why.is_some() {
+            r.refresh_with(why)?;
+        } else {
+            r.last.generation = r.generation();
+        }
+        Ok(r)
+    }
+
+    /// The bank's configuration and its index as loaded (or an empty one, with why it must be
+    /// rebuilt).
+    fn load(root: &Path) -> Result<(Retriever, Option<String>), RetrieveError> {
         if !root.is_dir() {
             return Err(BankError::NotFound(root.display().to_string()).into());
         }
@@ -113,11 +136,12 @@ impl Retriever {
                         config_hash,
                     })),
                     None,
-                )?,
+                )?
+                .reading_files_at(root),
                 Some(why),
             ),
         };
-        let mut r = Retriever {
+        let r = Retriever {
             root: root.to_path_buf(),
             settings: Settings::from_config(&config.retrieve),
             config,
@@ -125,8 +149,7 @@ impl Retriever {
             index,
             last: Refresh::default(),
         };
-        r.refresh_with(why)?;
-        Ok(r)
+        Ok((r, why))
     }
 
     /// Check the index against the files again, patching what changed.
@@ -161,8 +184,16 @@ impl Retriever {
     }
 
     /// Search the index as it was at the last refresh. A posting list found damaged (they are
-    /// checked as they are read) rebuilds the index from the files, then the search runs again.
+    /// checked as they are read) rebuilds the index from the files, and a hit whose file
+    /// changed since (its bytes no longer match the index) checks the files again; then the
+    /// search runs again.
     pub fn search(&mut self, request: &Request) -> Result<Search, RetrieveError> {
+        let found = match self.index.search(request, &self.settings) {
+            Ok(found) if found.stale == 0 => return Ok(found),
+            Ok(_) => self.refresh_with(None),
+            Err(damaged) => self.refresh_with(Some(damaged.to_string())),
+        };
+        found?;
         match self.index.search(request, &self.settings) {
             Ok(found) => Ok(found),
             Err(damaged) => {
@@ -345,7 +376,7 @@ impl Retriever {
             self.fold(&delta, generation, report)?;
         } else {
             let delta = Arc::new(delta);
-            self.index = Index::new(base, Some(delta.clone()))?;
+            self.index = Index::new(base, Some(delta.clone()))?.reading_files_at(&self.root);
             report.persisted = self.persist(|root| {
                 // only patch the base this delta was made for
                 if on_disk_base_id(root) != Some(base_id) {
@@ -444,7 +475,7 @@ impl Retriever {
     /// Use a new base (and no delta), and write it.
     fn install_base(&mut self, base: Segment, report: &mut Refresh) -> Result<(), RetrieveError> {
         let base = Arc::new(base);
-        self.index = Index::new(base.clone(), None)?;
+        self.index = Index::new(base.clone(), None)?.reading_files_at(&self.root);
         report.persisted = self.persist(|root| {
             let bytes = base.bytes().expect("a new base is in memory");
             edit::write_atomic(root, &state_path(root, BASE_FILE), bytes)?;
@@ -660,11 +691,12 @@ fn load(root: &Path, config_hash: u64) -> Result<Index, String> {
         _ => None,
     };
     let base = Arc::new(base);
-    match Index::new(base.clone(), delta) {
-        Ok(index) => Ok(index),
+    let index = match Index::new(base.clone(), delta) {
+        Ok(index) => index,
         // a damaged delta only costs re-checking the files: drop it
-        Err(_) => Index::new(base, None).map_err(|e| e.to_string()),
-    }
+        Err(_) => Index::new(base, None).map_err(|e| e.to_string())?,
+    };
+    Ok(index.reading_files_at(root))
 }
 
 /// The index id of the base on disk, from its header alone.
