@@ -23,6 +23,7 @@
 //!   checkout) is searched all the same; the patch is just not kept.
 
 use std::collections::{HashMap, HashSet};
+use std::hash::BuildHasherDefault;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::SystemTime;
@@ -221,17 +222,16 @@ impl Retriever {
         let old = self.index.entries()?;
 
         // join the walk with the index's entries by path
-        let by_path: HashMap<&str, &index::Entry> = old.iter().map(|e| (e.path, e)).collect();
+        let position: HashMap<&str, usize, BuildHasherDefault<walk::PathHasher>> =
+            old.iter().enumerate().map(|(i, e)| (e.path, i)).collect();
         let mut seen = vec![false; old.len()];
-        let position: HashMap<u32, usize> =
-            old.iter().enumerate().map(|(i, e)| (e.id, i)).collect();
         let todo: Vec<(&walk::File, Option<&index::Entry>)> = files
             .iter()
             .map(|f| {
-                let entry = by_path.get(f.rel.as_str()).copied();
-                if let Some(e) = entry {
-                    seen[position[&e.id]] = true;
-                }
+                let entry = position.get(f.rel.as_str()).map(|&i| {
+                    seen[i] = true;
+                    &old[i]
+                });
                 (f, entry)
             })
             .collect();
@@ -247,12 +247,10 @@ impl Retriever {
         let root = &self.root;
         let changes: Vec<Change> = todo
             .into_par_iter()
-            .map(|(f, entry)| {
-                let path = root.join(&f.rel);
-                match entry {
-                    Some(entry) => check(&f.rel, entry, &path, f.meta.as_ref(), limit),
-                    None => Change::Parsed(read_record(&f.rel, &path, limit)),
-                }
+            .map(|(f, entry)| match entry {
+                Some(entry) if unchanged(entry, f.meta.as_ref(), limit) => Change::None,
+                Some(entry) => check(&f.rel, entry, &root.join(&f.rel), f.meta.as_ref(), limit),
+                None => Change::Parsed(read_record(&f.rel, &root.join(&f.rel), limit)),
             })
             .collect();
         let mut records: Vec<Record> = Vec::new();
@@ -529,13 +527,11 @@ fn check(
         // vanished between the walk and its stat: recorded as unreadable, re-checked next time
         return Change::Reparsed(entry.id, read_record(rel, path, limit));
     };
-    let stamp = stamp(meta);
-    let old = entry.stat;
-    // (a file over the size limit is never read: its record holds nothing a racy change could
-    // make stale)
-    if stamp.same_stamp(&old) && (old.settled || stamp.size > limit) {
+    if unchanged(entry, Some(meta), limit) {
         return Change::None;
     }
+    let stamp = stamp(meta);
+    let old = entry.stat;
     if stamp.size != old.size || stamp.size > limit {
         return Change::Reparsed(entry.id, read_record(rel, path, limit));
     }
@@ -560,6 +556,17 @@ fn check(
     } else {
         Change::Hashed(Some((entry.id, stat)))
     }
+}
+
+/// Whether a file's stat says it is as indexed (then it is not read). A file over the size
+/// limit is never read: its record holds nothing a racy change could make stale.
+fn unchanged(entry: &index::Entry, meta: Option<&std::fs::Metadata>, limit: u64) -> bool {
+    let Some(meta) = meta else {
+        return false;
+    };
+    let stamp = stamp(meta);
+    let old = entry.stat;
+    stamp.same_stamp(&old) && (old.settled || stamp.size > limit)
 }
 
 /// Read and parse one file into a record, as [`Bank::load`] reads it (a file over the size

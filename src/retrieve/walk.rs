@@ -1,7 +1,8 @@
 //! The bank's lesson files, found the way [`crate::bank::lesson_paths`] finds them (the same
 //! rules; a test keeps the two in step), but cheaply enough to run before every search: plain
-//! `read_dir`, no sorting, no per-entry path parsing, and each file stat-ed through its
-//! directory's handle.
+//! `read_dir`, no per-entry path parsing, each file stat-ed through its directory's handle,
+//! and the work spread over rayon's threads: while one thread reads a directory, others stat
+//! the entries it has read so far (a batch at a time) and walk the subdirectories it found.
 //!
 //! Rules: below the root, names starting with `.` or `_` are skipped (`_index.md`, `_archive/`,
 //! `_log/`, `.lesson/`), and so is a top-level `templates/` directory; symlinks are followed
@@ -9,10 +10,11 @@
 //! `exclude` glob of `lesson.toml` matches their path relative to the root.
 
 use std::cmp::Ordering;
-use std::path::Path;
+use std::hash::Hasher;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
 use globset::GlobSet;
-use rayon::prelude::*;
 
 /// A lesson file: its path relative to the root (`/`-separated) and its stat.
 #[derive(Debug, Clone)]
@@ -23,25 +25,25 @@ pub struct File {
     pub meta: Option<std::fs::Metadata>,
 }
 
-/// Every lesson file under `root` with its metadata, in no particular order. Files are
-/// stat-ed through their directory's handle (no path lookup), in parallel.
+/// Entries stat-ed per task: large enough that a task outweighs its scheduling, small enough
+/// that stat-ing starts early and spreads evenly.
+const BATCH: usize = 512;
+
+/// Every lesson file under `root` with its metadata, in no particular order.
 pub fn lesson_files(root: &Path, exclude: &GlobSet) -> Vec<File> {
-    let mut found = Vec::new();
-    let mut ancestors = Vec::new();
-    if let Some(id) = dir_id(root) {
-        ancestors.push(id);
-    }
-    walk(root, "", 1, exclude, &mut ancestors, &mut found);
-    found
-        .into_par_iter()
-        .map(|(rel, entry)| {
-            let meta = match entry {
-                Found::Entry(e) => e.metadata().ok(),
-                Found::Followed(m) => Some(m),
-            };
-            File { rel, meta }
-        })
-        .collect()
+    let found = Mutex::new(Vec::new());
+    let ancestors: Vec<DirId> = dir_id(root).into_iter().collect();
+    rayon::scope(|scope| {
+        walk(
+            scope,
+            root.to_path_buf(),
+            String::new(),
+            ancestors,
+            exclude,
+            &found,
+        );
+    });
+    found.into_inner().unwrap_or_else(|e| e.into_inner())
 }
 
 /// How a file was found: a plain directory entry (stat-ed later), or through a symlink
@@ -51,17 +53,35 @@ enum Found {
     Followed(std::fs::Metadata),
 }
 
-fn walk(
-    dir: &Path,
-    prefix: &str,
-    depth: usize,
-    exclude: &GlobSet,
-    ancestors: &mut Vec<DirId>,
-    out: &mut Vec<(String, Found)>,
+fn stat_batch(batch: Vec<(String, Found)>, out: &Mutex<Vec<File>>) {
+    let files: Vec<File> = batch
+        .into_iter()
+        .map(|(rel, entry)| {
+            let meta = match entry {
+                Found::Entry(e) => e.metadata().ok(),
+                Found::Followed(m) => Some(m),
+            };
+            File { rel, meta }
+        })
+        .collect();
+    out.lock().unwrap_or_else(|e| e.into_inner()).extend(files);
+}
+
+/// Read `dir` (`prefix` its path relative to the root, `ancestors` the directories above it
+/// and itself), handing batches of files and each subdirectory to tasks of `scope`.
+fn walk<'s>(
+    scope: &rayon::Scope<'s>,
+    dir: PathBuf,
+    prefix: String,
+    ancestors: Vec<DirId>,
+    exclude: &'s GlobSet,
+    out: &'s Mutex<Vec<File>>,
 ) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
+    let Ok(entries) = std::fs::read_dir(&dir) else {
         return;
     };
+    let top = prefix.is_empty();
+    let mut batch: Vec<(String, Found)> = Vec::with_capacity(BATCH);
     for entry in entries.flatten() {
         let name = entry.file_name();
         let name = name.to_string_lossy();
@@ -83,13 +103,13 @@ fn walk(
             Some(m) => (m.is_dir(), m.is_file()),
             None => (file_type.is_dir(), file_type.is_file()),
         };
-        let rel = if prefix.is_empty() {
+        let rel = if top {
             name.to_string()
         } else {
             format!("{prefix}/{name}")
         };
         if is_dir {
-            if depth == 1 && name == "templates" {
+            if top && name == "templates" {
                 continue;
             }
             let path = entry.path();
@@ -99,21 +119,48 @@ fn walk(
             if ancestors.contains(&id) {
                 continue; // a symlink loop
             }
-            ancestors.push(id);
-            walk(&path, &rel, depth + 1, exclude, ancestors, out);
-            ancestors.pop();
-        } else if is_file
-            && Path::new(name.as_ref())
-                .extension()
-                .is_some_and(|x| x == "md")
-            && !exclude.is_match(Path::new(&rel))
-        {
+            let mut below = ancestors.clone();
+            below.push(id);
+            scope.spawn(move |scope| walk(scope, path, rel, below, exclude, out));
+        } else if is_file && name.ends_with(".md") && !exclude.is_match(Path::new(&rel)) {
             let found = match followed {
                 Some(m) => Found::Followed(m),
                 None => Found::Entry(entry),
             };
-            out.push((rel, found));
+            batch.push((rel, found));
+            if batch.len() == BATCH {
+                let full = std::mem::replace(&mut batch, Vec::with_capacity(BATCH));
+                scope.spawn(move |_| stat_batch(full, out));
+            }
         }
+    }
+    stat_batch(batch, out);
+}
+
+/// A fast hasher for paths (a word at a time): the index's paths are joined with the walk's
+/// on every search.
+#[derive(Default)]
+pub struct PathHasher(u64);
+
+impl Hasher for PathHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        const K: u64 = 0x9E37_79B9_7F4A_7C15;
+        let mut h = self.0;
+        let mut words = bytes.chunks_exact(8);
+        for w in &mut words {
+            let mut a = [0u8; 8];
+            a.copy_from_slice(w);
+            h = (h.rotate_left(5) ^ u64::from_le_bytes(a)).wrapping_mul(K);
+        }
+        let mut a = [0u8; 8];
+        a[..words.remainder().len()].copy_from_slice(words.remainder());
+        h = (h.rotate_left(5) ^ u64::from_le_bytes(a) ^ bytes.len() as u64).wrapping_mul(K);
+        self.0 = h;
+    }
+
+    fn finish(&self) -> u64 {
+        let h = (self.0 ^ (self.0 >> 29)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        h ^ (h >> 32)
     }
 }
 
