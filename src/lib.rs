@@ -8,6 +8,7 @@
 pub mod bank;
 pub mod config;
 pub mod curate;
+pub mod dedup;
 pub mod diagnostic;
 pub mod document;
 pub mod edit;

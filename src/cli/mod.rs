@@ -3,6 +3,7 @@
 
 mod archive;
 mod config;
+mod dedup;
 mod index;
 mod init;
 mod lint;
@@ -61,6 +62,8 @@ enum Command {
     Archive(archive::ArchiveArgs),
     /// The lessons that apply to a request, for an agent's prompt
     Search(search::SearchArgs),
+    /// List pairs of lessons that look like near-duplicates (advisory: exits 0)
+    Dedup(dedup::DedupArgs),
 }
 
 /// Run a command.
@@ -79,6 +82,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Command::Supersede(a) => supersede::run(&bank_dir(args.dir)?, a),
         Command::Archive(a) => archive::run(&bank_dir(args.dir)?, a),
         Command::Search(a) => search::run(&bank_dir(args.dir)?, a),
+        Command::Dedup(a) => dedup::run(&bank_dir(args.dir)?, a),
     }
 }
 
