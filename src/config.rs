@@ -24,6 +24,31 @@ pub struct Config {
     /// `[dedup]`
     #[serde(default)]
     pub dedup: DedupConfig,
+    /// `[distill]`
+    #[serde(default)]
+    pub distill: DistillConfig,
+}
+
+/// `[distill]`: the write gate of `lesson distill`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct DistillConfig {
+    /// Candidate lessons a judge may propose for one run at most; more refuses the whole run
+    /// (a judge that floods the bank is not trusted with any of it).
+    #[serde(default = "default_max_candidates_per_run")]
+    pub max_candidates: usize,
+}
+
+impl Default for DistillConfig {
+    fn default() -> Self {
+        DistillConfig {
+            max_candidates: default_max_candidates_per_run(),
+        }
+    }
+}
+
+fn default_max_candidates_per_run() -> usize {
+    5
 }
 
 /// `[review]`: when a lesson needs a human (`lesson review`, rule L003).

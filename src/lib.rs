@@ -10,6 +10,7 @@ pub mod config;
 pub mod curate;
 pub mod dedup;
 pub mod diagnostic;
+pub mod distill;
 pub mod document;
 pub mod edit;
 pub mod index_md;

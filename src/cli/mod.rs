@@ -1,9 +1,11 @@
 //! Flags and dispatch. Each command lives in its own module and returns an exit code:
 //! 0 clean, 1 findings at error level (or a stale check), 2 usage or internal failure.
 
+mod add;
 mod archive;
 mod config;
 mod dedup;
+mod distill;
 mod index;
 mod init;
 mod lint;
@@ -64,6 +66,12 @@ enum Command {
     Search(search::SearchArgs),
     /// List pairs of lessons that look like near-duplicates (advisory: exits 0)
     Dedup(dedup::DedupArgs),
+    /// Admit candidate lessons (a LESSON.md or JSON): validate, deduplicate, write; all or
+    /// nothing
+    Add(add::AddArgs),
+    /// Distill a completed run with an external judge: update matched lessons' counts, admit
+    /// the lessons it proposes through the write gate
+    Distill(distill::DistillArgs),
 }
 
 /// Run a command.
@@ -83,6 +91,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Command::Archive(a) => archive::run(&bank_dir(args.dir)?, a),
         Command::Search(a) => search::run(&bank_dir(args.dir)?, a),
         Command::Dedup(a) => dedup::run(&bank_dir(args.dir)?, a),
+        Command::Add(a) => add::run(&bank_dir(args.dir)?, a),
+        Command::Distill(a) => distill::run(&bank_dir(args.dir)?, a),
     }
 }
 
