@@ -60,9 +60,11 @@ pub fn run(root: &Path, args: AddArgs) -> anyhow::Result<ExitCode> {
         Ok(added) => added,
         Err(AddError::Rejected(rejection)) => {
             print_rejection(&rejection);
+            eprintln!("error: {rejection}");
             return Ok(ExitCode::from(1));
         }
-        Err(e) => return Err(e.into()),
+        Err(e @ AddError::PartlyWritten(_)) => return Err(e.into()),
+        Err(e) => return Err(anyhow::Error::new(e).context("nothing was written")),
     };
     print_rejection(&added.warnings);
     let verb = if args.dry_run { "would be " } else { "" };
@@ -139,8 +141,7 @@ pub fn admitted_line(a: &Admitted, verb: &str) -> String {
     }
 }
 
-/// Print findings (full format) and problems to stderr, and, when they refuse the batch, the
-/// line that says nothing was written.
+/// Print findings (full format) and problems to stderr.
 pub fn print_rejection(rejection: &Rejection) {
     if !rejection.diagnostics.is_empty() {
         let sources: Sources = rejection.sources.iter().collect();
@@ -154,8 +155,5 @@ pub fn print_rejection(rejection: &Rejection) {
     }
     for p in &rejection.problems {
         eprintln!("error: {}: {}", p.label, p.message);
-    }
-    if rejection.refused() {
-        eprintln!("error: {rejection}");
     }
 }

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::Args;
+use lesson::curate::add::AddError;
 use lesson::distill::{self, DistillError, Distilled, Options, Run};
 use lesson::ledger::{Counts, Delta};
 
@@ -68,13 +69,17 @@ pub fn run(root: &Path, args: DistillArgs) -> anyhow::Result<ExitCode> {
         Ok(Distilled::Done(report)) => report,
         Err(DistillError::Gate(rejection)) => {
             print_rejection(&rejection);
+            let n = rejection.errors();
             eprintln!(
-                "error: the write gate refused the judge's answer for run {}; nothing was written",
-                run.id
+                "error: the write gate refused the judge's answer for run {} ({n} error{}); nothing was written",
+                run.id,
+                if n == 1 { "" } else { "s" }
             );
             return Ok(ExitCode::from(1));
         }
-        Err(e) => return Err(e.into()),
+        Err(e @ (DistillError::Judge(_) | DistillError::Garbage { .. })) => return Err(e.into()),
+        Err(e @ DistillError::Add(AddError::PartlyWritten(_))) => return Err(e.into()),
+        Err(e) => return Err(anyhow::Error::new(e).context("nothing was written")),
     };
     print_rejection(&report.warnings);
     let matched = if report.matched.is_empty() {

@@ -59,10 +59,10 @@ pub struct Options {
 #[derive(Debug, thiserror::Error)]
 pub enum DistillError {
     /// The judge crashed, hung or could not start.
-    #[error("{0}; nothing was written")]
-    Judge(#[from] JudgeError),
+    #[error("nothing was written: {0}")]
+    Judge(JudgeError),
     /// The judge's stdout is not an answer.
-    #[error("the judge `{command}` did not answer: {message}; nothing was written")]
+    #[error("nothing was written: the judge `{command}` did not answer: {message}")]
     Garbage {
         /// The command.
         command: String,
@@ -81,6 +81,13 @@ pub enum DistillError {
     /// A ledger could not be read.
     #[error(transparent)]
     Ledger(#[from] LedgerError),
+}
+
+impl From<JudgeError> for DistillError {
+    fn from(e: JudgeError) -> Self {
+        // not `#[from]`: the judge's error is the message, not a cause to print again
+        DistillError::Judge(e)
+    }
 }
 
 /// What distilling a run did.
@@ -221,6 +228,8 @@ fn apply(
     if changed {
         batch.commit()?;
     }
+    let mut warnings = warnings;
+    warnings.keep_only(&add::created_labels(&admitted));
     Ok(Distilled::Done(Report {
         matched,
         recorded,
@@ -386,8 +395,7 @@ fn gate(
             out.problem(
                 &label,
                 format!(
-                    "no evidence item cites the run (`{}`, i.e. kind: {}, ref: {}); a distilled lesson points back to the run it came from",
-                    run.cited(),
+                    "no evidence item cites the run (kind: {}, ref: {}); a distilled lesson points back to the run it came from",
                     run.kind.as_str(),
                     run.id
                 ),
