@@ -194,3 +194,25 @@ fn adding_the_same_candidates_again_changes_nothing() {
     assert!(s.tree() == after, "{}", diff(&after, &s.tree()));
     insta::assert_snapshot!(format!("{dry}{first}{again}"));
 }
+
+#[test]
+fn a_candidate_that_is_no_lesson_is_refused_even_with_its_rules_off() {
+    let s = Sandbox::with_bank(FIXTURE);
+    std::fs::write(
+        s.bank().join("lesson.toml"),
+        "[lint.rules]\ninvalid-outcome = \"off\"\nmissing-required-field = \"off\"\n",
+    )
+    .unwrap();
+    let before = s.tree();
+    s.write(
+        "c.json",
+        r##"[{"slug": "log-it", "title": "Log it.", "trigger": {"description": "Always.", "tags": ["logs"]},
+  "outcome": "sometimes", "evidence": [{"kind": "run", "ref": "r1"}]},
+ {"slug": "log-more", "title": "Log more.", "trigger": {"description": "Always.", "tags": ["logs"]},
+  "evidence": [{"kind": "run", "ref": "r1"}]}]"##,
+    );
+    let run = s.run(&["add", "c.json"], None);
+    assert_eq!(run.code, 1, "{run}");
+    assert!(s.tree() == before);
+    insta::assert_snapshot!(run.to_string());
+}

@@ -383,7 +383,12 @@ pub fn prepare(
         .unwrap_or(false);
     let generated_body = body.is_none();
     let text = render(&intended, body, crlf);
-    let doc = Document::parse(Source::new(PathBuf::from(label), text), None);
+    // a LESSON.md's findings point into the file as given, which has the label as its path
+    let shown = match &candidate.input {
+        None => PathBuf::from(label),
+        Some(_) => PathBuf::from(format!("{label} (as it would be written)")),
+    };
+    let doc = Document::parse(Source::new(shown, text), None);
     if candidate.input.is_none() {
         // a JSON candidate: findings point into the LESSON.md it would become
         let body_start = doc.body.as_ref().map_or(usize::MAX, |b| b.start);
@@ -411,7 +416,13 @@ pub fn prepare(
         );
         return None;
     }
-    let lesson = doc.lesson.clone()?;
+    let Some(lesson) = doc.lesson.clone() else {
+        out.problem(
+            label,
+            "it is not a complete lesson: a required field is missing or holds a value the schema does not allow (the rule that would say which is off in lesson.toml)",
+        );
+        return None;
+    };
     if !lesson.supersedes.is_empty() {
         out.problem(
             label,
