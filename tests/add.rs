@@ -216,3 +216,95 @@ fn a_candidate_that_is_no_lesson_is_refused_even_with_its_rules_off() {
     assert!(s.tree() == before);
     insta::assert_snapshot!(run.to_string());
 }
+
+mod batches {
+    //! Any batch: with one invalid candidate nothing changes; without, every candidate is
+    //! created or merged and the bank lints without errors (counts agree with the ledgers).
+
+    use std::path::Path;
+
+    use lesson::curate::add::{add, read_candidates, AddError, Admitted, Intake};
+    use lesson::curate::Stamp;
+    use lesson::diagnostic::Severity;
+    use proptest::prelude::*;
+
+    const WORDS: [&str; 6] = ["retry", "cache", "jitter", "batch", "upload", "yaml"];
+
+    fn candidate() -> impl Strategy<Value = serde_json::Value> {
+        (
+            prop::sample::subsequence(WORDS.to_vec(), 2),
+            prop::sample::select(WORDS.to_vec()),
+            0u8..3,
+            prop::sample::select(vec!["success", "failure", "mixed"]),
+        )
+            .prop_map(|(words, tag, run, outcome)| {
+                let title = format!("Prefer {} over {}.", words[0], words[1]);
+                serde_json::json!({
+                    "slug": format!("{}-{}", words[0], words[1]),
+                    "title": title,
+                    "trigger": {"description": format!("When {} meets {}.", words[0], words[1]), "tags": [tag]},
+                    "outcome": outcome,
+                    "evidence": [{"kind": "run", "ref": format!("r_{run}")}],
+                    "confidence": 0.9, "success_count": 7,
+                    "body": format!("# {title}\n\n## When this applies\n\nx\n\n## What to do (or avoid)\n\ny\n\n## Counter-example\n\nz\n"),
+                })
+            })
+    }
+
+    fn tree(root: &Path) -> Vec<(std::path::PathBuf, Vec<u8>)> {
+        let mut files: Vec<_> = walkdir::WalkDir::new(root)
+            .into_iter()
+            .filter_entry(|e| e.file_name() != ".lesson")
+            .filter_map(Result::ok)
+            .filter(|e| e.file_type().is_file())
+            .map(|e| (e.path().to_path_buf(), std::fs::read(e.path()).unwrap()))
+            .collect();
+        files.sort();
+        files
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(24))]
+
+        #[test]
+        fn all_or_nothing(mut batch in prop::collection::vec(candidate(), 1..5), broken in prop::option::of(0usize..5)) {
+            let tmp = tempfile::tempdir().unwrap();
+            let root = tmp.path().join("lessons");
+            std::fs::create_dir(&root).unwrap();
+            for entry in std::fs::read_dir(super::FIXTURE).unwrap() {
+                let path = entry.unwrap().path();
+                std::fs::copy(&path, root.join(path.file_name().unwrap())).unwrap();
+            }
+            let broken = broken.filter(|&i| i < batch.len());
+            if let Some(i) = broken {
+                batch[i]["evidence"] = serde_json::json!([]);
+            }
+            let bytes = serde_json::to_vec(&batch).unwrap();
+            let candidates = read_candidates("batch.json", bytes).unwrap();
+            let stamp = Stamp { at: "2026-11-22T12:00:00Z".parse().unwrap(), by: "tester".into() };
+            let before = tree(&root);
+            let result = add(&root, &candidates, &Intake::default(), &stamp, false);
+            if broken.is_some() {
+                prop_assert!(matches!(result, Err(AddError::Rejected(_))));
+                prop_assert!(tree(&root) == before);
+                return Ok(());
+            }
+            let added = result.unwrap();
+            prop_assert_eq!(added.admitted.len(), batch.len());
+            let bank = lesson::Bank::load(&root).unwrap();
+            let errors: Vec<_> = lesson::lint::lint(&bank, &Default::default())
+                .into_iter()
+                .filter(|d| d.severity == Severity::Error)
+                .map(|d| format!("{}:{} {} {}", d.path.display(), d.line, d.code, d.message))
+                .collect();
+            prop_assert!(errors.is_empty(), "{:?}", errors);
+            for a in &added.admitted {
+                if let Admitted::Created { slug, .. } = a {
+                    let (_, lesson) = bank.by_slug()[slug.as_str()];
+                    prop_assert_eq!(lesson.confidence(), 0.5);
+                    prop_assert_eq!((lesson.successes(), lesson.failures()), (0, 0));
+                }
+            }
+        }
+    }
+}
