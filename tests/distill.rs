@@ -174,3 +174,35 @@ fn a_bad_run_file_is_refused_before_the_judge_is_called() {
     assert!(s.judge_calls().is_empty());
     insta::assert_snapshot!(out);
 }
+
+#[test]
+fn a_run_recorded_by_hand_is_not_recorded_twice() {
+    // `lesson record` cited the run before: the same verdict is a retry, another one is refused
+    // (one run is one observation) and reported, and the rest of the answer still applies
+    let mut out = String::new();
+    for (by_hand, verdict) in [
+        ("--followed", "followed"),
+        ("--contradicted", "followed new"),
+    ] {
+        let s = sandbox("success");
+        let evidence = format!("run:{RUN_ID}");
+        let record = s.run(
+            &[
+                "record",
+                "retry-with-jitter",
+                by_hand,
+                "--run-outcome",
+                "success",
+                "--evidence",
+                &evidence,
+            ],
+            None,
+        );
+        assert_eq!(record.code, 0, "{record}");
+        let before = s.tree();
+        let run = distill(&s, verdict, &[]);
+        assert_eq!(run.code, 0, "{run}");
+        out.push_str(&format!("{run}--- diff\n{}", diff(&before, &s.tree())));
+    }
+    insta::assert_snapshot!(out);
+}
