@@ -40,14 +40,7 @@ pub enum BankError {
     Now(String),
 }
 
-/// A problem met while walking the bank (a symlink loop, an unreadable directory).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct WalkProblem {
-    /// The path involved.
-    pub path: PathBuf,
-    /// What happened.
-    pub message: String,
-}
+pub use crate::walk::WalkProblem;
 
 /// Why a lesson is or is not active.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -136,6 +129,16 @@ impl Bank {
     /// model but not the body (index, list, show).
     pub fn load_lessons(root: &Path) -> Result<Bank, BankError> {
         let (bank, _) = Bank::load_as(root, &Overlay::new(), now_from_env()?, false, |_, _| ())?;
+        Ok(bank)
+    }
+
+    /// The lessons' models only: like [`Bank::load_lessons`], but every document keeps no text
+    /// at all (each file's buffer is let go as soon as it is parsed). For commands that read
+    /// fields and never point into a file, such as `lesson index`.
+    pub fn load_models(root: &Path) -> Result<Bank, BankError> {
+        let (bank, _) = Bank::load_as(root, &Overlay::new(), now_from_env()?, false, |_, doc| {
+            doc.forget_text();
+        })?;
         Ok(bank)
     }
 
@@ -294,56 +297,14 @@ pub fn exclude_set(config: &Config) -> Result<GlobSet, BankError> {
     })
 }
 
-/// Whether a name below the bank root is skipped: hidden, `_`-prefixed (index, archive, ledgers).
-fn skipped_name(name: &str) -> bool {
-    name.starts_with('.') || name.starts_with('_')
-}
-
 /// The bank's lesson files (`*.md`, recursively), sorted by their bytes, and problems met on the
 /// way.
 pub fn lesson_paths(root: &Path, exclude: &GlobSet) -> (Vec<PathBuf>, Vec<WalkProblem>) {
     let mut paths = Vec::new();
     let mut problems = Vec::new();
-    let walker = walkdir::WalkDir::new(root)
-        .follow_links(true)
-        .into_iter()
-        .filter_entry(|e| {
-            if e.depth() == 0 {
-                return true;
-            }
-            let name = e.file_name().to_string_lossy();
-            let top_templates = e.depth() == 1 && name == "templates" && e.file_type().is_dir();
-            !skipped_name(&name) && !top_templates
-        });
-    for entry in walker {
-        match entry {
-            Ok(e) => {
-                if !e.file_type().is_file() || e.path().extension().is_none_or(|x| x != "md") {
-                    continue;
-                }
-                let rel = e.path().strip_prefix(root).unwrap_or(e.path());
-                if exclude.is_match(rel) {
-                    continue;
-                }
-                paths.push(e.path().to_path_buf());
-            }
-            Err(err) => {
-                let path = err
-                    .path()
-                    .map(Path::to_path_buf)
-                    .unwrap_or_else(|| root.to_path_buf());
-                let message = if err.loop_ancestor().is_some() {
-                    "symlink loop; not followed".to_string()
-                } else {
-                    err.io_error()
-                        .map_or_else(|| err.to_string(), ToString::to_string)
-                };
-                problems.push(WalkProblem { path, message });
-            }
-        }
-    }
+    crate::walk::walk(root, exclude, &mut |f| paths.push(f.path), &mut problems);
     // byte order: deterministic, and much cheaper than comparing paths component by component
-    paths.sort_unstable_by(|a, b| {
+    paths.par_sort_unstable_by(|a, b| {
         a.as_os_str()
             .as_encoded_bytes()
             .cmp(b.as_os_str().as_encoded_bytes())
