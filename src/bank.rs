@@ -177,21 +177,51 @@ impl Bank {
         let has_config = root.join(CONFIG_FILE).is_file();
         let config = Config::load(root)?;
         let exclude = exclude_set(&config)?;
-        let (paths, walk_problems) = lesson_paths(root, &exclude);
         let limit = config.lint.size_limit;
-        let (documents, visited): (Vec<Document>, Vec<T>) = paths
-            .par_iter()
-            .map(|path| {
-                let (source, problem) = read(path, overlay, limit);
-                let mut doc = if full {
-                    Document::parse(source, problem)
-                } else {
-                    Document::parse_frontmatter(source, problem)
-                };
-                let result = visit(&config, &mut doc);
-                (doc, result)
-            })
-            .unzip();
+        let parse = |path: PathBuf| {
+            let (source, problem) = read(path, overlay, limit);
+            let mut doc = if full {
+                Document::parse(source, problem)
+            } else {
+                Document::parse_frontmatter(source, problem)
+            };
+            let result = visit(&config, &mut doc);
+            (doc, result)
+        };
+        // the walk runs on its own thread and hands over batches of paths as it finds them, so
+        // files are parsed while the directories are still being read
+        let (parsed, walk_problems) = std::thread::scope(|scope| {
+            let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<PathBuf>>(64);
+            let exclude = &exclude;
+            let walker = scope.spawn(move || {
+                const BATCH: usize = 256;
+                let mut batch = Vec::with_capacity(BATCH);
+                let mut problems = Vec::new();
+                crate::walk::walk(
+                    root,
+                    exclude,
+                    &mut |f| {
+                        batch.push(f.path);
+                        if batch.len() == BATCH {
+                            let full = std::mem::replace(&mut batch, Vec::with_capacity(BATCH));
+                            let _ = tx.send(full);
+                        }
+                    },
+                    &mut problems,
+                );
+                if !batch.is_empty() {
+                    let _ = tx.send(batch);
+                }
+                problems
+            });
+            let parsed: Vec<(Document, T)> = rx
+                .into_iter()
+                .par_bridge()
+                .flat_map_iter(|batch| batch.into_iter().map(parse))
+                .collect();
+            (parsed, walker.join().expect("the walk does not panic"))
+        });
+        let (documents, visited) = in_path_order(parsed);
         let index_path = root.join(INDEX_FILE);
         let index = if let Some(text) = overlay.get(&index_path) {
             Some(Source::new(index_path, text.clone()))
@@ -274,11 +304,28 @@ impl Bank {
     }
 }
 
-fn read(path: &Path, overlay: &Overlay, limit: u64) -> (Source, Option<ReadProblem>) {
-    match overlay.get(path) {
-        Some(text) => Source::from_bytes(path.to_path_buf(), text.clone().into_bytes()),
-        None => Source::read(path, path.to_path_buf(), limit),
+fn read(path: PathBuf, overlay: &Overlay, limit: u64) -> (Source, Option<ReadProblem>) {
+    match overlay.get(&path) {
+        Some(text) => Source::from_bytes(path, text.clone().into_bytes()),
+        None => Source::read(&path.clone(), path, limit),
     }
+}
+
+/// Documents (with what their visit returned) sorted by the bytes of their paths: the order
+/// of [`lesson_paths`]. Sorts indices, then moves each document once.
+fn in_path_order<T>(parsed: Vec<(Document, T)>) -> (Vec<Document>, Vec<T>) {
+    let mut order: Vec<usize> = (0..parsed.len()).collect();
+    let keys: Vec<&[u8]> = parsed
+        .iter()
+        .map(|(doc, _)| doc.source.path.as_os_str().as_encoded_bytes())
+        .collect();
+    order.par_sort_unstable_by(|&a, &b| keys[a].cmp(keys[b]));
+    drop(keys);
+    let mut slots: Vec<Option<(Document, T)>> = parsed.into_iter().map(Some).collect();
+    order
+        .into_iter()
+        .map(|i| slots[i].take().expect("each index once"))
+        .unzip()
 }
 
 /// The compiled `[lint] exclude` globs of a configuration.
