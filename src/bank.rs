@@ -40,14 +40,7 @@ pub enum BankError {
     Now(String),
 }
 
-/// A problem met while walking the bank (a symlink loop, an unreadable directory).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct WalkProblem {
-    /// The path involved.
-    pub path: PathBuf,
-    /// What happened.
-    pub message: String,
-}
+pub use crate::walk::WalkProblem;
 
 /// Why a lesson is or is not active.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -139,6 +132,16 @@ impl Bank {
         Ok(bank)
     }
 
+    /// The lessons' models only: like [`Bank::load_lessons`], but every document keeps no text
+    /// at all (each file's buffer is let go as soon as it is parsed). For commands that read
+    /// fields and never point into a file, such as `lesson index`.
+    pub fn load_models(root: &Path) -> Result<Bank, BankError> {
+        let (bank, _) = Bank::load_as(root, &Overlay::new(), now_from_env()?, false, |_, doc| {
+            doc.forget_text();
+        })?;
+        Ok(bank)
+    }
+
     /// Load with file contents overridden by `overlay` and expiry judged at `now`.
     pub fn load_with(
         root: &Path,
@@ -174,21 +177,51 @@ impl Bank {
         let has_config = root.join(CONFIG_FILE).is_file();
         let config = Config::load(root)?;
         let exclude = exclude_set(&config)?;
-        let (paths, walk_problems) = lesson_paths(root, &exclude);
         let limit = config.lint.size_limit;
-        let (documents, visited): (Vec<Document>, Vec<T>) = paths
-            .par_iter()
-            .map(|path| {
-                let (source, problem) = read(path, overlay, limit);
-                let mut doc = if full {
-                    Document::parse(source, problem)
-                } else {
-                    Document::parse_frontmatter(source, problem)
-                };
-                let result = visit(&config, &mut doc);
-                (doc, result)
-            })
-            .unzip();
+        let parse = |path: PathBuf| {
+            let (source, problem) = read(path, overlay, limit);
+            let mut doc = if full {
+                Document::parse(source, problem)
+            } else {
+                Document::parse_frontmatter(source, problem)
+            };
+            let result = visit(&config, &mut doc);
+            (doc, result)
+        };
+        // the walk runs on its own thread and hands over batches of paths as it finds them, so
+        // files are parsed while the directories are still being read
+        let (parsed, walk_problems) = std::thread::scope(|scope| {
+            let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<PathBuf>>(64);
+            let exclude = &exclude;
+            let walker = scope.spawn(move || {
+                const BATCH: usize = 256;
+                let mut batch = Vec::with_capacity(BATCH);
+                let mut problems = Vec::new();
+                crate::walk::walk(
+                    root,
+                    exclude,
+                    &mut |f| {
+                        batch.push(f.path);
+                        if batch.len() == BATCH {
+                            let full = std::mem::replace(&mut batch, Vec::with_capacity(BATCH));
+                            let _ = tx.send(full);
+                        }
+                    },
+                    &mut problems,
+                );
+                if !batch.is_empty() {
+                    let _ = tx.send(batch);
+                }
+                problems
+            });
+            let parsed: Vec<(Document, T)> = rx
+                .into_iter()
+                .par_bridge()
+                .flat_map_iter(|batch| batch.into_iter().map(parse))
+                .collect();
+            (parsed, walker.join().expect("the walk does not panic"))
+        });
+        let (documents, visited) = in_path_order(parsed);
         let index_path = root.join(INDEX_FILE);
         let index = if let Some(text) = overlay.get(&index_path) {
             Some(Source::new(index_path, text.clone()))
@@ -271,11 +304,28 @@ impl Bank {
     }
 }
 
-fn read(path: &Path, overlay: &Overlay, limit: u64) -> (Source, Option<ReadProblem>) {
-    match overlay.get(path) {
-        Some(text) => Source::from_bytes(path.to_path_buf(), text.clone().into_bytes()),
-        None => Source::read(path, path.to_path_buf(), limit),
+fn read(path: PathBuf, overlay: &Overlay, limit: u64) -> (Source, Option<ReadProblem>) {
+    match overlay.get(&path) {
+        Some(text) => Source::from_bytes(path, text.clone().into_bytes()),
+        None => Source::read(&path.clone(), path, limit),
     }
+}
+
+/// Documents (with what their visit returned) sorted by the bytes of their paths: the order
+/// of [`lesson_paths`]. Sorts indices, then moves each document once.
+fn in_path_order<T>(parsed: Vec<(Document, T)>) -> (Vec<Document>, Vec<T>) {
+    let mut order: Vec<usize> = (0..parsed.len()).collect();
+    let keys: Vec<&[u8]> = parsed
+        .iter()
+        .map(|(doc, _)| doc.source.path.as_os_str().as_encoded_bytes())
+        .collect();
+    order.par_sort_unstable_by(|&a, &b| keys[a].cmp(keys[b]));
+    drop(keys);
+    let mut slots: Vec<Option<(Document, T)>> = parsed.into_iter().map(Some).collect();
+    order
+        .into_iter()
+        .map(|i| slots[i].take().expect("each index once"))
+        .unzip()
 }
 
 /// The compiled `[lint] exclude` globs of a configuration.
@@ -294,56 +344,14 @@ pub fn exclude_set(config: &Config) -> Result<GlobSet, BankError> {
     })
 }
 
-/// Whether a name below the bank root is skipped: hidden, `_`-prefixed (index, archive, ledgers).
-fn skipped_name(name: &str) -> bool {
-    name.starts_with('.') || name.starts_with('_')
-}
-
 /// The bank's lesson files (`*.md`, recursively), sorted by their bytes, and problems met on the
 /// way.
 pub fn lesson_paths(root: &Path, exclude: &GlobSet) -> (Vec<PathBuf>, Vec<WalkProblem>) {
     let mut paths = Vec::new();
     let mut problems = Vec::new();
-    let walker = walkdir::WalkDir::new(root)
-        .follow_links(true)
-        .into_iter()
-        .filter_entry(|e| {
-            if e.depth() == 0 {
-                return true;
-            }
-            let name = e.file_name().to_string_lossy();
-            let top_templates = e.depth() == 1 && name == "templates" && e.file_type().is_dir();
-            !skipped_name(&name) && !top_templates
-        });
-    for entry in walker {
-        match entry {
-            Ok(e) => {
-                if !e.file_type().is_file() || e.path().extension().is_none_or(|x| x != "md") {
-                    continue;
-                }
-                let rel = e.path().strip_prefix(root).unwrap_or(e.path());
-                if exclude.is_match(rel) {
-                    continue;
-                }
-                paths.push(e.path().to_path_buf());
-            }
-            Err(err) => {
-                let path = err
-                    .path()
-                    .map(Path::to_path_buf)
-                    .unwrap_or_else(|| root.to_path_buf());
-                let message = if err.loop_ancestor().is_some() {
-                    "symlink loop; not followed".to_string()
-                } else {
-                    err.io_error()
-                        .map_or_else(|| err.to_string(), ToString::to_string)
-                };
-                problems.push(WalkProblem { path, message });
-            }
-        }
-    }
+    crate::walk::walk(root, exclude, &mut |f| paths.push(f.path), &mut problems);
     // byte order: deterministic, and much cheaper than comparing paths component by component
-    paths.sort_unstable_by(|a, b| {
+    paths.par_sort_unstable_by(|a, b| {
         a.as_os_str()
             .as_encoded_bytes()
             .cmp(b.as_os_str().as_encoded_bytes())

@@ -22,6 +22,7 @@ pub mod retrieve;
 pub mod scaffold;
 pub mod source;
 pub mod template;
+pub mod walk;
 pub mod yaml;
 
 pub use bank::Bank;

@@ -125,3 +125,52 @@ fn unreadable_file_output() -> String {
     }
     text
 }
+
+/// `lint_report` trims clean files to their frontmatter: on every fixture bank and with every
+/// rule on, it must find exactly what the whole-text lint finds, positions, fixes and rendered
+/// snippets included.
+#[test]
+fn report_only_lint_finds_what_the_full_lint_finds() {
+    let mut roots: Vec<PathBuf> = std::fs::read_dir(FIXTURES)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_dir())
+        .collect();
+    roots.extend(
+        ["tests/fixtures/banks", "lessons"]
+            .iter()
+            .flat_map(|d| std::fs::read_dir(d).into_iter().flatten())
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.is_dir()),
+    );
+    roots.push(PathBuf::from("lessons"));
+    let all = Selection::default();
+    let (mut compared, mut trimmed) = (0, 0);
+    for root in &roots {
+        let (full_bank, full) = lint::lint_at(root, &Overlay::new(), now(), &all).unwrap();
+        let (lean_bank, lean) = lint::lint_report(root, now(), &all).unwrap();
+        assert_eq!(
+            format!("{full:?}"),
+            format!("{lean:?}"),
+            "{}: the report-only lint differs",
+            root.display()
+        );
+        let render = |bank: &Bank, d: &[lesson::diagnostic::Diagnostic]| {
+            report::render(
+                Format::Full,
+                d,
+                &Sources::of(bank),
+                RenderOptions::default(),
+            )
+        };
+        assert_eq!(render(&full_bank, &full), render(&lean_bank, &lean));
+        compared += full.len();
+        trimmed += lean_bank
+            .documents
+            .iter()
+            .filter(|d| d.is_trimmed())
+            .count();
+    }
+    assert!(compared > 50, "only {compared} diagnostics compared");
+    assert!(trimmed > 20, "only {trimmed} documents trimmed");
+}

@@ -238,13 +238,39 @@ pub fn lint_at(
     now: jiff::Timestamp,
     selection: &Selection,
 ) -> Result<(Bank, Vec<Diagnostic>), BankError> {
+    lint_pass(root, overlay, now, selection, false)
+}
+
+/// Like [`lint_at`] for a report only: a file its rules found nothing in (and that suppresses
+/// nothing) keeps just its frontmatter's text, which is all the bank rules point into, so a
+/// large clean bank is never held in memory whole. The returned bank's trimmed documents
+/// ([`Document::is_trimmed`]) are not the files' text: never fix or edit from them.
+pub fn lint_report(
+    root: &Path,
+    now: jiff::Timestamp,
+    selection: &Selection,
+) -> Result<(Bank, Vec<Diagnostic>), BankError> {
+    lint_pass(root, &Overlay::new(), now, selection, true)
+}
+
+fn lint_pass(
+    root: &Path,
+    overlay: &Overlay,
+    now: jiff::Timestamp,
+    selection: &Selection,
+    trim: bool,
+) -> Result<(Bank, Vec<Diagnostic>), BankError> {
     // the levels depend on lesson.toml, which the loader reads again: it is small
     let config = Config::load(root)?;
     let levels = levels(&config, selection);
     let checks = file_checks(|r| levels.get(r.code).copied().flatten().is_some());
     let (bank, passes) = Bank::load_visiting(root, overlay, now, |config, doc| {
         let pass = file_pass(doc, config, now, &checks, selection);
-        doc.slim();
+        if trim && pass.diagnostics.is_empty() && pass.allows.is_empty() {
+            doc.trim();
+        } else {
+            doc.slim();
+        }
         pass
     })?;
     let diagnostics = finish(&bank, passes, &levels, selection);
