@@ -97,11 +97,7 @@ fn entry(bank: &Bank, doc: &Document, lesson: &Lesson) -> Entry {
         _ => Vec::new(),
     };
     Entry {
-        link: crate::template::table_cell(&format!(
-            "[{}]({})",
-            escape_link_text(&slug),
-            encode_link_target(&path)
-        )),
+        link: link(&slug, &path),
         slug,
         path,
         title: lesson.title.value.clone(),
@@ -113,6 +109,16 @@ fn entry(bank: &Bank, doc: &Document, lesson: &Lesson) -> Entry {
         state: status.label(),
         superseded_by,
     }
+}
+
+/// `[slug](path)` as an entry's `link`: the slug escaped for link text, the path
+/// percent-encoded, the whole made safe for a table cell.
+pub fn link(slug: &str, path: &str) -> String {
+    crate::template::table_cell(&format!(
+        "[{}]({})",
+        escape_link_text(slug),
+        encode_link_target(path)
+    ))
 }
 
 /// The document's path relative to the bank root, with `/` separators.
@@ -195,11 +201,15 @@ pub fn render(bank: &Bank) -> Result<String, IndexError> {
 
 /// Render `_index.md` with a given template.
 pub fn render_with(bank: &Bank, template: &Template) -> Result<String, IndexError> {
-    let lessons = entries(bank);
-    let counts = counts(&lessons);
+    render_entries(&entries(bank), template)
+}
+
+/// Render `_index.md` from entries sorted by slug, then path (as [`entries`] makes them; a
+/// watcher makes them from its index).
+pub fn render_entries(lessons: &[Entry], template: &Template) -> Result<String, IndexError> {
     Ok(template.render(Context {
-        lessons: &lessons,
-        counts,
+        lessons,
+        counts: counts(lessons),
     })?)
 }
 

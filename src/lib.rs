@@ -20,6 +20,7 @@ pub mod retrieve;
 pub mod scaffold;
 pub mod source;
 pub mod template;
+pub mod watch;
 pub mod yaml;
 
 pub use bank::Bank;
