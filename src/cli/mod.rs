@@ -14,6 +14,7 @@ mod rule;
 mod search;
 mod show;
 mod supersede;
+mod watch;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -61,6 +62,8 @@ enum Command {
     Archive(archive::ArchiveArgs),
     /// The lessons that apply to a request, for an agent's prompt
     Search(search::SearchArgs),
+    /// Keep the index, `_index.md` and lint findings current as files change (until Ctrl-C)
+    Watch(watch::WatchArgs),
 }
 
 /// Run a command.
@@ -79,6 +82,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Command::Supersede(a) => supersede::run(&bank_dir(args.dir)?, a),
         Command::Archive(a) => archive::run(&bank_dir(args.dir)?, a),
         Command::Search(a) => search::run(&bank_dir(args.dir)?, a),
+        Command::Watch(a) => watch::run(&bank_dir(args.dir)?, a),
     }
 }
 
