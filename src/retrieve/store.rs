@@ -657,7 +657,8 @@ impl Retriever {
         if !ignore.exists() {
             let _ = std::fs::write(&ignore, "*\n");
         }
-        matches!(lock.with(|| write(&self.root)), Ok(Ok(())))
+        // index files are written in `.lesson/`, where the lock's temp-file sweep never looks
+        matches!(lock.with_unswept(|| write(&self.root)), Ok(Ok(())))
     }
 }
 
