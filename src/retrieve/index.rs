@@ -367,24 +367,33 @@ impl Index {
     /// Every live lesson with the fields `_index.md` lists, in doc id order.
     pub fn listed(&self) -> Result<Vec<Listed<'_>>, Corrupt> {
         let mut out = Vec::with_capacity(self.lessons as usize);
-        for (id, m) in self.docs.iter().enumerate() {
-            if !self.is_live(id) || !m.is_lesson() {
-                continue;
-            }
-            let v = LessonView::decode(self.record(id)?)?;
-            out.push(Listed {
-                path: v.path,
-                slug: v.slug,
-                title: v.title,
-                supersedes: if m.has(F_SUPERSEDES) {
-                    v.supersedes()?
-                } else {
-                    Vec::new()
-                },
-                meta: *m,
-            });
+        for id in 0..self.docs.len() {
+            out.extend(self.listed_at(id as u32)?);
         }
         Ok(out)
+    }
+
+    /// Doc `id` with the fields `_index.md` lists, when it is a live lesson.
+    pub fn listed_at(&self, id: u32) -> Result<Option<Listed<'_>>, Corrupt> {
+        let id = id as usize;
+        let Some(m) = self.docs.get(id) else {
+            return Ok(None);
+        };
+        if !self.is_live(id) || !m.is_lesson() {
+            return Ok(None);
+        }
+        let v = LessonView::decode(self.record(id)?)?;
+        Ok(Some(Listed {
+            path: v.path,
+            slug: v.slug,
+            title: v.title,
+            supersedes: if m.has(F_SUPERSEDES) {
+                v.supersedes()?
+            } else {
+                Vec::new()
+            },
+            meta: *m,
+        }))
     }
 
     /// Every known tag (normal form) that occurs among the request's words, sorted.

@@ -59,3 +59,32 @@ pub fn entries(index: &Index, now: jiff::Timestamp) -> Result<Vec<Entry>, Corrup
     entries.sort_by(|a, b| (&a.slug, &a.path).cmp(&(&b.slug, &b.path)));
     Ok(entries)
 }
+
+/// What `_index.md` shows of one file (`None`: no live lesson there): when no changed file's
+/// key changed, the listing cannot have changed, and a body-only edit costs no rendering.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Key {
+    slug: String,
+    title: String,
+    supersedes: Vec<String>,
+    outcome: &'static str,
+    confidence: u64,
+    counts: (u64, u64),
+    expires: Option<i64>,
+}
+
+/// The [`Key`] of the live lesson at `path` (relative to the bank), if any.
+pub fn key(index: &Index, path: &str) -> Result<Option<Key>, Corrupt> {
+    let Some(entry) = index.find(path)? else {
+        return Ok(None);
+    };
+    Ok(index.listed_at(entry.id)?.map(|l| Key {
+        slug: l.slug.to_string(),
+        title: l.title.to_string(),
+        supersedes: l.supersedes.iter().map(|s| s.to_string()).collect(),
+        outcome: l.meta.outcome().as_str(),
+        confidence: l.meta.confidence.to_bits(),
+        counts: (l.meta.successes, l.meta.failures),
+        expires: l.meta.expires(),
+    }))
+}

@@ -169,13 +169,9 @@ impl Pending {
             self.rescan
                 .get_or_insert("the file-system events overflowed".to_string());
         }
-        // reads (ours included) are not changes; a write that closes is
-        if let EventKind::Access(kind) = event.kind {
-            if kind != AccessKind::Close(AccessMode::Write) {
-                return;
-            }
+        if !is_read(&event) {
+            self.paths.extend(event.paths);
         }
-        self.paths.extend(event.paths);
     }
 
     fn is_empty(&self) -> bool {
@@ -225,7 +221,10 @@ impl Watch {
         let (tx, rx) = mpsc::channel();
         let sender = tx.clone();
         let handler = move |event: notify::Result<notify::Event>| {
-            let _ = sender.send(Message::Event(event));
+            // reads (every search's, ours) are not changes, and must not keep a batch open
+            if !event.as_ref().is_ok_and(is_read) {
+                let _ = sender.send(Message::Event(event));
+            }
         };
         let notify_error = |source| WatchError::Notify {
             path: root.display().to_string(),
@@ -421,6 +420,7 @@ impl Watch {
         }
 
         let lessons_changed;
+        let refreshed = reopen_why.is_some() || walk_why.is_some() || !lessons.is_empty();
         if let Some(why) = reopen_why {
             let before = self.hashes();
             self.retriever = Some(Retriever::open(&self.root)?);
@@ -435,13 +435,15 @@ impl Watch {
             batch.reconciled = Some(why);
             lessons_changed = true;
         } else if !lessons.is_empty() {
+            let before = self.keys(&lessons)?;
             batch.changed = self.retriever_mut().refresh_paths(&lessons)?;
-            let r = self.retriever().last_refresh();
-            lessons_changed = r.parsed + r.removed > 0;
+            lessons_changed = self.keys(&lessons)? != before;
         } else {
             lessons_changed = false;
         }
-        batch.refresh = self.retriever().last_refresh().clone();
+        if refreshed {
+            batch.refresh = self.retriever().last_refresh().clone();
+        }
         if state_touched && Identity::on_disk(&self.root) != Some(self.retriever().identity()) {
             // another process replaced the index: adopt the files' state with a full check
             self.retriever = Some(Retriever::open(&self.root)?);
@@ -465,6 +467,15 @@ impl Watch {
             Some(r) => r.exclude(),
             None => NONE.get_or_init(globset::GlobSet::empty),
         }
+    }
+
+    /// What `_index.md` shows of each path.
+    fn keys(&self, paths: &[String]) -> Result<Vec<Option<listing::Key>>, WatchError> {
+        let index = self.retriever().index();
+        paths
+            .iter()
+            .map(|p| listing::key(index, p).map_err(|e| RetrieveError::from(e).into()))
+            .collect()
     }
 
     /// Each indexed file's content hash, to tell after a full check which files changed.
@@ -587,6 +598,12 @@ impl Watch {
         }
         out
     }
+}
+
+/// Whether an event is a read (an open, a close after reading): only a close after writing
+/// among the access events says something changed.
+fn is_read(event: &notify::Event) -> bool {
+    matches!(event.kind, EventKind::Access(kind) if kind != AccessKind::Close(AccessMode::Write))
 }
 
 /// Names the bank's walk skips below the root: hidden or `_`-prefixed.
