@@ -292,6 +292,47 @@ fn a_burst_of_a_thousand_files_is_indexed() {
 }
 
 #[test]
+fn a_directory_moved_in_and_out_is_reconciled() {
+    let tmp = bank(&[]);
+    let root = tmp.path();
+    let _w = Watcher::start(root, &[]);
+    // files inside a directory moved in send no events of their own
+    let outside = tempfile::tempdir_in(root.parent().unwrap()).unwrap();
+    let dir = outside.path().join("moved");
+    std::fs::create_dir_all(dir.join("deeper")).unwrap();
+    std::fs::write(dir.join("m1.md"), clean("m1", "Mind the marmot")).unwrap();
+    std::fs::write(
+        dir.join("deeper/m2.md"),
+        clean("m2", "Mind the marmot's burrow"),
+    )
+    .unwrap();
+    std::fs::rename(&dir, root.join("moved")).unwrap();
+    wait_for("the lessons of the moved-in directory", || {
+        let mut found = slugs_for(root, "marmot");
+        found.sort();
+        found == ["m1", "m2"]
+    });
+    // a change inside it is seen as any other
+    std::fs::write(
+        root.join("moved/deeper/m3.md"),
+        clean("m3", "Mind the marmot's den"),
+    )
+    .unwrap();
+    wait_for("a lesson written inside it", || {
+        search(root, "marmot").1 == 3
+    });
+    std::fs::rename(root.join("moved"), outside.path().join("back")).unwrap();
+    wait_for("the moved-out lessons to go", || {
+        search(root, "marmot").1 == 0
+    });
+    // and back in: watched again
+    std::fs::rename(outside.path().join("back"), root.join("moved")).unwrap();
+    wait_for("the lessons moved back", || search(root, "marmot").1 == 3);
+    std::fs::remove_file(root.join("moved/m1.md")).unwrap();
+    wait_for("a delete inside it", || search(root, "marmot").1 == 2);
+}
+
+#[test]
 fn search_checks_the_files_again_once_the_watcher_is_killed() {
     let tmp = bank(&[("a.md", clean("a", "Water the ficus weekly"))]);
     let root = tmp.path();

@@ -407,12 +407,18 @@ impl Watch {
                 walk_why.get_or_insert(format!("the directory {rel} appeared or changed"));
             } else if walk::is_lesson_path(&rel, self.exclude()) {
                 lessons.push(rel);
-            } else if self
-                .retriever
-                .as_ref()
-                .is_some_and(|r| !abs.exists() && r.index().has_under(&rel).unwrap_or(true))
-            {
-                walk_why.get_or_insert(format!("the directory {rel} moved or was removed"));
+            } else if !abs.exists() {
+                if single {
+                    // watched again if it comes back
+                    self.watched.remove(abs);
+                }
+                let had_lessons = self
+                    .retriever
+                    .as_ref()
+                    .is_some_and(|r| r.index().has_under(&rel).unwrap_or(true));
+                if had_lessons {
+                    walk_why.get_or_insert(format!("the directory {rel} moved or was removed"));
+                }
             }
         }
         if lessons.len() > LARGE_BATCH {
@@ -609,4 +615,130 @@ fn is_read(event: &notify::Event) -> bool {
 /// Names the bank's walk skips below the root: hidden or `_`-prefixed.
 fn hidden(name: &str) -> bool {
     name.starts_with('.') || name.starts_with('_')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lesson(slug: &str, title: &str) -> String {
+        format!(
+            "---\nschema: learning/v1\nslug: {slug}\ntitle: {title}\ntrigger:\n  description: When {title}\noutcome: success\nevidence:\n  - kind: run\n    ref: r1\n---\n\n# {title}\n"
+        )
+    }
+
+    /// A watcher whose backend delivers nothing on its own (polling once an hour): batches
+    /// are made by hand.
+    fn quiet_watch(root: &Path) -> Watch {
+        let options = Options {
+            debounce: Duration::from_millis(10),
+            poll: Some(Duration::from_secs(3600)),
+        };
+        Watch::start(root, options).unwrap().0
+    }
+
+    fn found(w: &Watch, word: &str) -> Vec<String> {
+        let request = crate::retrieve::Request::new(word);
+        let settings = w.retriever().settings().clone();
+        let hits = w
+            .retriever()
+            .index()
+            .search(&request, &settings)
+            .unwrap()
+            .hits;
+        hits.into_iter().map(|h| h.slug).collect()
+    }
+
+    fn bank() -> tempfile::TempDir {
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::write(tmp.path().join("lesson.toml"), "").unwrap();
+        std::fs::create_dir(tmp.path().join("sub")).unwrap();
+        std::fs::write(tmp.path().join("a.md"), lesson("a", "Alpha ficus")).unwrap();
+        std::fs::write(tmp.path().join("sub/b.md"), lesson("b", "Beta ficus")).unwrap();
+        tmp
+    }
+
+    #[test]
+    fn a_rescan_reconciles_what_no_event_named() {
+        let tmp = bank();
+        let root = tmp.path();
+        let mut w = quiet_watch(root);
+        std::fs::write(root.join("a.md"), lesson("a", "Alpha orchid")).unwrap();
+        std::fs::write(root.join("c.md"), lesson("c", "Gamma orchid")).unwrap();
+        let batch = w.apply(Pending {
+            paths: HashSet::new(),
+            rescan: Some("the file-system events overflowed".into()),
+        });
+        assert_eq!(
+            batch.reconciled.as_deref(),
+            Some("the file-system events overflowed")
+        );
+        assert_eq!(batch.changed, ["a.md", "c.md"]);
+        assert_eq!(found(&w, "orchid"), ["a", "c"]);
+        assert_eq!(batch.vouched, Some(w.retriever().identity().generation));
+        assert!(batch.index_md_written);
+    }
+
+    #[test]
+    fn a_vanished_directory_drops_its_lessons_though_only_the_directory_was_named() {
+        let tmp = bank();
+        let root = tmp.path();
+        let mut w = quiet_watch(root);
+        std::fs::remove_dir_all(root.join("sub")).unwrap();
+        let named = w.real_root.join("sub");
+        let batch = w.apply(Pending {
+            paths: HashSet::from([named]),
+            rescan: None,
+        });
+        assert_eq!(
+            batch.reconciled.as_deref(),
+            Some("the directory sub moved or was removed")
+        );
+        assert_eq!(found(&w, "ficus"), ["a"]);
+    }
+
+    #[test]
+    fn a_batch_of_named_paths_touches_only_those() {
+        let tmp = bank();
+        let root = tmp.path();
+        let mut w = quiet_watch(root);
+        // changed behind the watcher's back, and not named: not seen (events are the hints)
+        std::fs::write(root.join("sub/b.md"), lesson("b", "Beta orchid")).unwrap();
+        std::fs::write(root.join("a.md"), lesson("a", "Alpha orchid")).unwrap();
+        let batch = w.apply(Pending {
+            paths: HashSet::from([w.real_root.join("a.md"), w.real_root.join(".a.md.swp")]),
+            rescan: None,
+        });
+        assert_eq!(batch.reconciled, None);
+        assert_eq!(batch.changed, ["a.md"]);
+        assert_eq!(batch.refresh.files, 1);
+        assert_eq!(found(&w, "orchid"), ["a"]);
+        // the title changed: _index.md follows
+        assert!(batch.index_md_written);
+        // a body-only edit leaves the listing as it was
+        let text = lesson("a", "Alpha orchid") + "\nMore words on the tulip.\n";
+        std::fs::write(root.join("a.md"), text).unwrap();
+        let batch = w.apply(Pending {
+            paths: HashSet::from([w.real_root.join("a.md")]),
+            rescan: None,
+        });
+        assert_eq!(batch.changed, ["a.md"]);
+        assert_eq!(found(&w, "tulip"), ["a"]);
+        assert!(!batch.index_md_written);
+    }
+
+    #[test]
+    fn a_configuration_change_reopens_the_index() {
+        let tmp = bank();
+        let root = tmp.path();
+        let mut w = quiet_watch(root);
+        std::fs::write(root.join("lesson.toml"), "[lint]\nexclude = [\"sub/**\"]\n").unwrap();
+        let batch = w.apply(Pending {
+            paths: HashSet::from([w.real_root.join("lesson.toml")]),
+            rescan: None,
+        });
+        assert_eq!(batch.reconciled.as_deref(), Some("lesson.toml changed"));
+        assert_eq!(found(&w, "ficus"), ["a"]);
+        assert!(batch.index_md_written);
+    }
 }
