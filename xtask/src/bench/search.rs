@@ -789,7 +789,8 @@ fn measure_watcher(
     let mut change = Row::new(
         "lesson watch: change to index",
         format!(
-            "append a unique word to a lesson; poll .lesson/watch.json until the generation              moves; minus the {} ms debounce",
+            "append a unique word to a lesson (a temp file renamed over it); poll \
+             .lesson/watch.json until the generation moves; minus the {} ms debounce",
             WATCH_DEBOUNCE.as_millis()
         ),
     );
@@ -807,10 +808,14 @@ fn measure_watcher(
         let word = format!("wombatmarker{i}zq");
         let mut edited = original.clone();
         edited.extend_from_slice(format!("\nThe {word} step was added by the bench.\n").as_bytes());
+        // saved as editors save, a temp file renamed over the lesson: the change lands at once
+        // (a batch can see a plain write half done when the machine is loaded)
+        let temp = file.with_file_name(format!(".bench-{i}.tmp"));
+        std::fs::write(&temp, &edited)
+            .with_context(|| format!("cannot write {}", temp.display()))?;
         let before = watcher.generation();
         let start = std::time::Instant::now();
-        std::fs::write(file, &edited)
-            .with_context(|| format!("cannot write {}", file.display()))?;
+        std::fs::rename(&temp, file).with_context(|| format!("cannot write {}", file.display()))?;
         let took = wait_for_generation(&watcher, before, start)?;
         change.query.samples.push(Sample {
             wall: took.saturating_sub(WATCH_DEBOUNCE),
@@ -825,9 +830,14 @@ fn measure_watcher(
         if hits.first().map(|h| Some(&h.slug)) == Some(stem.as_ref()) {
             reflected += 1;
         }
+        // restored the same way, then let the watcher settle before the next change
+        std::fs::write(&temp, &original)
+            .with_context(|| format!("cannot write {}", temp.display()))?;
         let before = watcher.generation();
-        drop(guard);
+        std::fs::rename(&temp, file).with_context(|| format!("cannot write {}", file.display()))?;
+        std::mem::forget(guard);
         wait_for_generation(&watcher, before, std::time::Instant::now())?;
+        settle(&watcher);
         log(
             n,
             &format!("change reflected, {}/{}", i + 1, files.len()),
@@ -868,6 +878,20 @@ fn wait_for_generation(
         }
         // a tight loop, but one that lets the watcher run on a two-core machine
         std::thread::yield_now();
+    }
+}
+
+/// Wait until the watcher's generation has not moved for a few debounce windows.
+fn settle(watcher: &WatchChild) {
+    let mut last = watcher.generation();
+    let mut quiet = std::time::Instant::now();
+    while quiet.elapsed() < WATCH_DEBOUNCE * 4 {
+        std::thread::sleep(WATCH_DEBOUNCE / 5);
+        let now = watcher.generation();
+        if now != last {
+            last = now;
+            quiet = std::time::Instant::now();
+        }
     }
 }
 
