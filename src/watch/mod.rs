@@ -122,6 +122,19 @@ pub struct Batch {
     pub warnings: Vec<String>,
 }
 
+/// What in a batch may change `_index.md`, in order of the work it calls for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Listing {
+    /// Nothing.
+    Unchanged,
+    /// The file itself (edited or deleted by someone, or our own write).
+    File,
+    /// A lesson's listed fields.
+    Lessons,
+    /// The `_index.md` template.
+    Template,
+}
+
 enum Message {
     Event(notify::Result<notify::Event>),
     Stop,
@@ -185,7 +198,9 @@ pub struct Watch {
     real_root: PathBuf,
     options: Options,
     marker: Marker,
-    retriever: Option<Retriever>,
+    retriever: Retriever,
+    /// Why the next batch must reopen the index with a full check (the last one failed).
+    reopen: Option<String>,
     backend: Box<dyn notify::Watcher + Send>,
     watched: HashSet<PathBuf>,
     tx: Sender<Message>,
@@ -240,25 +255,35 @@ impl Watch {
             ),
             None => Box::new(notify::recommended_watcher(handler).map_err(notify_error)?),
         };
+        let mut backend = backend;
+        let mut watched = HashSet::new();
+        let mut batch = Batch::default();
+        // watching first: what changes during the first check comes as events afterwards
+        watch_tree(
+            backend.as_mut(),
+            &real_root,
+            &mut watched,
+            &mut batch.warnings,
+        )
+        .map_err(notify_error)?;
+        let retriever = Retriever::open(root)?;
         let mut watch = Watch {
             root: root.to_path_buf(),
             real_root,
             options,
             marker,
-            retriever: None,
+            retriever,
+            reopen: None,
             backend,
-            watched: HashSet::new(),
+            watched,
             tx,
             rx,
             listing: None,
             unwritable: false,
         };
-        let mut batch = Batch::default();
-        watch.watch_tree(&mut batch).map_err(notify_error)?;
-        watch.retriever = Some(Retriever::open(root)?);
-        batch.refresh = watch.retriever().last_refresh().clone();
+        batch.refresh = watch.retriever.last_refresh().clone();
         batch.reconciled = Some("the watcher started".into());
-        watch.sync_index_md(true, &mut batch)?;
+        watch.sync_index_md(Listing::Lessons, &mut batch)?;
         watch.vouch(&mut batch);
         Ok((watch, batch))
     }
@@ -271,6 +296,11 @@ impl Watch {
     /// The bank's root, as given.
     pub fn root(&self) -> &Path {
         &self.root
+    }
+
+    /// The index as of the last batch (an embedding runtime can search it in-process).
+    pub fn retriever(&self) -> &Retriever {
+        &self.retriever
     }
 
     /// Apply batches as events come, calling `on_batch` after each, until stopped. The
@@ -314,45 +344,13 @@ impl Watch {
         }
     }
 
-    fn retriever(&self) -> &Retriever {
-        self.retriever.as_ref().expect("the watcher has an index")
-    }
-
-    /// Watch the root and `.lesson/` (not recursively) and every visible top-level directory
-    /// (recursively): `.git/` and `_log/` churn is never delivered.
-    fn watch_tree(&mut self, batch: &mut Batch) -> notify::Result<()> {
-        let root = self.real_root.clone();
-        self.backend.watch(&root, RecursiveMode::NonRecursive)?;
-        let state = root.join(STATE_DIR);
-        if let Err(e) = self.backend.watch(&state, RecursiveMode::NonRecursive) {
-            batch
-                .warnings
-                .push(format!("cannot watch {}: {e}", state.display()));
-        }
-        for entry in std::fs::read_dir(&root)
-            .map_err(notify::Error::io)?
-            .flatten()
-        {
-            let name = entry.file_name();
-            if !hidden(&name.to_string_lossy()) && entry.path().is_dir() {
-                self.watch_dir(&entry.path(), batch);
-            }
-        }
-        Ok(())
-    }
-
     fn watch_dir(&mut self, dir: &Path, batch: &mut Batch) {
-        if self.watched.contains(dir) {
-            return;
-        }
-        match self.backend.watch(dir, RecursiveMode::Recursive) {
-            Ok(()) => {
-                self.watched.insert(dir.to_path_buf());
-            }
-            Err(e) => batch
-                .warnings
-                .push(format!("cannot watch {}: {e}", dir.display())),
-        }
+        watch_dir(
+            self.backend.as_mut(),
+            &mut self.watched,
+            dir,
+            &mut batch.warnings,
+        );
     }
 
     /// Apply one batch; problems become warnings (and a full check next time), never an end.
@@ -361,7 +359,7 @@ impl Watch {
         if let Err(e) = self.try_apply(pending, &mut batch) {
             batch.warnings.push(e.to_string());
             // start over from the files next time; searches check the files meanwhile
-            self.retriever = None;
+            self.reopen = Some(format!("the last batch failed: {e}"));
             self.marker.withdraw();
             batch.vouched = None;
         }
@@ -371,11 +369,9 @@ impl Watch {
     fn try_apply(&mut self, pending: Pending, batch: &mut Batch) -> Result<(), WatchError> {
         let mut lessons: Vec<String> = Vec::new();
         let mut walk_why = pending.rescan;
-        let mut reopen_why = self
-            .retriever
-            .is_none()
-            .then(|| "the last batch failed".to_string());
-        let mut listing_touched = false;
+        let mut reopen_why = self.reopen.take();
+        let mut template_touched = false;
+        let mut index_md_touched = false;
         let mut state_touched = false;
         batch.paths = pending.paths.len();
         for abs in &pending.paths {
@@ -392,12 +388,14 @@ impl Watch {
                 state_touched |= [BASE_FILE, DELTA_FILE, marker::MARKER_FILE].contains(&name);
             } else if single && rel == CONFIG_FILE {
                 reopen_why = Some(format!("{CONFIG_FILE} changed"));
-            } else if single && rel == INDEX_FILE || first == "templates" {
+            } else if single && rel == INDEX_FILE {
+                index_md_touched = true;
+            } else if first == "templates" {
                 // the top-level templates/ holds the `_index.md` template (a new one is watched)
                 if single && abs.is_dir() {
                     self.watch_dir(abs, batch);
                 }
-                listing_touched = true;
+                template_touched = true;
             } else if rel.split('/').any(hidden) {
                 // ledgers, the archive, editors' and our own temp files, .git
             } else if self.real_root.join(&rel).is_dir() {
@@ -405,17 +403,14 @@ impl Watch {
                     self.watch_dir(abs, batch);
                 }
                 walk_why.get_or_insert(format!("the directory {rel} appeared or changed"));
-            } else if walk::is_lesson_path(&rel, self.exclude()) {
+            } else if walk::is_lesson_path(&rel, self.retriever.exclude()) {
                 lessons.push(rel);
             } else if !abs.exists() {
                 if single {
                     // watched again if it comes back
                     self.watched.remove(abs);
                 }
-                let had_lessons = self
-                    .retriever
-                    .as_ref()
-                    .is_some_and(|r| r.index().has_under(&rel).unwrap_or(true));
+                let had_lessons = self.retriever.index().has_under(&rel).unwrap_or(true);
                 if had_lessons {
                     walk_why.get_or_insert(format!("the directory {rel} moved or was removed"));
                 }
@@ -425,59 +420,54 @@ impl Watch {
             walk_why.get_or_insert(format!("{} lesson files changed at once", lessons.len()));
         }
 
-        let lessons_changed;
-        let refreshed = reopen_why.is_some() || walk_why.is_some() || !lessons.is_empty();
-        if let Some(why) = reopen_why {
+        if state_touched
+            && reopen_why.is_none()
+            && Identity::on_disk(&self.root) != Some(self.retriever.identity())
+        {
+            // another process replaced the index: adopt the files' state with a full check
+            reopen_why = Some("another process rewrote the index".into());
+        }
+
+        let mut listing = Listing::Unchanged;
+        if index_md_touched {
+            listing = Listing::File;
+        }
+        if template_touched {
+            listing = Listing::Template;
+        }
+        let reconcile = match (reopen_why, walk_why) {
+            (Some(why), _) => Some((why, true)),
+            (None, Some(why)) => Some((why, false)),
+            (None, None) => None,
+        };
+        if let Some((why, reopen)) = reconcile {
             let before = self.hashes();
-            self.retriever = Some(Retriever::open(&self.root)?);
+            if reopen {
+                self.retriever = Retriever::open(&self.root)?;
+            } else {
+                self.retriever.refresh()?;
+            }
             batch.changed = self.changed_since(&before)?;
+            batch.refresh = self.retriever.last_refresh().clone();
             batch.reconciled = Some(why);
-            listing_touched = true;
-            lessons_changed = true;
-        } else if let Some(why) = walk_why {
-            let before = self.hashes();
-            self.retriever_mut().refresh()?;
-            batch.changed = self.changed_since(&before)?;
-            batch.reconciled = Some(why);
-            lessons_changed = true;
+            listing = listing.max(Listing::Lessons);
         } else if !lessons.is_empty() {
             let before = self.keys(&lessons)?;
-            batch.changed = self.retriever_mut().refresh_paths(&lessons)?;
-            lessons_changed = self.keys(&lessons)? != before;
-        } else {
-            lessons_changed = false;
-        }
-        if refreshed {
-            batch.refresh = self.retriever().last_refresh().clone();
-        }
-        if state_touched && Identity::on_disk(&self.root) != Some(self.retriever().identity()) {
-            // another process replaced the index: adopt the files' state with a full check
-            self.retriever = Some(Retriever::open(&self.root)?);
-            batch
-                .reconciled
-                .get_or_insert("another process rewrote the index".into());
+            batch.changed = self.retriever.refresh_paths(&lessons)?;
+            batch.refresh = self.retriever.last_refresh().clone();
+            if self.keys(&lessons)? != before {
+                listing = listing.max(Listing::Lessons);
+            }
         }
         self.vouch(batch);
-        self.sync_index_md(lessons_changed || listing_touched, batch)?;
+        self.sync_index_md(listing, batch)?;
         batch.diagnostics = self.lint(&batch.changed);
         Ok(())
     }
 
-    fn retriever_mut(&mut self) -> &mut Retriever {
-        self.retriever.as_mut().expect("the watcher has an index")
-    }
-
-    fn exclude(&self) -> &globset::GlobSet {
-        static NONE: std::sync::OnceLock<globset::GlobSet> = std::sync::OnceLock::new();
-        match &self.retriever {
-            Some(r) => r.exclude(),
-            None => NONE.get_or_init(globset::GlobSet::empty),
-        }
-    }
-
     /// What `_index.md` shows of each path.
     fn keys(&self, paths: &[String]) -> Result<Vec<Option<listing::Key>>, WatchError> {
-        let index = self.retriever().index();
+        let index = self.retriever.index();
         paths
             .iter()
             .map(|p| listing::key(index, p).map_err(|e| RetrieveError::from(e).into()))
@@ -486,10 +476,8 @@ impl Watch {
 
     /// Each indexed file's content hash, to tell after a full check which files changed.
     fn hashes(&self) -> HashMap<String, u64> {
-        let Some(r) = &self.retriever else {
-            return HashMap::new();
-        };
-        r.index()
+        self.retriever
+            .index()
             .entries()
             .map(|entries| {
                 entries
@@ -502,7 +490,7 @@ impl Watch {
 
     fn changed_since(&self, before: &HashMap<String, u64>) -> Result<Vec<String>, WatchError> {
         let entries = self
-            .retriever()
+            .retriever
             .index()
             .entries()
             .map_err(RetrieveError::from)?;
@@ -515,7 +503,7 @@ impl Watch {
 
     /// Publish the index's identity when the index on disk is the one held, else withdraw.
     fn vouch(&mut self, batch: &mut Batch) {
-        let mine = self.retriever().identity();
+        let mine = self.retriever.identity();
         if Identity::on_disk(&self.root) != Some(mine) {
             self.marker.withdraw();
             if !self.unwritable {
@@ -550,27 +538,35 @@ impl Watch {
         batch.vouched = Some(mine.generation);
     }
 
-    /// Render `_index.md` from the index and write it when it differs from the file. `check`:
-    /// something that may change it happened (lessons, the template, the file itself).
-    fn sync_index_md(&mut self, check: bool, batch: &mut Batch) -> Result<(), WatchError> {
-        if !check {
+    /// Keep `_index.md` what `lesson index` would write, doing no more work than `what`
+    /// changed calls for: when only the file changed (a hand edit, our own write), the last
+    /// rendering stands; changed lessons recompute the entries, rendered again only when they
+    /// differ; a changed template renders again.
+    fn sync_index_md(&mut self, what: Listing, batch: &mut Batch) -> Result<(), WatchError> {
+        if what == Listing::Unchanged {
             return Ok(());
         }
-        let now = crate::bank::now_from_env().map_err(RetrieveError::from)?;
-        let entries =
-            listing::entries(self.retriever().index(), now).map_err(RetrieveError::from)?;
         let path = self.root.join(INDEX_FILE);
         let on_disk = std::fs::read_to_string(&path).ok();
-        let text = match &self.listing {
-            // the same entries and the file as last seen: nothing to render
-            Some((last, text)) if *last == entries && on_disk.as_ref() == Some(text) => {
-                return Ok(());
-            }
-            _ => {
-                let template =
-                    Template::load(&self.root, index_md::TEMPLATE, index_md::BUILTIN_TEMPLATE)
+        let (entries, text) = match (what, self.listing.take()) {
+            (Listing::File, Some(last)) => last,
+            (what, last) => {
+                let now = crate::bank::now_from_env().map_err(RetrieveError::from)?;
+                let entries =
+                    listing::entries(self.retriever.index(), now).map_err(RetrieveError::from)?;
+                let text = match last {
+                    Some((old, text)) if old == entries && what != Listing::Template => text,
+                    _ => {
+                        let template = Template::load(
+                            &self.root,
+                            index_md::TEMPLATE,
+                            index_md::BUILTIN_TEMPLATE,
+                        )
                         .map_err(IndexError::from)?;
-                index_md::render_entries(&entries, &template)?
+                        index_md::render_entries(&entries, &template)?
+                    }
+                };
+                (entries, text)
             }
         };
         if on_disk.as_ref() != Some(&text) {
@@ -584,10 +580,7 @@ impl Watch {
 
     /// The file rules' findings on each changed file (read and parsed again in full).
     fn lint(&self, changed: &[String]) -> Vec<Diagnostic> {
-        let Some(r) = &self.retriever else {
-            return Vec::new();
-        };
-        let config = r.config();
+        let config = self.retriever.config();
         let Ok(now) = crate::bank::now_from_env() else {
             return Vec::new();
         };
@@ -603,6 +596,49 @@ impl Watch {
             out.extend(crate::lint::lint_file(&doc, config, now));
         }
         out
+    }
+}
+
+/// Watch the root and `.lesson/` (not recursively) and every visible top-level directory
+/// (recursively): `.git/` and `_log/` churn is never delivered.
+fn watch_tree(
+    backend: &mut dyn notify::Watcher,
+    root: &Path,
+    watched: &mut HashSet<PathBuf>,
+    warnings: &mut Vec<String>,
+) -> notify::Result<()> {
+    backend.watch(root, RecursiveMode::NonRecursive)?;
+    let state = root.join(STATE_DIR);
+    if let Err(e) = backend.watch(&state, RecursiveMode::NonRecursive) {
+        warnings.push(format!("cannot watch {}: {e}", state.display()));
+    }
+    for entry in std::fs::read_dir(root)
+        .map_err(notify::Error::io)?
+        .flatten()
+    {
+        let name = entry.file_name();
+        if !hidden(&name.to_string_lossy()) && entry.path().is_dir() {
+            watch_dir(backend, watched, &entry.path(), warnings);
+        }
+    }
+    Ok(())
+}
+
+/// Watch a top-level directory recursively, once.
+fn watch_dir(
+    backend: &mut dyn notify::Watcher,
+    watched: &mut HashSet<PathBuf>,
+    dir: &Path,
+    warnings: &mut Vec<String>,
+) {
+    if watched.contains(dir) {
+        return;
+    }
+    match backend.watch(dir, RecursiveMode::Recursive) {
+        Ok(()) => {
+            watched.insert(dir.to_path_buf());
+        }
+        Err(e) => warnings.push(format!("cannot watch {}: {e}", dir.display())),
     }
 }
 
@@ -725,6 +761,46 @@ mod tests {
         assert_eq!(batch.changed, ["a.md"]);
         assert_eq!(found(&w, "tulip"), ["a"]);
         assert!(!batch.index_md_written);
+    }
+
+    #[test]
+    fn index_md_is_put_back_after_a_hand_edit_and_follows_its_template() {
+        let tmp = bank();
+        let root = tmp.path();
+        let mut w = quiet_watch(root);
+        let written = std::fs::read_to_string(root.join(INDEX_FILE)).unwrap();
+        let named = HashSet::from([w.real_root.join(INDEX_FILE)]);
+        // our own write comes back as an event: nothing to do
+        let batch = w.apply(Pending {
+            paths: named.clone(),
+            rescan: None,
+        });
+        assert!(!batch.index_md_written);
+        std::fs::write(root.join(INDEX_FILE), "edited by hand\n").unwrap();
+        let batch = w.apply(Pending {
+            paths: named.clone(),
+            rescan: None,
+        });
+        assert!(batch.index_md_written);
+        assert_eq!(
+            std::fs::read_to_string(root.join(INDEX_FILE)).unwrap(),
+            written
+        );
+        std::fs::create_dir(root.join("templates")).unwrap();
+        std::fs::write(
+            root.join("templates").join(index_md::TEMPLATE),
+            "{{ counts.total }} lessons\n",
+        )
+        .unwrap();
+        let batch = w.apply(Pending {
+            paths: HashSet::from([w.real_root.join("templates")]),
+            rescan: None,
+        });
+        assert!(batch.index_md_written);
+        assert_eq!(
+            std::fs::read_to_string(root.join(INDEX_FILE)).unwrap(),
+            "2 lessons\n"
+        );
     }
 
     #[test]
