@@ -757,11 +757,25 @@ fn measure_watcher(
         ),
     );
     let output = at.output("lesson-watched-query");
+    let mut retrievable: Vec<PathBuf> = Vec::new();
     for round in 1..=runs {
         for q in queries {
             let sample = timed(&mut query_cmd(p, at, Tool::Lesson, q), &output, &[0])?;
             let stdout = std::fs::read_to_string(&output.stdout).unwrap_or_default();
-            let hits = tools::parse_search_hits(&stdout)?.len();
+            let found = tools::parse_search_hits(&stdout)?;
+            let hits = found.len();
+            // lessons a search returns (active, for anyone): the ones the change row edits
+            for hit in found {
+                let file = hit
+                    .path
+                    .iter()
+                    .flat_map(|p| [at.bank.join(p), PathBuf::from(p)])
+                    .find(|p| p.is_file())
+                    .unwrap_or_else(|| at.bank.join(format!("{}.md", hit.slug)));
+                if retrievable.len() < WATCH_CHANGES && !retrievable.contains(&file) {
+                    retrievable.push(file);
+                }
+            }
             search.query.samples.push(sample);
             match search.per_query.iter_mut().find(|(pq, _)| pq == q) {
                 Some((_, pq)) => {
@@ -795,7 +809,14 @@ fn measure_watcher(
         ),
     );
     change.not_a_query = true;
-    let files = lesson_files(at.bank, WATCH_CHANGES)?;
+    let mut files = retrievable;
+    if files.len() < WATCH_CHANGES {
+        for file in lesson_files(at.bank, WATCH_CHANGES)? {
+            if files.len() < WATCH_CHANGES && !files.contains(&file) {
+                files.push(file);
+            }
+        }
+    }
     let mut reflected = 0;
     let check = at.output("lesson-watched-change");
     for (i, file) in files.iter().enumerate() {
@@ -895,7 +916,8 @@ fn settle(watcher: &WatchChild) {
     }
 }
 
-/// The first `count` lesson files of a bank, by name (deterministic).
+/// The first `count` lesson files of a bank, by name (deterministic; a fallback when the
+/// queries returned too few lessons).
 fn lesson_files(bank: &Path, count: usize) -> anyhow::Result<Vec<PathBuf>> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(bank)
         .with_context(|| format!("cannot read {}", bank.display()))?
