@@ -121,11 +121,7 @@ fn entry(bank: &Bank, doc: &Document, lesson: &Lesson) -> Entry {
         _ => Vec::new(),
     };
     Entry {
-        link: crate::template::table_cell(&format!(
-            "[{}]({})",
-            escape_link_text(&slug),
-            encode_link_target(&path)
-        )),
+        link: link(&slug, &path),
         slug,
         path,
         title: lesson.title.value.clone(),
@@ -137,6 +133,16 @@ fn entry(bank: &Bank, doc: &Document, lesson: &Lesson) -> Entry {
         state: status.label(),
         superseded_by,
     }
+}
+
+/// `[slug](path)` as an entry's `link`: the slug escaped for link text, the path
+/// percent-encoded, the whole made safe for a table cell.
+pub fn link(slug: &str, path: &str) -> String {
+    crate::template::table_cell(&format!(
+        "[{}]({})",
+        escape_link_text(slug),
+        encode_link_target(path)
+    ))
 }
 
 /// The document's path relative to the bank root, with `/` separators.
@@ -222,10 +228,9 @@ pub fn render_with(bank: &Bank, template: &Template) -> Result<String, IndexErro
     render_entries(template, entries(bank), true)
 }
 
-/// Render `lessons` (sorted as [`entries`] sorts them) with `template`; `direct` lets the
-/// built-in template be written without the template engine. Public for the tests that hold
-/// the two to the same bytes.
-#[doc(hidden)]
+/// Render `lessons` (sorted by slug, then path, as [`entries`] makes them; a watcher makes them
+/// from its index) with `template`. `direct` lets the built-in template be written without the
+/// template engine; the tests turn it off to hold the two to the same bytes.
 pub fn render_entries(
     template: &Template,
     lessons: Vec<Entry>,

@@ -23,6 +23,7 @@ pub mod scaffold;
 pub mod source;
 pub mod template;
 pub mod walk;
+pub mod watch;
 pub mod yaml;
 
 pub use bank::Bank;

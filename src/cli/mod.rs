@@ -17,6 +17,7 @@ mod rule;
 mod search;
 mod show;
 mod supersede;
+mod watch;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -72,6 +73,8 @@ enum Command {
     /// Distill a completed run with an external judge: update matched lessons' counts, admit
     /// the lessons it proposes through the write gate
     Distill(distill::DistillArgs),
+    /// Keep the index, `_index.md` and lint findings current as files change (until Ctrl-C)
+    Watch(watch::WatchArgs),
 }
 
 /// Run a command.
@@ -93,6 +96,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Command::Dedup(a) => dedup::run(&bank_dir(args.dir)?, a),
         Command::Add(a) => add::run(&bank_dir(args.dir)?, a),
         Command::Distill(a) => distill::run(&bank_dir(args.dir)?, a),
+        Command::Watch(a) => watch::run(&bank_dir(args.dir)?, a),
     }
 }
 

@@ -325,10 +325,16 @@ fn finish(
 /// bank's configured levels applied, sorted by position. Bank-wide rules (duplicates,
 /// supersession) do not run: they need every lesson.
 pub fn lint_document(doc: &Document, bank: &Bank) -> Vec<Diagnostic> {
+    lint_file(doc, &bank.config, bank.now)
+}
+
+/// [`lint_document`] with a configuration and an instant instead of a loaded bank (for a
+/// watcher, which keeps an index, not a bank).
+pub fn lint_file(doc: &Document, config: &Config, now: jiff::Timestamp) -> Vec<Diagnostic> {
     let selection = Selection::default();
-    let levels = levels(&bank.config, &selection);
+    let levels = levels(config, &selection);
     let checks = file_checks(|r| levels.get(r.code).copied().flatten().is_some());
-    let ctx = FileContext::new(doc, &bank.config, bank.now);
+    let ctx = FileContext::new(doc, config, now);
     let diagnostics = file_diagnostics(doc, &ctx, &checks);
     let mut out = suppression::apply(doc, suppression::allows(doc), diagnostics);
     apply_levels(&levels, &mut out);

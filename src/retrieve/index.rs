@@ -83,6 +83,21 @@ pub struct Entry<'a> {
     pub stat: FileStat,
 }
 
+/// A live lesson as `_index.md` lists it, read from the index.
+#[derive(Debug, Clone)]
+pub struct Listed<'a> {
+    /// Path relative to the bank root.
+    pub path: &'a str,
+    /// Slug.
+    pub slug: &'a str,
+    /// Title as written.
+    pub title: &'a str,
+    /// `supersedes`.
+    pub supersedes: Vec<&'a str>,
+    /// Outcome, confidence, counts and expiry.
+    pub meta: DocMeta,
+}
+
 impl Index {
     /// Build an index in memory from records.
     pub fn build(records: Vec<Record>, header: Header) -> Index {
@@ -295,6 +310,90 @@ impl Index {
             out.sort_by(|a, b| path_order(a.path, b.path));
         }
         Ok(out)
+    }
+
+    /// The live doc at `path` (relative to the root, `/`-separated), if any: a binary search
+    /// of the delta's doc table, then of the base's (each is sorted by path).
+    pub fn find(&self, path: &str) -> Result<Option<Entry<'_>>, Corrupt> {
+        for range in [self.base_count..self.docs.len(), 0..self.base_count] {
+            let at = self.lower_bound(range.clone(), path)?;
+            if at < range.end && self.is_live(at) && self.path_of(at)? == path {
+                return Ok(Some(Entry {
+                    id: at as u32,
+                    path: self.path_of(at)?,
+                    stat: self.docs[at].stat,
+                }));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Whether a live doc lies below the directory `dir` (relative to the root): a directory
+    /// that vanished had lessons to drop.
+    pub fn has_under(&self, dir: &str) -> Result<bool, Corrupt> {
+        let prefix = format!("{}/", dir.trim_end_matches('/'));
+        for range in [self.base_count..self.docs.len(), 0..self.base_count] {
+            // paths sharing a prefix are contiguous in path order
+            let mut at = self.lower_bound(range.clone(), &prefix)?;
+            while at < range.end && self.path_of(at)?.starts_with(&prefix) {
+                if self.is_live(at) {
+                    return Ok(true);
+                }
+                at += 1;
+            }
+        }
+        Ok(false)
+    }
+
+    /// The first doc id in `range` (a segment's docs, sorted by path) whose path is not before
+    /// `path`.
+    fn lower_bound(&self, range: Range<usize>, path: &str) -> Result<usize, Corrupt> {
+        let (mut lo, mut hi) = (range.start, range.end);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if path_order(self.path_of(mid)?, path).is_lt() {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        Ok(lo)
+    }
+
+    fn path_of(&self, id: usize) -> Result<&str, Corrupt> {
+        record::decode_path(self.record(id)?)
+    }
+
+    /// Every live lesson with the fields `_index.md` lists, in doc id order.
+    pub fn listed(&self) -> Result<Vec<Listed<'_>>, Corrupt> {
+        let mut out = Vec::with_capacity(self.lessons as usize);
+        for id in 0..self.docs.len() {
+            out.extend(self.listed_at(id as u32)?);
+        }
+        Ok(out)
+    }
+
+    /// Doc `id` with the fields `_index.md` lists, when it is a live lesson.
+    pub fn listed_at(&self, id: u32) -> Result<Option<Listed<'_>>, Corrupt> {
+        let id = id as usize;
+        let Some(m) = self.docs.get(id) else {
+            return Ok(None);
+        };
+        if !self.is_live(id) || !m.is_lesson() {
+            return Ok(None);
+        }
+        let v = LessonView::decode(self.record(id)?)?;
+        Ok(Some(Listed {
+            path: v.path,
+            slug: v.slug,
+            title: v.title,
+            supersedes: if m.has(F_SUPERSEDES) {
+                v.supersedes()?
+            } else {
+                Vec::new()
+            },
+            meta: *m,
+        }))
     }
 
     /// Every known tag (normal form) that occurs among the request's words, sorted.

@@ -754,6 +754,19 @@ impl Segment {
         }
     }
 
+    /// The kind, identity and stored checksum of the segment file at `path`, from its first
+    /// [`HEADER`] bytes alone (nothing else is read or checked): enough to tell whether the
+    /// file is still the segment a process wrote.
+    pub fn peek(path: &Path) -> Option<(Kind, Header, u64)> {
+        use std::io::Read;
+        let mut head = [0u8; HEADER];
+        std::fs::File::open(path).ok()?.read_exact(&mut head).ok()?;
+        let layout = Layout::read(&head).ok()?;
+        let mut sum = [0u8; 8];
+        sum.copy_from_slice(&head[HEADER - 8..]);
+        Some((layout.kind, layout.header, u64::from_le_bytes(sum)))
+    }
+
     /// An empty base.
     pub fn empty(header: Header) -> Segment {
         Segment::parse(encode(Kind::Base, header, Vec::new(), &Patch::default()))
@@ -773,6 +786,14 @@ impl Segment {
             Storage::Memory(bytes) => &bytes[..self.postings.start],
             Storage::File { head, .. } => head,
         }
+    }
+
+    /// The checksum stored in the header (of the head, which holds each posting list's
+    /// checksum): with the header, what tells two segments apart.
+    pub fn checksum(&self) -> u64 {
+        let mut sum = [0u8; 8];
+        sum.copy_from_slice(&self.head()[HEADER - 8..HEADER]);
+        u64::from_le_bytes(sum)
     }
 
     /// Docs in the segment.
