@@ -243,6 +243,11 @@ pub struct DedupConfig {
     /// look-alikes stays linear.
     #[serde(default = "default_max_candidates")]
     pub max_candidates: usize,
+    /// Index entries read at most per lesson while looking for its candidates, rarest terms
+    /// first: the bound that keeps a bank of 100,000 lessons from going quadratic. Below it the
+    /// search is exact (no pair above `min-text-similarity` is missed).
+    #[serde(default = "default_max_postings")]
+    pub max_postings: usize,
 }
 
 impl Default for DedupConfig {
@@ -254,6 +259,7 @@ impl Default for DedupConfig {
             text_weight: default_text_weight(),
             tag_weight: default_tag_weight(),
             max_candidates: default_max_candidates(),
+            max_postings: default_max_postings(),
         }
     }
 }
@@ -275,6 +281,9 @@ fn default_tag_weight() -> f64 {
 }
 fn default_max_candidates() -> usize {
     100
+}
+fn default_max_postings() -> usize {
+    4000
 }
 
 /// A configured rule level.
