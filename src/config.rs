@@ -265,10 +265,10 @@ impl Default for DedupConfig {
 }
 
 fn default_min_text_similarity() -> f64 {
-    0.5
+    0.6
 }
 fn default_min_score() -> f64 {
-    0.6
+    0.65
 }
 fn default_slug_weight() -> f64 {
     1.0
@@ -283,7 +283,7 @@ fn default_max_candidates() -> usize {
     100
 }
 fn default_max_postings() -> usize {
-    4000
+    8000
 }
 
 /// A configured rule level.

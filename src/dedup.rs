@@ -3,25 +3,34 @@
 //! A pair is a near-duplicate when all of these hold (thresholds in `[dedup]` of
 //! `lesson.toml`, see [`DedupConfig`]):
 //! 1. **text**: the trigram similarity of title + trigger description is at least
-//!    `min-text-similarity`. Trigrams are the padded per-word trigrams of
-//!    [`crate::retrieve::text`] (CJK runs included), as a set; similarity is Dice's coefficient
-//!    `2|A∩B| / (|A| + |B|)`.
+//!    `min-text-similarity`. A lesson's terms are the padded per-word trigrams of
+//!    [`crate::retrieve::text`]'s words, and for CJK runs (written without spaces) their
+//!    character bigrams, as a set. Similarity is Dice's coefficient weighted by rarity:
+//!    `2·W(A∩B) / (W(A) + W(B))`, a term weighing `ln(1 + N/df)` among the `N` lessons
+//!    compared, so that what every lesson says ("the implementation is incorrect because",
+//!    a template's placeholder) counts for little and what only two lessons say counts most.
+//!    (Unweighted Dice was measured too: `cargo xtask eval-dedup` found it less precise at
+//!    every recall on the shared corpora.)
 //! 2. **targets overlap**: one of the two has no targets (it applies to anyone), or a target of
 //!    one can match the same caller as a target of the other (see [`targets_overlap`]). Lessons
 //!    for different audiences are not duplicates, however alike their words.
 //! 3. **score**: the weighted mean of slug similarity ([`slug_similarity`]), text similarity and
 //!    tag overlap (Jaccard of the normalised tags; left out of the mean when neither lesson has
-//!    tags) is at least `min-score`.
+//!    tags) is at least `min-score`. With the default weights (slug 1, text 2), a lesson copied
+//!    word for word under an unrelated slug still scores 2/3, above the default `min-score`.
 //!
 //! Candidates come from an in-memory inverted index over those terms, never from comparing all
 //! pairs. Each lesson's terms are ordered rarest first (document frequency among the lessons
-//! compared, ties by term). By the prefix-filter principle, two term sets whose Dice similarity
-//! reaches `t` share a term among the first `|A| − ⌈t·|A|/(2−t)⌉ + 1` rarest terms of each, so
-//! only those prefixes are indexed and probed. Two caps bound the work per lesson whatever the
-//! bank looks like: a probe reads at most `max-postings` index entries (rarest terms first, so
-//! what is cut is the commonest terms' lists), and at most `max-candidates` lessons (those
-//! sharing the most prefix terms) are compared with it. While neither cap is reached, no pair
-//! above `min-text-similarity` is missed (a property test checks this against all pairs).
+//! compared, ties by term). By the prefix-filter principle only a prefix of each lesson's
+//! rarest terms needs indexing and probing (see `prefix_len`), and the first term two lessons are
+//! found to share bounds what they can share at all (the positional filter). Two caps bound the
+//! work per lesson whatever the bank looks like: a probe reads at most `max-postings` index
+//! entries (rarest terms first, so what is cut is the commonest terms' lists), and at most
+//! `max-candidates` lessons (those sharing the most prefix terms) are compared with it. While
+//! neither cap is reached, no pair above the thresholds is missed: [`pairs_exhaustive`]
+//! compares all pairs, and a property test checks that both agree. In a crowd of look-alikes
+//! (a templated bank, or one lesson saved a hundred times) the caps are reached and some pairs
+//! of the crowd go unreported; each of its lessons is still paired with its closest ones.
 //!
 //! Only live lessons are candidates: superseded lessons (named in another lesson's
 //! `supersedes`) and lessons under `_archive/` (which a bank never loads) are left out. Expired
@@ -91,7 +100,12 @@ pub fn pairs(bank: &Bank) -> Result<Vec<Pair>, DedupError> {
                 for j in index.candidates(i, &features[i], config, &mut scratch) {
                     // the same pair whichever lesson found it, so that `sort` drops repeats
                     let (x, y) = (i.min(j), i.max(j));
-                    out.extend(compare_features(&features[x], &features[y], config));
+                    out.extend(compare_features(
+                        &features[x],
+                        &features[y],
+                        &index.weights,
+                        config,
+                    ));
                 }
             }
             out
@@ -115,27 +129,45 @@ pub fn duplicate_of(bank: &Bank, candidate: &Lesson) -> Result<Option<Pair>, Ded
     let best = index
         .candidates(query, &features[query], config, &mut index.scratch())
         .into_iter()
-        .filter_map(|j| compare_features(&features[j], &features[query], config))
+        .filter_map(|j| compare_features(&features[j], &features[query], &index.weights, config))
         .min_by(order);
     Ok(best)
 }
 
-/// Whether `x` and `y` are near-duplicates under `config`: their pair (`a` = `x`'s slug, `b` =
-/// `y`'s), else `None`. [`pairs`] finds exactly the live pairs this accepts while its caps are
-/// not reached.
-pub fn compare(x: &Lesson, y: &Lesson, config: &DedupConfig) -> Option<Pair> {
-    let (features, _) = Index::build(&[x, y], config);
-    compare_features(&features[0], &features[1], config)
+/// Every near-duplicate pair, found by comparing every two live lessons: quadratic, for small
+/// banks and as the reference [`pairs`] is tested against (they agree while neither cap,
+/// `max-postings` nor `max-candidates`, is reached).
+pub fn pairs_exhaustive(bank: &Bank) -> Result<Vec<Pair>, DedupError> {
+    let config = &bank.config.dedup;
+    check(config)?;
+    let lessons = live_lessons(bank);
+    let (features, index) = Index::build(&lessons, config);
+    let mut found: Vec<Pair> = (0..features.len())
+        .into_par_iter()
+        .flat_map_iter(|i| {
+            let (features, index) = (&features, &index);
+            (i + 1..features.len()).filter_map(move |j| {
+                compare_features(&features[i], &features[j], &index.weights, config)
+            })
+        })
+        .collect();
+    sort(&mut found);
+    Ok(found)
 }
 
 /// Whether a pair of already computed features is a near-duplicate under `config`.
-fn compare_features(a: &Features, b: &Features, config: &DedupConfig) -> Option<Pair> {
-    let (small, large) = (a.terms.len().min(b.terms.len()), a.terms.len().max(b.terms.len()));
-    // Dice is at most 2·small / (small + large): skip the merge when that is too low
-    if (2 * small) as f64 / ((small + large).max(1)) as f64 + 1e-9 < config.min_text_similarity {
+fn compare_features(
+    a: &Features,
+    b: &Features,
+    weights: &[f64],
+    config: &DedupConfig,
+) -> Option<Pair> {
+    // Dice is at most 2·min / (W(A) + W(B)): skip the merge when that is too low
+    let total = a.weight + b.weight;
+    if total > 0.0 && 2.0 * a.weight.min(b.weight) / total + 1e-9 < config.min_text_similarity {
         return None;
     }
-    let text = dice(&a.terms, &b.terms);
+    let text = dice(a, b, weights);
     if text < config.min_text_similarity {
         return None;
     }
@@ -304,8 +336,14 @@ impl TargetGlob {
         self.text == other.text
             || self.text == "*"
             || other.text == "*"
-            || self.matcher.as_ref().is_some_and(|m| m.is_match(&other.text))
-            || other.matcher.as_ref().is_some_and(|m| m.is_match(&self.text))
+            || self
+                .matcher
+                .as_ref()
+                .is_some_and(|m| m.is_match(&other.text))
+            || other
+                .matcher
+                .as_ref()
+                .is_some_and(|m| m.is_match(&self.text))
     }
 }
 
@@ -329,6 +367,10 @@ struct Features {
     /// Distinct terms of title + trigger description ([`piece_terms`]) as ranks in the
     /// index's rarity order, ascending: rarest first.
     terms: Vec<u32>,
+    /// The sum of the terms' weights.
+    weight: f64,
+    /// `rest[k]`: the weight of `terms[k..]` (f32: it only bounds, and there are many).
+    rest: Vec<f32>,
     /// Normalised tags.
     tags: BTreeSet<String>,
     /// Targets as (operator, role, skill) globs.
@@ -364,40 +406,69 @@ fn piece_terms(piece: &text::Piece, out: &mut Vec<Term>) {
         return;
     }
     let n = chars.len();
-    let at = |i: usize| if i == 0 || i == n + 1 { ' ' } else { chars[i - 1] };
+    let at = |i: usize| {
+        if i == 0 || i == n + 1 {
+            ' '
+        } else {
+            chars[i - 1]
+        }
+    };
     for i in 0..n {
         out.push(text::trigram_term(at(i), at(i + 1), at(i + 2)));
     }
 }
 
-/// Dice's coefficient of two sorted, distinct lists; 0 when both are empty.
-fn dice(a: &[u32], b: &[u32]) -> f64 {
-    if a.is_empty() && b.is_empty() {
+/// The weighted Dice coefficient of two lessons' terms: twice the weight they share over the
+/// sum of their weights; 0 when both are empty.
+fn dice(a: &Features, b: &Features, weights: &[f64]) -> f64 {
+    let total = a.weight + b.weight;
+    if total <= 0.0 {
         return 0.0;
     }
-    let (mut i, mut j, mut shared) = (0, 0, 0usize);
+    let (a, b) = (&a.terms, &b.terms);
+    let (mut i, mut j, mut shared) = (0, 0, 0.0);
     // branch-free merge: this loop is most of the time `lesson dedup` takes
     while i < a.len() && j < b.len() {
         let (x, y) = (a[i], b[j]);
-        shared += usize::from(x == y);
+        if x == y {
+            shared += weights[x as usize];
+        }
         i += usize::from(x <= y);
         j += usize::from(y <= x);
     }
-    2.0 * shared as f64 / (a.len() + b.len()) as f64
+    (2.0 * shared / total).min(1.0)
 }
 
-/// How many of a lesson's `n` rarest terms any lesson with Dice similarity ≥ `t` shares one of:
-/// Dice(A, B) ≥ t implies |A ∩ B| ≥ t·|A| / (2 − t) =: α, and two sets with α common elements
-/// share one among the first |A| − α + 1 of each in any common order.
-fn prefix_len(n: usize, t: f64) -> usize {
-    let overlap = ((t * n as f64) / (2.0 - t) - 1e-9).ceil().max(1.0) as usize;
-    (n + 1).saturating_sub(overlap).min(n)
+/// How many of a lesson's rarest terms (`terms`, rarest first) any lesson with weighted Dice
+/// similarity ≥ `t` shares one of. Dice(A, B) ≥ t implies W(A ∩ B) ≥ t·W(A) / (2 − t) =: α
+/// (as W(A ∩ B) ≤ W(B)); if the first term the two share (in the common rarity order) lay
+/// past A's prefix, all they share would weigh at most the rest of A, which weighs less than α.
+fn prefix_len(terms: &[u32], total: f64, weights: &[f64], t: f64) -> usize {
+    // a hair under α, so that rounding never drops a term that is needed
+    let alpha = t * total / (2.0 - t) * (1.0 - 1e-9);
+    let mut rest = 0.0;
+    let mut keep = terms.len();
+    while keep > 1 {
+        let w = weights[terms[keep - 1] as usize];
+        if rest + w >= alpha {
+            break;
+        }
+        rest += w;
+        keep -= 1;
+    }
+    keep.min(terms.len())
 }
 
 /// Inverted index over each lesson's prefix: its rarest terms.
 struct Index {
-    /// rank -> lessons whose prefix holds the term, ascending.
-    postings: Vec<Vec<u32>>,
+    /// rank -> (lesson, the weight of the lesson's terms from this one on) for the lessons
+    /// whose prefix holds the term, by lesson.
+    postings: Vec<Vec<(u32, f32)>>,
+    /// lesson -> the weight of all its terms (dense, for the positional filter).
+    totals: Vec<f32>,
+    /// rank -> the term's weight: `ln(1 + N / df)` over the N lessons indexed, so that words
+    /// every lesson uses ("the implementation is incorrect because") count for little.
+    weights: Vec<f64>,
     /// Lessons indexed.
     len: usize,
 }
@@ -426,14 +497,27 @@ impl Index {
             .enumerate()
             .map(|(r, &(_, t))| (t, r as u32))
             .collect();
+        let n = lessons.len() as f64;
+        let weights: Vec<f64> = order
+            .iter()
+            .map(|&(df, _)| (1.0 + n / f64::from(df)).ln())
+            .collect();
         let features: Vec<Features> = lessons
             .par_iter()
             .zip(raw)
             .map(|(lesson, raw)| {
                 let mut terms: Vec<u32> = raw.iter().map(|t| rank[t]).collect();
                 terms.sort_unstable();
+                let mut rest = vec![0.0f32; terms.len()];
+                let mut sum = 0.0f64;
+                for (k, &r) in terms.iter().enumerate().rev() {
+                    sum += weights[r as usize];
+                    rest[k] = sum as f32;
+                }
                 Features {
                     slug: lesson.slug.value.clone(),
+                    weight: terms.iter().map(|&r| weights[r as usize]).sum(),
+                    rest,
                     terms,
                     tags: lesson
                         .trigger
@@ -448,13 +532,15 @@ impl Index {
             .collect();
         let mut postings = vec![Vec::new(); order.len()];
         for (i, f) in features.iter().enumerate() {
-            let prefix = &f.terms[..prefix_len(f.terms.len(), config.min_text_similarity)];
-            for &r in prefix {
-                postings[r as usize].push(i as u32);
+            let keep = prefix_len(&f.terms, f.weight, &weights, config.min_text_similarity);
+            for (at, &r) in f.terms[..keep].iter().enumerate() {
+                postings[r as usize].push((i as u32, f.rest[at]));
             }
         }
         let index = Index {
             postings,
+            totals: features.iter().map(|f| f.weight as f32).collect(),
+            weights,
             len: features.len(),
         };
         (features, index)
@@ -467,11 +553,17 @@ impl Index {
         }
     }
 
-    /// The lessons to compare with lesson `me` (whose features are `f`): those sharing a prefix
-    /// term, reading rarest terms first and at most `max-postings` index entries in all; the
-    /// `max-candidates` sharing the most first (ties by index). A posting list cut short is read
-    /// from `me`'s position on, wrapping around, so that in a crowd of look-alikes each lesson
-    /// meets its neighbours rather than everyone meeting the first few.
+    /// The lessons to compare with lesson `me` (whose features are `f`): those sharing a prefix term, reading rarest
+    /// terms first and at most `max-postings` index entries in all; of those, the ones that can
+    /// still reach the text threshold, the `max-candidates` sharing the most first (ties by
+    /// index).
+    ///
+    /// The first term two lessons are found to share is the first they share at all (both
+    /// prefixes hold it), so what they can share is at most the lighter of the two rests from
+    /// there on: a lesson whose rest is too light is dropped without a comparison (PPJoin's
+    /// positional filter). A posting list cut short is read from `me`'s position on, wrapping
+    /// around, so that in a crowd of look-alikes each lesson meets its neighbours rather than
+    /// everyone meeting the first few.
     fn candidates(
         &self,
         me: usize,
@@ -479,31 +571,42 @@ impl Index {
         config: &DedupConfig,
         scratch: &mut Scratch,
     ) -> Vec<usize> {
+        const DROPPED: u32 = u32::MAX;
+        let t = config.min_text_similarity;
         let mut budget = config.max_postings;
-        for &r in &f.terms[..prefix_len(f.terms.len(), config.min_text_similarity)] {
+        let keep = prefix_len(&f.terms, f.weight, &self.weights, t);
+        for (at, &r) in f.terms[..keep].iter().enumerate() {
             if budget == 0 {
                 break;
             }
             let list = &self.postings[r as usize];
             let start = if list.len() > budget {
-                list.partition_point(|&j| (j as usize) < me)
+                list.partition_point(|&(j, _)| (j as usize) < me)
             } else {
                 0
             };
             let (before, after) = list.split_at(start);
-            for &j in after.iter().chain(before).take(budget) {
+            for &(j, their_rest) in after.iter().chain(before).take(budget) {
                 let count = &mut scratch.shared[j as usize];
-                if *count == 0 {
-                    scratch.touched.push(j);
+                match *count {
+                    DROPPED => {}
+                    0 => {
+                        scratch.touched.push(j);
+                        let rest = f64::from(f.rest[at].min(their_rest));
+                        let total = f.weight + f64::from(self.totals[j as usize]);
+                        // f32 sums: a margin so that rounding never drops a lesson that is needed
+                        let best = 2.0 * rest * (1.0 + 1e-4) / total;
+                        *count = if best < t { DROPPED } else { 1 };
+                    }
+                    _ => *count += 1,
                 }
-                *count += 1;
             }
             budget = budget.saturating_sub(list.len());
         }
         let mut ranked: Vec<(u32, u32)> = Vec::with_capacity(scratch.touched.len());
         for j in scratch.touched.drain(..) {
             let count = std::mem::take(&mut scratch.shared[j as usize]);
-            if j as usize != me {
+            if j as usize != me && count != DROPPED {
                 ranked.push((j, count));
             }
         }
@@ -523,10 +626,33 @@ mod tests {
 
     #[test]
     fn dice_of_sets() {
+        let weights = [4.0, 1.0, 1.0, 1.0, 1.0];
+        let f = |terms: &[u32]| Features {
+            slug: String::new(),
+            terms: terms.to_vec(),
+            weight: terms.iter().map(|&t| weights[t as usize]).sum(),
+            rest: Vec::new(),
+            tags: BTreeSet::new(),
+            targets: Vec::new(),
+        };
+        let dice = |a: &[u32], b: &[u32]| dice(&f(a), &f(b), &weights);
         assert_eq!(dice(&[1, 2, 3], &[1, 2, 3]), 1.0);
         assert_eq!(dice(&[1, 2], &[3, 4]), 0.0);
         assert_eq!(dice(&[1, 2, 3, 4], &[3, 4]), 2.0 * 2.0 / 6.0);
+        // the rare term weighs four times as much
+        assert_eq!(dice(&[0, 1], &[0, 2]), 2.0 * 4.0 / 10.0);
         assert_eq!(dice(&[], &[]), 0.0);
+    }
+
+    #[test]
+    fn prefixes_keep_what_a_match_needs() {
+        let weights = [1.0; 10];
+        // unweighted: Dice ≥ 0.5 needs |A ∩ B| ≥ |A| / 3, so 10 − 4 + 1 = 7 terms stay
+        let terms: Vec<u32> = (0..10).collect();
+        assert_eq!(prefix_len(&terms, 10.0, &weights, 0.5), 7);
+        assert_eq!(prefix_len(&terms, 10.0, &weights, 1.0), 1);
+        assert_eq!(prefix_len(&terms, 10.0, &weights, 0.0), 10);
+        assert_eq!(prefix_len(&[], 0.0, &weights, 0.5), 0);
     }
 
     #[test]

@@ -101,7 +101,7 @@ pub fn review(bank: &Bank) -> Result<Vec<Finding>, ReviewError> {
             slug: pair.a.clone(),
             path: doc.source.path.display().to_string(),
             message: format!(
-                "near-duplicate of `{}` (score {:.2}: slug {:.2}, text {:.2}{tags}): merge them (`lesson supersede OLD --by NEW`) or make their triggers distinct",
+                "reads like `{}` (score {:.2}: slug {:.2}, text {:.2}{tags}): merge them (`lesson supersede OLD --by NEW`) or make their triggers distinct",
                 pair.b, pair.score, pair.slug_similarity, pair.text_similarity
             ),
             outcome: lesson.outcome.value,

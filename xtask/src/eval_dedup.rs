@@ -52,7 +52,7 @@ pub struct Options {
 /// The grid: `min-text-similarity` values (one `lesson dedup` run each, per slug weight).
 const MIN_TEXT: [f64; 7] = [0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9];
 /// The grid: `min-score` values (filters of each run's pairs).
-const MIN_SCORE: [f64; 6] = [0.0, 0.5, 0.6, 0.7, 0.8, 0.9];
+const MIN_SCORE: [f64; 7] = [0.0, 0.5, 0.6, 0.65, 0.7, 0.8, 0.9];
 /// The grid: slug weights (text weight fixed at 2).
 const SLUG_WEIGHT: [f64; 3] = [0.0, 1.0, 2.0];
 
@@ -158,7 +158,12 @@ fn default_dedup(lesson: &Path) -> anyhow::Result<HashMap<String, f64>> {
             }
         }
     }
-    for key in ["min-text-similarity", "min-score", "slug-weight", "text-weight"] {
+    for key in [
+        "min-text-similarity",
+        "min-score",
+        "slug-weight",
+        "text-weight",
+    ] {
         if !values.contains_key(key) {
             bail!("`lesson config` prints no [dedup] {key}");
         }
@@ -220,7 +225,7 @@ fn evaluate(
         );
         table.row(
             std::iter::once(String::new())
-                .chain(MIN_SCORE.iter().map(|s| format!("{s:.1}")))
+                .chain(MIN_SCORE.iter().map(|s| format!("{s}")))
                 .collect(),
         );
         let mut slowest = 0.0f64;
@@ -244,11 +249,7 @@ fn evaluate(
                         .count(),
                     positives,
                 };
-                row.push(format!(
-                    "{:.2}/{:.2}",
-                    score.precision(),
-                    score.recall()
-                ));
+                row.push(format!("{:.2}/{:.2}", score.precision(), score.recall()));
                 let is_default = (slug_weight - defaults["slug-weight"]).abs() < 1e-9
                     && (min_text - defaults["min-text-similarity"]).abs() < 1e-9
                     && (min_score - defaults["min-score"]).abs() < 1e-9;
@@ -268,6 +269,29 @@ fn evaluate(
              (slowest lesson dedup run: {slowest:.2} s):"
         )?;
         out += &table.render();
+    }
+    // the defaults once more without the caps: what `max-postings` and `max-candidates` cost
+    std::fs::write(
+        bank.join("lesson.toml"),
+        config(
+            defaults["min-text-similarity"],
+            defaults["min-score"],
+            defaults["slug-weight"],
+            default_text,
+        ) + "max-candidates = 1000000000\nmax-postings = 1000000000\n",
+    )?;
+    let uncapped = run_dedup(lesson, &bank)?.len();
+    match at_defaults {
+        Some((s, _)) if s.found != uncapped => writeln!(
+            out,
+            "\nthe caps cost pairs: {} found with them, {uncapped} without",
+            s.found
+        )?,
+        Some(_) => writeln!(
+            out,
+            "\nthe caps cost no pair: {uncapped} found without them too"
+        )?,
+        None => {}
     }
     match at_defaults {
         Some((s, repeats_found)) => writeln!(
@@ -521,7 +545,10 @@ mod tests {
     #[test]
     fn slugs_are_valid_and_unique() {
         let mut taken = HashSet::new();
-        assert_eq!(slug_for("Retry flaky tests.", &mut taken), "retry-flaky-tests");
+        assert_eq!(
+            slug_for("Retry flaky tests.", &mut taken),
+            "retry-flaky-tests"
+        );
         assert_eq!(
             slug_for("Retry flaky tests!", &mut taken),
             "retry-flaky-tests-2"
