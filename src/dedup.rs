@@ -89,26 +89,41 @@ pub fn pairs(bank: &Bank) -> Result<Vec<Pair>, DedupError> {
     let lessons = live_lessons(bank);
     let (features, index) = Index::build(&lessons, config);
     let all: Vec<usize> = (0..features.len()).collect();
-    let mut found: Vec<Pair> = all
+    // every lesson's candidates first, by index, so that a pair both lessons found is compared
+    // once (in a crowd of look-alikes, most are)
+    let candidates: Vec<Vec<u32>> = all
         // chunks, not single lessons, so that each scratch space (a counter per lesson) is
         // allocated rarely
         .par_chunks(1024)
         .flat_map_iter(|chunk| {
             let mut scratch = index.scratch();
-            let mut out = Vec::new();
-            for &i in chunk {
-                for j in index.candidates(i, &features[i], config, &mut scratch) {
-                    // the same pair whichever lesson found it, so that `sort` drops repeats
+            chunk
+                .iter()
+                .map(|&i| {
+                    let mut c: Vec<u32> = index
+                        .candidates(i, &features[i], config, &mut scratch)
+                        .into_iter()
+                        .map(|j| j as u32)
+                        .collect();
+                    c.sort_unstable();
+                    c
+                })
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    let mut found: Vec<Pair> = (0..features.len())
+        .into_par_iter()
+        .flat_map_iter(|i| {
+            let (features, index, candidates) = (&features, &index, &candidates);
+            candidates[i]
+                .iter()
+                .map(|&j| j as usize)
+                // from the smaller index, or from the larger when the smaller did not find it
+                .filter(move |&j| i < j || candidates[j].binary_search(&(i as u32)).is_err())
+                .filter_map(move |j| {
                     let (x, y) = (i.min(j), i.max(j));
-                    out.extend(compare_features(
-                        &features[x],
-                        &features[y],
-                        &index.weights,
-                        config,
-                    ));
-                }
-            }
-            out
+                    compare_features(&features[x], &features[y], &index.weights, config)
+                })
         })
         .collect();
     sort(&mut found);
@@ -226,16 +241,14 @@ fn order(x: &Pair, y: &Pair) -> std::cmp::Ordering {
         .then_with(|| x.b.cmp(&y.b))
 }
 
-/// Each pair once, the byte-smaller slug first, in [`order`]. A pair met from both of its
-/// lessons is the same pair (its features are compared in index order), so duplicates are equal.
-fn sort(found: &mut Vec<Pair>) {
+/// Each pair once, the byte-smaller slug first, in [`order`].
+fn sort(found: &mut [Pair]) {
     for p in found.iter_mut() {
         if p.b < p.a {
             std::mem::swap(&mut p.a, &mut p.b);
         }
     }
     found.sort_by(order);
-    found.dedup_by(|x, y| x.a == y.a && x.b == y.b);
 }
 
 fn check(config: &DedupConfig) -> Result<(), DedupError> {
