@@ -268,6 +268,11 @@ pub struct DedupConfig {
     /// look-alikes stays linear.
     #[serde(default = "default_max_candidates")]
     pub max_candidates: usize,
+    /// Index entries read at most per lesson while looking for its candidates, rarest terms
+    /// first: the bound that keeps a bank of 100,000 lessons from going quadratic. Below it the
+    /// search is exact (no pair above `min-text-similarity` is missed).
+    #[serde(default = "default_max_postings")]
+    pub max_postings: usize,
 }
 
 impl Default for DedupConfig {
@@ -279,15 +284,16 @@ impl Default for DedupConfig {
             text_weight: default_text_weight(),
             tag_weight: default_tag_weight(),
             max_candidates: default_max_candidates(),
+            max_postings: default_max_postings(),
         }
     }
 }
 
 fn default_min_text_similarity() -> f64 {
-    0.5
+    0.6
 }
 fn default_min_score() -> f64 {
-    0.6
+    0.65
 }
 fn default_slug_weight() -> f64 {
     1.0
@@ -300,6 +306,9 @@ fn default_tag_weight() -> f64 {
 }
 fn default_max_candidates() -> usize {
     100
+}
+fn default_max_postings() -> usize {
+    8000
 }
 
 /// A configured rule level.
