@@ -190,7 +190,7 @@ impl Bank {
         };
         // the walk runs on its own thread and hands over batches of paths as it finds them, so
         // files are parsed while the directories are still being read
-        let (parsed, walk_problems) = std::thread::scope(|scope| {
+        let (batches, walk_problems) = std::thread::scope(|scope| {
             let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<PathBuf>>(64);
             let exclude = &exclude;
             let walker = scope.spawn(move || {
@@ -214,14 +214,16 @@ impl Bank {
                 }
                 problems
             });
-            let parsed: Vec<(Document, T)> = rx
+            // each batch stays in its own vector: the documents are moved once more, into path
+            // order, rather than through the growth and concatenation of one big collection
+            let batches: Vec<Vec<Option<(Document, T)>>> = rx
                 .into_iter()
                 .par_bridge()
-                .flat_map_iter(|batch| batch.into_iter().map(parse))
+                .map(|batch| batch.into_iter().map(|path| Some(parse(path))).collect())
                 .collect();
-            (parsed, walker.join().expect("the walk does not panic"))
+            (batches, walker.join().expect("the walk does not panic"))
         });
-        let (documents, visited) = in_path_order(parsed);
+        let (documents, visited) = in_path_order(batches);
         let index_path = root.join(INDEX_FILE);
         let index = if let Some(text) = overlay.get(&index_path) {
             Some(Source::new(index_path, text.clone()))
@@ -312,20 +314,35 @@ fn read(path: PathBuf, overlay: &Overlay, limit: u64) -> (Source, Option<ReadPro
 }
 
 /// Documents (with what their visit returned) sorted by the bytes of their paths: the order
-/// of [`lesson_paths`]. Sorts indices, then moves each document once.
-fn in_path_order<T>(parsed: Vec<(Document, T)>) -> (Vec<Document>, Vec<T>) {
-    let mut order: Vec<usize> = (0..parsed.len()).collect();
-    let keys: Vec<&[u8]> = parsed
+/// of [`lesson_paths`]. Sorts positions, then moves each document once.
+fn in_path_order<T>(mut batches: Vec<Vec<Option<(Document, T)>>>) -> (Vec<Document>, Vec<T>) {
+    let mut order: Vec<(&[u8], u32, u32)> = batches
         .iter()
-        .map(|(doc, _)| doc.source.path.as_os_str().as_encoded_bytes())
+        .enumerate()
+        .flat_map(|(b, batch)| {
+            batch.iter().enumerate().map(move |(i, item)| {
+                let (doc, _) = item.as_ref().expect("filled by the parse");
+                (
+                    doc.source.path.as_os_str().as_encoded_bytes(),
+                    b as u32,
+                    i as u32,
+                )
+            })
+        })
         .collect();
-    order.par_sort_unstable_by(|&a, &b| keys[a].cmp(keys[b]));
-    drop(keys);
-    let mut slots: Vec<Option<(Document, T)>> = parsed.into_iter().map(Some).collect();
-    order
+    order.par_sort_unstable_by(|a, b| a.0.cmp(b.0));
+    let order: Vec<(usize, usize)> = order
         .into_iter()
-        .map(|i| slots[i].take().expect("each index once"))
-        .unzip()
+        .map(|(_, b, i)| (b as usize, i as usize))
+        .collect();
+    let mut documents = Vec::with_capacity(order.len());
+    let mut visited = Vec::with_capacity(order.len());
+    for (b, i) in order {
+        let (doc, result) = batches[b][i].take().expect("each position once");
+        documents.push(doc);
+        visited.push(result);
+    }
+    (documents, visited)
 }
 
 /// The compiled `[lint] exclude` globs of a configuration.

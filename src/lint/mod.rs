@@ -295,18 +295,16 @@ fn finish(
         rules::walk_diagnostics(bank, &mut bank_level);
     }
     let mut passes = passes;
-    // keyed by the path's bytes: hashing a `Path` walks its components
-    let index_of: HashMap<&[u8], usize> = bank
-        .documents
-        .iter()
-        .enumerate()
-        .map(|(i, d)| (d.source.path.as_os_str().as_encoded_bytes(), i))
-        .collect();
     let mut others = Vec::new();
     for d in bank_level {
-        match index_of.get(d.path.as_os_str().as_encoded_bytes()) {
-            Some(&i) => passes[i].diagnostics.push(d),
-            None => others.push(d),
+        // the documents are sorted by their paths' bytes
+        let key = d.path.as_os_str().as_encoded_bytes();
+        match bank
+            .documents
+            .binary_search_by(|doc| doc.source.path.as_os_str().as_encoded_bytes().cmp(key))
+        {
+            Ok(i) => passes[i].diagnostics.push(d),
+            Err(_) => others.push(d),
         }
     }
     let mut all: Vec<Diagnostic> = passes
