@@ -82,7 +82,7 @@ pub struct Bank {
     /// The instant expiry is judged at.
     pub now: jiff::Timestamp,
     /// slug -> slugs of lessons that supersede it
-    superseded_by: HashMap<String, Vec<String>>,
+    superseded_by: foldhash::HashMap<String, Vec<String>>,
 }
 
 /// File contents that replace what is on disk, keyed by display path (used by `--diff`).
@@ -242,7 +242,7 @@ impl Bank {
             index,
             walk_problems,
             now,
-            superseded_by: HashMap::new(),
+            superseded_by: foldhash::HashMap::default(),
         };
         bank.superseded_by = bank.supersession_map();
         Ok((bank, visited))
@@ -265,8 +265,8 @@ impl Bank {
         map
     }
 
-    fn supersession_map(&self) -> HashMap<String, Vec<String>> {
-        let mut map: HashMap<String, Vec<String>> = HashMap::new();
+    fn supersession_map(&self) -> foldhash::HashMap<String, Vec<String>> {
+        let mut map: foldhash::HashMap<String, Vec<String>> = foldhash::HashMap::default();
         for (_, lesson) in self.lessons() {
             for old in &lesson.supersedes {
                 if old.value != lesson.slug.value {

@@ -174,3 +174,48 @@ fn report_only_lint_finds_what_the_full_lint_finds() {
     assert!(compared > 50, "only {compared} diagnostics compared");
     assert!(trimmed > 20, "only {trimmed} documents trimmed");
 }
+
+/// B005 follows `Bank::by_slug`: when two files share a slug the first one is the lesson, so a
+/// later copy's `supersedes` entries draw no edges.
+#[test]
+fn supersession_cycle_takes_the_first_file_of_a_slug() {
+    let lesson = |slug: &str, supersedes: &str| {
+        let fixture = std::fs::read_to_string(format!("{FIXTURES}/B005/cite-urls.md")).unwrap();
+        fixture
+            .replace("slug: cite-urls", &format!("slug: {slug}"))
+            .replace("supersedes: [cite-sources]", supersedes)
+    };
+    let cycle_codes = |files: &[(&str, String)]| {
+        let tmp = tempfile::tempdir().unwrap();
+        for (name, text) in files {
+            std::fs::write(tmp.path().join(name), text).unwrap();
+        }
+        let bank = Bank::load_with(tmp.path(), &Overlay::new(), now()).unwrap();
+        lint::lint(&bank, &selection("B005"))
+            .into_iter()
+            .map(|d| {
+                format!(
+                    "{}: {}",
+                    d.path.file_name().unwrap().to_string_lossy(),
+                    d.message
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    let a = ("a.md", lesson("a", "supersedes: [b]"));
+    let b = ("b.md", lesson("b", "supersedes: [a]"));
+    assert_eq!(
+        cycle_codes(&[a.clone(), b.clone()]),
+        ["a.md: supersession cycle: a -> b -> a"]
+    );
+    // `0-b.md` comes first and supersedes nothing: `b` draws no edge, there is no cycle
+    let first_b = ("0-b.md", lesson("b", "supersedes: []"));
+    assert!(cycle_codes(&[a.clone(), b.clone(), first_b]).is_empty());
+    // the first `b` is the one on the cycle
+    let first_b = ("0-b.md", lesson("b", "supersedes: [a]"));
+    let c = ("b.md", lesson("b", "supersedes: []"));
+    assert_eq!(
+        cycle_codes(&[a, c, first_b]),
+        ["a.md: supersession cycle: a -> b -> a"]
+    );
+}

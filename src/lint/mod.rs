@@ -285,12 +285,24 @@ fn finish(
     selection: &Selection,
 ) -> Vec<Diagnostic> {
     let enabled = |rule: &Rule| levels.get(rule.code).copied().flatten().is_some();
-    let mut bank_level = Vec::new();
-    for rule in RULES.iter().filter(|r| enabled(r)) {
-        if let Check::Bank(check) = rule.check {
-            check(bank, &mut bank_level);
-        }
-    }
+    // the bank rules are independent of one another: they run side by side
+    let checks: Vec<_> = RULES
+        .iter()
+        .filter(|r| enabled(r))
+        .filter_map(|r| match r.check {
+            Check::Bank(check) => Some(check),
+            _ => None,
+        })
+        .collect();
+    let found: Vec<Vec<Diagnostic>> = checks
+        .par_iter()
+        .map(|check| {
+            let mut out = Vec::new();
+            check(bank, &mut out);
+            out
+        })
+        .collect();
+    let mut bank_level: Vec<Diagnostic> = found.into_iter().flatten().collect();
     if enabled(&rules::walk_error::RULE) {
         rules::walk_diagnostics(bank, &mut bank_level);
     }
