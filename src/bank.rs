@@ -40,14 +40,7 @@ pub enum BankError {
     Now(String),
 }
 
-/// A problem met while walking the bank (a symlink loop, an unreadable directory).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct WalkProblem {
-    /// The path involved.
-    pub path: PathBuf,
-    /// What happened.
-    pub message: String,
-}
+pub use crate::walk::WalkProblem;
 
 /// Why a lesson is or is not active.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -89,7 +82,7 @@ pub struct Bank {
     /// The instant expiry is judged at.
     pub now: jiff::Timestamp,
     /// slug -> slugs of lessons that supersede it
-    superseded_by: HashMap<String, Vec<String>>,
+    superseded_by: foldhash::HashMap<String, Vec<String>>,
 }
 
 /// File contents that replace what is on disk, keyed by display path (used by `--diff`).
@@ -139,6 +132,16 @@ impl Bank {
         Ok(bank)
     }
 
+    /// The lessons' models only: like [`Bank::load_lessons`], but every document keeps no text
+    /// at all (each file's buffer is let go as soon as it is parsed). For commands that read
+    /// fields and never point into a file, such as `lesson index`.
+    pub fn load_models(root: &Path) -> Result<Bank, BankError> {
+        let (bank, _) = Bank::load_as(root, &Overlay::new(), now_from_env()?, false, |_, doc| {
+            doc.forget_text();
+        })?;
+        Ok(bank)
+    }
+
     /// Load with file contents overridden by `overlay` and expiry judged at `now`.
     pub fn load_with(
         root: &Path,
@@ -174,21 +177,53 @@ impl Bank {
         let has_config = root.join(CONFIG_FILE).is_file();
         let config = Config::load(root)?;
         let exclude = exclude_set(&config)?;
-        let (paths, walk_problems) = lesson_paths(root, &exclude);
         let limit = config.lint.size_limit;
-        let (documents, visited): (Vec<Document>, Vec<T>) = paths
-            .par_iter()
-            .map(|path| {
-                let (source, problem) = read(path, overlay, limit);
-                let mut doc = if full {
-                    Document::parse(source, problem)
-                } else {
-                    Document::parse_frontmatter(source, problem)
-                };
-                let result = visit(&config, &mut doc);
-                (doc, result)
-            })
-            .unzip();
+        let parse = |path: PathBuf| {
+            let (source, problem) = read(path, overlay, limit);
+            let mut doc = if full {
+                Document::parse(source, problem)
+            } else {
+                Document::parse_frontmatter(source, problem)
+            };
+            let result = visit(&config, &mut doc);
+            (doc, result)
+        };
+        // the walk runs on its own thread and hands over batches of paths as it finds them, so
+        // files are parsed while the directories are still being read
+        let (batches, walk_problems) = std::thread::scope(|scope| {
+            let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<PathBuf>>(64);
+            let exclude = &exclude;
+            let walker = scope.spawn(move || {
+                const BATCH: usize = 256;
+                let mut batch = Vec::with_capacity(BATCH);
+                let mut problems = Vec::new();
+                crate::walk::walk(
+                    root,
+                    exclude,
+                    &mut |f| {
+                        batch.push(f.path);
+                        if batch.len() == BATCH {
+                            let full = std::mem::replace(&mut batch, Vec::with_capacity(BATCH));
+                            let _ = tx.send(full);
+                        }
+                    },
+                    &mut problems,
+                );
+                if !batch.is_empty() {
+                    let _ = tx.send(batch);
+                }
+                problems
+            });
+            // each batch stays in its own vector: the documents are moved once more, into path
+            // order, rather than through the growth and concatenation of one big collection
+            let batches: Vec<Vec<Option<(Document, T)>>> = rx
+                .into_iter()
+                .par_bridge()
+                .map(|batch| batch.into_iter().map(|path| Some(parse(path))).collect())
+                .collect();
+            (batches, walker.join().expect("the walk does not panic"))
+        });
+        let (documents, visited) = in_path_order(batches);
         let index_path = root.join(INDEX_FILE);
         let index = if let Some(text) = overlay.get(&index_path) {
             Some(Source::new(index_path, text.clone()))
@@ -207,7 +242,7 @@ impl Bank {
             index,
             walk_problems,
             now,
-            superseded_by: HashMap::new(),
+            superseded_by: foldhash::HashMap::default(),
         };
         bank.superseded_by = bank.supersession_map();
         Ok((bank, visited))
@@ -230,8 +265,8 @@ impl Bank {
         map
     }
 
-    fn supersession_map(&self) -> HashMap<String, Vec<String>> {
-        let mut map: HashMap<String, Vec<String>> = HashMap::new();
+    fn supersession_map(&self) -> foldhash::HashMap<String, Vec<String>> {
+        let mut map: foldhash::HashMap<String, Vec<String>> = foldhash::HashMap::default();
         for (_, lesson) in self.lessons() {
             for old in &lesson.supersedes {
                 if old.value != lesson.slug.value {
@@ -271,11 +306,43 @@ impl Bank {
     }
 }
 
-fn read(path: &Path, overlay: &Overlay, limit: u64) -> (Source, Option<ReadProblem>) {
-    match overlay.get(path) {
-        Some(text) => Source::from_bytes(path.to_path_buf(), text.clone().into_bytes()),
-        None => Source::read(path, path.to_path_buf(), limit),
+fn read(path: PathBuf, overlay: &Overlay, limit: u64) -> (Source, Option<ReadProblem>) {
+    match overlay.get(&path) {
+        Some(text) => Source::from_bytes(path, text.clone().into_bytes()),
+        None => Source::read(&path.clone(), path, limit),
     }
+}
+
+/// Documents (with what their visit returned) sorted by the bytes of their paths: the order
+/// of [`lesson_paths`]. Sorts positions, then moves each document once.
+fn in_path_order<T>(mut batches: Vec<Vec<Option<(Document, T)>>>) -> (Vec<Document>, Vec<T>) {
+    let mut order: Vec<(&[u8], u32, u32)> = batches
+        .iter()
+        .enumerate()
+        .flat_map(|(b, batch)| {
+            batch.iter().enumerate().map(move |(i, item)| {
+                let (doc, _) = item.as_ref().expect("filled by the parse");
+                (
+                    doc.source.path.as_os_str().as_encoded_bytes(),
+                    b as u32,
+                    i as u32,
+                )
+            })
+        })
+        .collect();
+    order.par_sort_unstable_by(|a, b| a.0.cmp(b.0));
+    let order: Vec<(usize, usize)> = order
+        .into_iter()
+        .map(|(_, b, i)| (b as usize, i as usize))
+        .collect();
+    let mut documents = Vec::with_capacity(order.len());
+    let mut visited = Vec::with_capacity(order.len());
+    for (b, i) in order {
+        let (doc, result) = batches[b][i].take().expect("each position once");
+        documents.push(doc);
+        visited.push(result);
+    }
+    (documents, visited)
 }
 
 /// The compiled `[lint] exclude` globs of a configuration.
@@ -294,56 +361,14 @@ pub fn exclude_set(config: &Config) -> Result<GlobSet, BankError> {
     })
 }
 
-/// Whether a name below the bank root is skipped: hidden, `_`-prefixed (index, archive, ledgers).
-fn skipped_name(name: &str) -> bool {
-    name.starts_with('.') || name.starts_with('_')
-}
-
 /// The bank's lesson files (`*.md`, recursively), sorted by their bytes, and problems met on the
 /// way.
 pub fn lesson_paths(root: &Path, exclude: &GlobSet) -> (Vec<PathBuf>, Vec<WalkProblem>) {
     let mut paths = Vec::new();
     let mut problems = Vec::new();
-    let walker = walkdir::WalkDir::new(root)
-        .follow_links(true)
-        .into_iter()
-        .filter_entry(|e| {
-            if e.depth() == 0 {
-                return true;
-            }
-            let name = e.file_name().to_string_lossy();
-            let top_templates = e.depth() == 1 && name == "templates" && e.file_type().is_dir();
-            !skipped_name(&name) && !top_templates
-        });
-    for entry in walker {
-        match entry {
-            Ok(e) => {
-                if !e.file_type().is_file() || e.path().extension().is_none_or(|x| x != "md") {
-                    continue;
-                }
-                let rel = e.path().strip_prefix(root).unwrap_or(e.path());
-                if exclude.is_match(rel) {
-                    continue;
-                }
-                paths.push(e.path().to_path_buf());
-            }
-            Err(err) => {
-                let path = err
-                    .path()
-                    .map(Path::to_path_buf)
-                    .unwrap_or_else(|| root.to_path_buf());
-                let message = if err.loop_ancestor().is_some() {
-                    "symlink loop; not followed".to_string()
-                } else {
-                    err.io_error()
-                        .map_or_else(|| err.to_string(), ToString::to_string)
-                };
-                problems.push(WalkProblem { path, message });
-            }
-        }
-    }
+    crate::walk::walk(root, exclude, &mut |f| paths.push(f.path), &mut problems);
     // byte order: deterministic, and much cheaper than comparing paths component by component
-    paths.sort_unstable_by(|a, b| {
+    paths.par_sort_unstable_by(|a, b| {
         a.as_os_str()
             .as_encoded_bytes()
             .cmp(b.as_os_str().as_encoded_bytes())

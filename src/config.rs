@@ -21,6 +21,34 @@ pub struct Config {
     /// `[retrieve]`
     #[serde(default)]
     pub retrieve: RetrieveConfig,
+    /// `[dedup]`
+    #[serde(default)]
+    pub dedup: DedupConfig,
+    /// `[distill]`
+    #[serde(default)]
+    pub distill: DistillConfig,
+}
+
+/// `[distill]`: the write gate of `lesson distill`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct DistillConfig {
+    /// Candidate lessons a judge may propose for one run at most; more refuses the whole run
+    /// (a judge that floods the bank is not trusted with any of it).
+    #[serde(default = "default_max_candidates_per_run")]
+    pub max_candidates: usize,
+}
+
+impl Default for DistillConfig {
+    fn default() -> Self {
+        DistillConfig {
+            max_candidates: default_max_candidates_per_run(),
+        }
+    }
+}
+
+fn default_max_candidates_per_run() -> usize {
+    5
 }
 
 /// `[review]`: when a lesson needs a human (`lesson review`, rule L003).
@@ -209,6 +237,78 @@ fn default_weight_body() -> f64 {
 }
 fn default_weight_words() -> f64 {
     2.0
+}
+
+/// `[dedup]`: when two lessons are near-duplicates (`lesson dedup`, `lesson review`, `lesson add`).
+///
+/// A pair is reported when its trigram similarity of title + trigger description is at least
+/// `min-text-similarity`, its targets overlap, and its score (the weighted mean of slug
+/// similarity, text similarity and tag overlap) is at least `min-score`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct DedupConfig {
+    /// Trigram similarity (Dice) of title + trigger description a pair needs at least (0 to 1).
+    /// It also bounds the candidate search: pairs below it are never compared.
+    #[serde(default = "default_min_text_similarity")]
+    pub min_text_similarity: f64,
+    /// The score a pair needs at least (0 to 1).
+    #[serde(default = "default_min_score")]
+    pub min_score: f64,
+    /// Weight of slug similarity in the score.
+    #[serde(default = "default_slug_weight")]
+    pub slug_weight: f64,
+    /// Weight of text similarity in the score.
+    #[serde(default = "default_text_weight")]
+    pub text_weight: f64,
+    /// Weight of tag overlap (Jaccard of the tags) in the score; counts only when one of the
+    /// two lessons has tags.
+    #[serde(default = "default_tag_weight")]
+    pub tag_weight: f64,
+    /// Lessons compared with each lesson at most (the most promising first), so a bank of
+    /// look-alikes stays linear.
+    #[serde(default = "default_max_candidates")]
+    pub max_candidates: usize,
+    /// Index entries read at most per lesson while looking for its candidates, rarest terms
+    /// first: the bound that keeps a bank of 100,000 lessons from going quadratic. Below it the
+    /// search is exact (no pair above `min-text-similarity` is missed).
+    #[serde(default = "default_max_postings")]
+    pub max_postings: usize,
+}
+
+impl Default for DedupConfig {
+    fn default() -> Self {
+        DedupConfig {
+            min_text_similarity: default_min_text_similarity(),
+            min_score: default_min_score(),
+            slug_weight: default_slug_weight(),
+            text_weight: default_text_weight(),
+            tag_weight: default_tag_weight(),
+            max_candidates: default_max_candidates(),
+            max_postings: default_max_postings(),
+        }
+    }
+}
+
+fn default_min_text_similarity() -> f64 {
+    0.6
+}
+fn default_min_score() -> f64 {
+    0.65
+}
+fn default_slug_weight() -> f64 {
+    1.0
+}
+fn default_text_weight() -> f64 {
+    2.0
+}
+fn default_tag_weight() -> f64 {
+    0.5
+}
+fn default_max_candidates() -> usize {
+    100
+}
+fn default_max_postings() -> usize {
+    8000
 }
 
 /// A configured rule level.

@@ -8,6 +8,7 @@
 //! counts cached in the lesson, which `ledger-count-mismatch` (L001) reports and fixes; never
 //! counts without their events.
 
+pub mod add;
 pub mod archive;
 pub mod record;
 pub mod review;

@@ -18,8 +18,12 @@
 //! {"at":"2026-11-24T09:00:00Z","event":"evidence","by":"ana@laptop","evidence":{"kind":"work-item","ref":"pr-12"}}
 //! {"at":"2026-11-25T10:30:00Z","event":"superseded","by":"ana@laptop","superseded_by":"newer-lesson"}
 //! {"at":"2026-11-25T10:31:00Z","event":"merged","by":"ana@laptop","into":"other-lesson"}
+//! {"at":"2026-11-25T10:32:00Z","event":"merged","by":"ana@laptop","from":"candidate-slug","evidence":[{"kind":"run","ref":"r_9"}]}
+//! {"at":"2026-11-25T10:33:00Z","event":"conflict","by":"judge","with":"other-lesson","note":"opposite advice","run_id":"r_9"}
 //! {"at":"2026-12-01T00:00:00Z","event":"archived","by":"ana@laptop","to":"_archive/old-lesson.md"}
 //! ```
+//!
+//! Any event may carry `run_id`: the run `lesson distill` wrote it for (a run is distilled once).
 //!
 //! Reading is forgiving: a line that is not a whole JSON event (a crash cut it short, a merge
 //! mangled it) is reported with its line number and ignored, never fatal; an event this version
@@ -180,6 +184,22 @@ pub struct OutcomeEvent {
     pub evidence: EvidenceRef,
 }
 
+/// A `merged` event. In the ledger of a lesson that absorbed a duplicate candidate (`lesson
+/// add`, `lesson distill`): `from`, the candidate's slug, and the `evidence` it brought. In the
+/// ledger of a lesson folded into another: `into`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Merge {
+    /// The lesson this one was merged into.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub into: Option<String>,
+    /// The duplicate this lesson absorbed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from: Option<String>,
+    /// The evidence items the duplicate brought (appended to this lesson's `evidence`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub evidence: Vec<EvidenceRef>,
+}
+
 /// What happened.
 #[derive(Debug, Clone, PartialEq)]
 pub enum EventKind {
@@ -196,10 +216,14 @@ pub enum EventKind {
         /// The superseding lesson's slug.
         superseded_by: String,
     },
-    /// The lesson was folded into another.
-    Merged {
-        /// The lesson it was merged into.
-        into: String,
+    /// Lessons were merged (see [`Merge`]).
+    Merged(Merge),
+    /// The lesson's advice conflicts with another lesson's (both are kept).
+    Conflict {
+        /// The other lesson's slug.
+        with: String,
+        /// Why, in a line.
+        note: Option<String>,
     },
     /// The lesson was moved to `_archive/`.
     Archived {
@@ -219,7 +243,8 @@ impl EventKind {
             EventKind::Outcome(_) => "outcome",
             EventKind::Evidence(_) => "evidence",
             EventKind::Superseded { .. } => "superseded",
-            EventKind::Merged { .. } => "merged",
+            EventKind::Merged(_) => "merged",
+            EventKind::Conflict { .. } => "conflict",
             EventKind::Archived { .. } => "archived",
             EventKind::Other(name) => name,
         }
@@ -243,7 +268,26 @@ impl EventKind {
             ],
             EventKind::Evidence(e) => vec![("evidence", json(e))],
             EventKind::Superseded { superseded_by } => vec![("superseded_by", json(superseded_by))],
-            EventKind::Merged { into } => vec![("into", json(into))],
+            EventKind::Merged(m) => {
+                let mut fields = Vec::new();
+                if let Some(into) = &m.into {
+                    fields.push(("into", json(into)));
+                }
+                if let Some(from) = &m.from {
+                    fields.push(("from", json(from)));
+                }
+                if !m.evidence.is_empty() {
+                    fields.push(("evidence", json(&m.evidence)));
+                }
+                fields
+            }
+            EventKind::Conflict { with, note } => {
+                let mut fields = vec![("with", json(with))];
+                if let Some(note) = note {
+                    fields.push(("note", json(note)));
+                }
+                fields
+            }
             EventKind::Archived { to } => vec![("to", json(to))],
             EventKind::Other(_) => Vec::new(),
         }
@@ -262,8 +306,10 @@ impl EventKind {
             superseded_by: String,
         }
         #[derive(Deserialize)]
-        struct Merged {
-            into: String,
+        struct Conflict {
+            with: String,
+            #[serde(default)]
+            note: Option<String>,
         }
         #[derive(Deserialize)]
         struct Archived {
@@ -283,9 +329,20 @@ impl EventKind {
             "superseded" => EventKind::Superseded {
                 superseded_by: field::<Superseded>(object)?.superseded_by,
             },
-            "merged" => EventKind::Merged {
-                into: field::<Merged>(object)?.into,
-            },
+            "merged" => {
+                let m: Merge = field(object)?;
+                if m.into.is_none() && m.from.is_none() {
+                    return Err("a merge names `into` or `from`".into());
+                }
+                EventKind::Merged(m)
+            }
+            "conflict" => {
+                let c: Conflict = field(object)?;
+                EventKind::Conflict {
+                    with: c.with,
+                    note: c.note,
+                }
+            }
             "archived" => EventKind::Archived {
                 to: field::<Archived>(object)?.to,
             },
@@ -303,6 +360,8 @@ pub struct Event {
     pub by: String,
     /// What happened.
     pub kind: EventKind,
+    /// The run `lesson distill` recorded it for, if any.
+    pub run_id: Option<String>,
 }
 
 impl Event {
@@ -313,7 +372,14 @@ impl Event {
             at,
             by: by.to_string(),
             kind,
+            run_id: None,
         }
+    }
+
+    /// The same event, marked as recorded for the run `run_id`.
+    pub fn with_run_id(mut self, run_id: &str) -> Event {
+        self.run_id = Some(run_id.to_string());
+        self
     }
 
     /// The event as one ledger line, with its `\n`.
@@ -326,6 +392,9 @@ impl Event {
         );
         for (name, value) in self.kind.fields() {
             line.push_str(&format!(",\"{name}\":{value}"));
+        }
+        if let Some(run_id) = &self.run_id {
+            line.push_str(&format!(",\"run_id\":{}", Value::from(run_id.as_str())));
         }
         line.push_str("}\n");
         line
@@ -372,9 +441,19 @@ impl Event {
             .and_then(Value::as_str)
             .unwrap_or("")
             .to_string();
+        let run_id = match map.get("run_id") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(s)) => Some(s.clone()),
+            Some(_) => return Err("`run_id` is not a string".into()),
+        };
         let kind = EventKind::parse(&name, value)
             .map_err(|e| format!("not a valid `{name}` event: {e}"))?;
-        Ok(Event { at, by, kind })
+        Ok(Event {
+            at,
+            by,
+            kind,
+            run_id,
+        })
     }
 }
 
@@ -394,6 +473,7 @@ struct Known {
     superseded_by: Option<String>,
     into: Option<String>,
     to: Option<String>,
+    run_id: Option<String>,
 }
 
 impl Known {
@@ -424,7 +504,10 @@ impl Known {
             "superseded" => EventKind::Superseded {
                 superseded_by: self.superseded_by?,
             },
-            "merged" => EventKind::Merged { into: self.into? },
+            "merged" => EventKind::Merged(Merge {
+                into: Some(self.into?),
+                ..Merge::default()
+            }),
             "archived" => EventKind::Archived { to: self.to? },
             _ => return None,
         };
@@ -432,6 +515,7 @@ impl Known {
             at: self.at.parse().ok()?,
             by: self.by,
             kind,
+            run_id: self.run_id,
         })
     }
 }
@@ -701,8 +785,26 @@ mod tests {
             EventKind::Superseded {
                 superseded_by: "newer".into(),
             },
-            EventKind::Merged {
-                into: "other".into(),
+            EventKind::Merged(Merge {
+                into: Some("other".into()),
+                ..Merge::default()
+            }),
+            EventKind::Merged(Merge {
+                into: None,
+                from: Some("candidate".into()),
+                evidence: vec![EvidenceRef {
+                    kind: "run".into(),
+                    reference: "r9".into(),
+                    note: None,
+                }],
+            }),
+            EventKind::Conflict {
+                with: "other".into(),
+                note: Some("opposite advice".into()),
+            },
+            EventKind::Conflict {
+                with: "other".into(),
+                note: None,
             },
             EventKind::Archived {
                 to: "_archive/x.md".into(),
@@ -713,8 +815,21 @@ mod tests {
             let line = event.to_line();
             assert!(line.ends_with("}\n") && line.matches('\n').count() == 1);
             assert!(line.starts_with("{\"at\":\"2026-11-22T12:00:00Z\",\"event\":"));
-            assert_eq!(Event::parse(line.trim_end()), Ok(event));
+            assert_eq!(Event::parse(line.trim_end()), Ok(event.clone()));
+            let marked = event.with_run_id("r \"9\"");
+            let line = marked.to_line();
+            assert!(line.ends_with(",\"run_id\":\"r \\\"9\\\"\"}\n"), "{line}");
+            assert_eq!(Event::parse(line.trim_end()), Ok(marked));
         }
+    }
+
+    #[test]
+    fn a_merge_names_where_it_went_or_what_it_absorbed() {
+        let line = r#"{"at":"2026-11-22T12:00:00Z","event":"merged","by":"x"}"#;
+        assert!(Event::parse(line).unwrap_err().contains("`into` or `from`"));
+        let line =
+            r#"{"at":"2026-11-22T12:00:00Z","event":"conflict","by":"x","run_id":3,"with":"y"}"#;
+        assert!(Event::parse(line).unwrap_err().contains("run_id"));
     }
 
     #[test]

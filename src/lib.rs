@@ -8,7 +8,9 @@
 pub mod bank;
 pub mod config;
 pub mod curate;
+pub mod dedup;
 pub mod diagnostic;
+pub mod distill;
 pub mod document;
 pub mod edit;
 pub mod index_md;
@@ -20,6 +22,8 @@ pub mod retrieve;
 pub mod scaffold;
 pub mod source;
 pub mod template;
+pub mod walk;
+pub mod watch;
 pub mod yaml;
 
 pub use bank::Bank;

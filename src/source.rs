@@ -13,7 +13,8 @@ pub struct Source {
     pub path: PathBuf,
     /// The file's text. For a file that is not valid UTF-8 this is the valid prefix only.
     pub text: String,
-    line_starts: Vec<usize>,
+    /// Built on first use: most files of a clean bank never need a position.
+    line_starts: std::sync::OnceLock<Vec<usize>>,
 }
 
 /// Why a file's bytes could not be taken as text.
@@ -32,12 +33,25 @@ pub enum ReadProblem {
 impl Source {
     /// Wrap text that is already in memory.
     pub fn new(path: impl Into<PathBuf>, text: String) -> Self {
-        let line_starts = line_starts(&text);
         Source {
             path: path.into(),
             text,
-            line_starts,
+            line_starts: std::sync::OnceLock::new(),
         }
+    }
+
+    /// Keep only the first `end` bytes (clamped down to a character boundary), in a buffer of
+    /// their size: for a document whose rest nothing will point into again.
+    pub fn keep_prefix(&mut self, end: usize) {
+        let end = floor_char_boundary(&self.text, end.min(self.text.len()));
+        if end < self.text.len() {
+            self.text = self.text[..end].to_owned();
+            self.line_starts = std::sync::OnceLock::new();
+        }
+    }
+
+    fn starts(&self) -> &[usize] {
+        self.line_starts.get_or_init(|| line_starts(&self.text))
     }
 
     /// Read a file, refusing files over `limit` bytes without reading them.
@@ -105,8 +119,9 @@ impl Source {
 
     /// Number of lines (a trailing newline does not start a new line).
     pub fn line_count(&self) -> usize {
-        let n = self.line_starts.len();
-        if n > 1 && self.line_starts[n - 1] == self.text.len() {
+        let starts = self.starts();
+        let n = starts.len();
+        if n > 1 && starts[n - 1] == self.text.len() {
             n - 1
         } else {
             n
@@ -115,17 +130,14 @@ impl Source {
 
     /// Byte offset where `line` (1-based) starts, after a BOM on line 1.
     pub fn line_start(&self, line: usize) -> usize {
-        self.line_starts[line.clamp(1, self.line_starts.len()) - 1]
+        let starts = self.starts();
+        starts[line.clamp(1, starts.len()) - 1]
     }
 
     /// The text of `line` (1-based) without its line ending.
     pub fn line_text(&self, line: usize) -> &str {
         let start = self.line_start(line);
-        let end = self
-            .line_starts
-            .get(line)
-            .copied()
-            .unwrap_or(self.text.len());
+        let end = self.starts().get(line).copied().unwrap_or(self.text.len());
         self.text[start..end].trim_end_matches(['\n', '\r'])
     }
 
@@ -135,8 +147,9 @@ impl Source {
     /// offsets inside a line ending (after a `\r`) map to the end of the line's text.
     pub fn line_col(&self, offset: usize) -> (usize, usize) {
         let offset = floor_char_boundary(&self.text, offset.min(self.text.len()));
-        let line = self.line_starts.partition_point(|&s| s <= offset).max(1);
-        let start = self.line_starts[line - 1];
+        let starts = self.starts();
+        let line = starts.partition_point(|&s| s <= offset).max(1);
+        let start = starts[line - 1];
         let col = if offset < start {
             // inside the BOM
             1

@@ -68,6 +68,11 @@ impl Template {
         }
     }
 
+    /// Whether the template's text is `text`.
+    pub fn is_source(&self, text: &str) -> bool {
+        self.source == text
+    }
+
     /// The built-in template, ignoring any override.
     pub fn builtin(name: &'static str, builtin: &str) -> Template {
         Template {

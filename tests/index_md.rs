@@ -43,3 +43,79 @@ fn bank_override_is_used_and_its_errors_name_the_file() {
     let expected = format!("{}:2: syntax error", template.display());
     assert!(err.starts_with(&expected), "{err}");
 }
+
+fn builtin() -> lesson::template::Template {
+    lesson::template::Template::builtin(
+        lesson::index_md::TEMPLATE,
+        lesson::index_md::BUILTIN_TEMPLATE,
+    )
+}
+
+/// The built-in template is written without the template engine; the engine's output is the
+/// reference. Every fixture bank and the project's bank, through both.
+#[test]
+fn direct_rendering_equals_the_template_engine_on_fixture_banks() {
+    let mut roots = vec![std::path::PathBuf::from("lessons")];
+    for dir in ["tests/fixtures/banks", "tests/fixtures/rules"] {
+        roots.extend(
+            std::fs::read_dir(dir)
+                .unwrap()
+                .map(|e| e.unwrap().path())
+                .filter(|p| p.is_dir()),
+        );
+    }
+    let mut rows = 0;
+    for root in &roots {
+        let bank = Bank::load_with(root, &Overlay::new(), now()).unwrap();
+        let entries = lesson::index_md::entries(&bank);
+        rows += entries.len();
+        let engine = lesson::index_md::render_entries(&builtin(), entries.clone(), false).unwrap();
+        let direct = lesson::index_md::render_entries(&builtin(), entries, true).unwrap();
+        assert_eq!(direct, engine, "{}", root.display());
+    }
+    assert!(rows > 40, "only {rows} rows compared");
+}
+
+mod props {
+    use lesson::index_md::{render_entries, Entry};
+    use proptest::prelude::*;
+
+    fn text() -> impl Strategy<Value = String> {
+        // table-cell hazards: pipes, every line break, non-ASCII, leading/trailing spaces
+        proptest::string::string_regex("[a-zé| \\n\\r\u{85}\u{2028}\u{2029}\\[\\]\\\\]{0,24}")
+            .unwrap()
+    }
+
+    fn entry() -> impl Strategy<Value = Entry> {
+        (
+            text(),
+            text(),
+            0u64..1000,
+            0u64..1000,
+            prop_oneof![Just("active"), Just("superseded"), Just("expired")],
+            text(),
+        )
+            .prop_map(|(slug, title, s, f, state, status)| Entry {
+                link: lesson::template::table_cell(&format!("[{slug}]({slug}.md)")),
+                path: format!("{slug}.md"),
+                slug,
+                title,
+                outcome: "mixed".into(),
+                confidence: "0.50".into(),
+                success_count: s,
+                failure_count: f,
+                status,
+                state,
+                superseded_by: Vec::new(),
+            })
+    }
+
+    proptest! {
+        #[test]
+        fn direct_rendering_equals_the_template_engine(entries in proptest::collection::vec(entry(), 0..40)) {
+            let engine = render_entries(&super::builtin(), entries.clone(), false).unwrap();
+            let direct = render_entries(&super::builtin(), entries, true).unwrap();
+            prop_assert_eq!(direct, engine);
+        }
+    }
+}

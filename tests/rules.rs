@@ -125,3 +125,97 @@ fn unreadable_file_output() -> String {
     }
     text
 }
+
+/// `lint_report` trims clean files to their frontmatter: on every fixture bank and with every
+/// rule on, it must find exactly what the whole-text lint finds, positions, fixes and rendered
+/// snippets included.
+#[test]
+fn report_only_lint_finds_what_the_full_lint_finds() {
+    let mut roots: Vec<PathBuf> = std::fs::read_dir(FIXTURES)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_dir())
+        .collect();
+    roots.extend(
+        ["tests/fixtures/banks", "lessons"]
+            .iter()
+            .flat_map(|d| std::fs::read_dir(d).into_iter().flatten())
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.is_dir()),
+    );
+    roots.push(PathBuf::from("lessons"));
+    let all = Selection::default();
+    let (mut compared, mut trimmed) = (0, 0);
+    for root in &roots {
+        let (full_bank, full) = lint::lint_at(root, &Overlay::new(), now(), &all).unwrap();
+        let (lean_bank, lean) = lint::lint_report(root, now(), &all).unwrap();
+        assert_eq!(
+            format!("{full:?}"),
+            format!("{lean:?}"),
+            "{}: the report-only lint differs",
+            root.display()
+        );
+        let render = |bank: &Bank, d: &[lesson::diagnostic::Diagnostic]| {
+            report::render(
+                Format::Full,
+                d,
+                &Sources::of(bank),
+                RenderOptions::default(),
+            )
+        };
+        assert_eq!(render(&full_bank, &full), render(&lean_bank, &lean));
+        compared += full.len();
+        trimmed += lean_bank
+            .documents
+            .iter()
+            .filter(|d| d.is_trimmed())
+            .count();
+    }
+    assert!(compared > 50, "only {compared} diagnostics compared");
+    assert!(trimmed > 20, "only {trimmed} documents trimmed");
+}
+
+/// B005 follows `Bank::by_slug`: when two files share a slug the first one is the lesson, so a
+/// later copy's `supersedes` entries draw no edges.
+#[test]
+fn supersession_cycle_takes_the_first_file_of_a_slug() {
+    let lesson = |slug: &str, supersedes: &str| {
+        let fixture = std::fs::read_to_string(format!("{FIXTURES}/B005/cite-urls.md")).unwrap();
+        fixture
+            .replace("slug: cite-urls", &format!("slug: {slug}"))
+            .replace("supersedes: [cite-sources]", supersedes)
+    };
+    let cycle_codes = |files: &[(&str, String)]| {
+        let tmp = tempfile::tempdir().unwrap();
+        for (name, text) in files {
+            std::fs::write(tmp.path().join(name), text).unwrap();
+        }
+        let bank = Bank::load_with(tmp.path(), &Overlay::new(), now()).unwrap();
+        lint::lint(&bank, &selection("B005"))
+            .into_iter()
+            .map(|d| {
+                format!(
+                    "{}: {}",
+                    d.path.file_name().unwrap().to_string_lossy(),
+                    d.message
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    let a = ("a.md", lesson("a", "supersedes: [b]"));
+    let b = ("b.md", lesson("b", "supersedes: [a]"));
+    assert_eq!(
+        cycle_codes(&[a.clone(), b.clone()]),
+        ["a.md: supersession cycle: a -> b -> a"]
+    );
+    // `0-b.md` comes first and supersedes nothing: `b` draws no edge, there is no cycle
+    let first_b = ("0-b.md", lesson("b", "supersedes: []"));
+    assert!(cycle_codes(&[a.clone(), b.clone(), first_b]).is_empty());
+    // the first `b` is the one on the cycle
+    let first_b = ("0-b.md", lesson("b", "supersedes: [a]"));
+    let c = ("b.md", lesson("b", "supersedes: []"));
+    assert_eq!(
+        cycle_codes(&[a, c, first_b]),
+        ["a.md: supersession cycle: a -> b -> a"]
+    );
+}

@@ -23,7 +23,7 @@ pub struct IndexArgs {
 /// Run `lesson index`.
 pub fn run(root: &Path, args: IndexArgs) -> anyhow::Result<ExitCode> {
     if args.check || args.stdout {
-        let bank = super::load_lessons(root)?;
+        let bank = super::load_models(root)?;
         let rendered = index_md::render(&bank)?;
         if args.stdout {
             print!("{rendered}");
@@ -31,6 +31,7 @@ pub fn run(root: &Path, args: IndexArgs) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::SUCCESS);
         }
         if index_md::is_current(&bank, &rendered) {
+            super::release(bank);
             return Ok(ExitCode::SUCCESS);
         }
         let path = bank.index_path();
@@ -50,7 +51,7 @@ pub fn run(root: &Path, args: IndexArgs) -> anyhow::Result<ExitCode> {
     }
     let mut lock = super::lock(root)?;
     let line = lock.with(|| -> anyhow::Result<String> {
-        let bank = super::load_lessons(root)?;
+        let bank = super::load_models(root)?;
         let rendered = index_md::render(&bank)?;
         let path = bank.index_path();
         if index_md::is_current(&bank, &rendered) {

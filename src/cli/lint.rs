@@ -114,7 +114,7 @@ pub fn run(root: &Path, args: LintArgs) -> anyhow::Result<ExitCode> {
         write!(out, "{text}")?;
         (fixed.remaining, Some(note), checked)
     } else {
-        let (bank, diagnostics) = lint::lint_at(root, &Default::default(), now, &selection)
+        let (bank, diagnostics) = lint::lint_report(root, now, &selection)
             .with_context(|| format!("cannot load the bank at {}", root.display()))?;
         write!(
             out,

@@ -1,8 +1,11 @@
 //! Flags and dispatch. Each command lives in its own module and returns an exit code:
 //! 0 clean, 1 findings at error level (or a stale check), 2 usage or internal failure.
 
+mod add;
 mod archive;
 mod config;
+mod dedup;
+mod distill;
 mod index;
 mod init;
 mod lint;
@@ -14,6 +17,7 @@ mod rule;
 mod search;
 mod show;
 mod supersede;
+mod watch;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -61,6 +65,16 @@ enum Command {
     Archive(archive::ArchiveArgs),
     /// The lessons that apply to a request, for an agent's prompt
     Search(search::SearchArgs),
+    /// List pairs of lessons that look like near-duplicates (advisory: exits 0)
+    Dedup(dedup::DedupArgs),
+    /// Admit candidate lessons (a LESSON.md or JSON): validate, deduplicate, write; all or
+    /// nothing
+    Add(add::AddArgs),
+    /// Distill a completed run with an external judge: update matched lessons' counts, admit
+    /// the lessons it proposes through the write gate
+    Distill(distill::DistillArgs),
+    /// Keep the index, `_index.md` and lint findings current as files change (until Ctrl-C)
+    Watch(watch::WatchArgs),
 }
 
 /// Run a command.
@@ -79,6 +93,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Command::Supersede(a) => supersede::run(&bank_dir(args.dir)?, a),
         Command::Archive(a) => archive::run(&bank_dir(args.dir)?, a),
         Command::Search(a) => search::run(&bank_dir(args.dir)?, a),
+        Command::Dedup(a) => dedup::run(&bank_dir(args.dir)?, a),
+        Command::Add(a) => add::run(&bank_dir(args.dir)?, a),
+        Command::Distill(a) => distill::run(&bank_dir(args.dir)?, a),
+        Command::Watch(a) => watch::run(&bank_dir(args.dir)?, a),
     }
 }
 
@@ -104,6 +122,12 @@ fn release(bank: lesson::Bank) {
 /// Load a bank's frontmatter only (no bodies), for commands that do not lint.
 fn load_lessons(root: &Path) -> anyhow::Result<lesson::Bank> {
     lesson::Bank::load_lessons(root)
+        .with_context(|| format!("cannot load the bank at {}", root.display()))
+}
+
+/// Load a bank's lessons without keeping any file's text, for commands that only read fields.
+fn load_models(root: &Path) -> anyhow::Result<lesson::Bank> {
+    lesson::Bank::load_models(root)
         .with_context(|| format!("cannot load the bank at {}", root.display()))
 }
 

@@ -40,6 +40,7 @@ pub fn run(root: &Path, args: ReviewArgs) -> anyhow::Result<ExitCode> {
         Reason::Expired,
         Reason::MixedBand,
         Reason::NeverApplied,
+        Reason::NearDuplicate,
     ] {
         let n = findings.iter().filter(|f| f.reason == reason).count();
         if n > 0 {

@@ -81,7 +81,8 @@ struct RequestJson<'a> {
 
 /// Run `lesson search`.
 pub fn run(root: &Path, args: SearchArgs) -> anyhow::Result<ExitCode> {
-    let mut retriever = Retriever::open(root)
+    // a live `lesson watch` vouching for the index spares the stat walk
+    let mut retriever = Retriever::open_fast(root)
         .with_context(|| format!("cannot search the bank at {}", root.display()))?;
     let config = retriever.config().retrieve.clone();
     let request = Request {

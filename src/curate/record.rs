@@ -6,9 +6,11 @@ use std::path::PathBuf;
 use super::{edited, file_counts, find, frontmatter, json_without, lesson_of, locked};
 use super::{with_import, write_index, CurateError, Stamp};
 use crate::bank::{Bank, Overlay};
+use crate::document::Document;
 use crate::edit::frontmatter::NewItem;
 use crate::ledger::{
-    Applied, Counts, Delta, EventKind, EvidenceRef, Ledger, LineProblem, OutcomeEvent, RunOutcome,
+    Applied, Counts, Delta, Event, EventKind, EvidenceRef, Ledger, LineProblem, OutcomeEvent,
+    RunOutcome,
 };
 use crate::scaffold::NewEvidence;
 
@@ -71,9 +73,43 @@ fn record_locked(
 ) -> Result<Recorded, CurateError> {
     let mut bank = Bank::load_with(root, &Overlay::new(), stamp.at)?;
     let i = find(&bank, &req.slug)?;
-    let doc = &bank.documents[i];
-    let lesson = lesson_of(doc);
     let mut ledger = Ledger::read(root, &req.slug)?;
+    let planned = plan(&bank.documents[i], &ledger, req, stamp)?;
+    let new_text = planned.doc.source.text.clone();
+    // counts and evidence do not change supersession: the loaded bank stays valid with the new
+    // file, and the index is rendered before anything is written (a broken template stops here)
+    bank.documents[i] = planned.doc;
+    let index = crate::index_md::render(&bank)?;
+
+    ledger.append(root, &planned.events)?;
+    if planned.recorded.changed {
+        crate::edit::write_atomic(root, &planned.recorded.path, new_text.as_bytes())?;
+    }
+    write_index(&bank, &index)?;
+    Ok(planned.recorded)
+}
+
+/// An outcome worked out on a lesson and its ledger, not yet written.
+#[derive(Debug, Clone)]
+pub struct Planned {
+    /// The lesson as it will read (the same text when nothing changes).
+    pub doc: Document,
+    /// The events to append to its ledger (none for a retry).
+    pub events: Vec<Event>,
+    /// What recording does.
+    pub recorded: Recorded,
+}
+
+/// Work out what recording `req` does to the lesson in `doc` whose ledger is `ledger`: the
+/// edited file (two count lines and one evidence item, checked by reading it back) and the
+/// events to append. Writes nothing; `lesson distill` plans several outcomes in one batch.
+pub fn plan(
+    doc: &Document,
+    ledger: &Ledger,
+    req: &Request,
+    stamp: &Stamp,
+) -> Result<Planned, CurateError> {
+    let lesson = lesson_of(doc);
     let evidence = EvidenceRef {
         kind: req.evidence.kind.as_str().to_string(),
         reference: req.evidence.reference.clone(),
@@ -89,7 +125,7 @@ fn record_locked(
         delta,
         evidence: evidence.clone(),
     };
-    let already = already_recorded(&ledger, &outcome)?;
+    let already = already_recorded(ledger, &outcome)?;
     let before = file_counts(lesson);
     let mut after = match ledger.tally() {
         Some(t) => t.counts(),
@@ -143,29 +179,22 @@ fn record_locked(
     let events = if already {
         Vec::new()
     } else {
-        with_import(&ledger, lesson, stamp, EventKind::Outcome(outcome))
+        with_import(ledger, lesson, stamp, EventKind::Outcome(outcome))
     };
-    let path = doc.source.path.clone();
     let changed = new.source.text != doc.source.text;
-    let new_text = new.source.text.clone();
-    // counts and evidence do not change supersession: the loaded bank stays valid with the new
-    // file, and the index is rendered before anything is written (a broken template stops here)
-    bank.documents[i] = new;
-    let index = crate::index_md::render(&bank)?;
-
-    ledger.append(root, &events)?;
-    if changed {
-        crate::edit::write_atomic(root, &path, new_text.as_bytes())?;
-    }
-    write_index(&bank, &index)?;
-    Ok(Recorded {
-        path,
+    let recorded = Recorded {
+        path: doc.source.path.clone(),
         before,
         after,
         delta,
         appended: !already,
         changed,
-        ledger_problems: ledger.problems,
+        ledger_problems: ledger.problems.clone(),
+    };
+    Ok(Planned {
+        doc: new,
+        events,
+        recorded,
     })
 }
 

@@ -1,11 +1,13 @@
 //! `lesson review`: the lessons that need a human. Failure-dominant lessons (AIP-11: "SHOULD
 //! trigger lesson review", never auto-retirement), expired ones, ones whose counts fall in the
-//! mixed band but whose outcome is not `mixed`, and ones no outcome was ever recorded for since
-//! they were created. Superseded lessons are out of retrieval and are left alone.
+//! mixed band but whose outcome is not `mixed`, ones no outcome was ever recorded for since
+//! they were created, and near-duplicate pairs ([`crate::dedup`]). Superseded lessons are out of
+//! retrieval and are left alone.
 
 use serde::Serialize;
 
 use crate::bank::{Bank, Status};
+use crate::dedup::{self, DedupError};
 use crate::ledger::{Ledger, LedgerError};
 use crate::lesson::{slug_problem, Outcome};
 
@@ -21,6 +23,8 @@ pub enum Reason {
     MixedBand,
     /// No outcome recorded since it was created, for `[review] unapplied-days`.
     NeverApplied,
+    /// It and another lesson look like near-duplicates (`[dedup]`).
+    NearDuplicate,
 }
 
 impl Reason {
@@ -31,6 +35,7 @@ impl Reason {
             Reason::Expired => "expired",
             Reason::MixedBand => "mixed-band",
             Reason::NeverApplied => "never-applied",
+            Reason::NearDuplicate => "near-duplicate",
         }
     }
 }
@@ -58,15 +63,56 @@ pub struct Finding {
     /// For `never-applied`: since when the lesson has waited for an outcome.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub since: Option<String>,
+    /// For `near-duplicate`: the other lesson of the pair (the finding is on the byte-smaller
+    /// slug, once per pair).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub duplicate_of: Option<String>,
+}
+
+/// `lesson review` could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum ReviewError {
+    /// A ledger could not be read.
+    #[error(transparent)]
+    Ledger(#[from] LedgerError),
+    /// Near-duplicates could not be looked for.
+    #[error(transparent)]
+    Dedup(#[from] DedupError),
 }
 
 const DAY: i64 = 86_400;
 
 /// Every finding, by reason, then slug.
-pub fn review(bank: &Bank) -> Result<Vec<Finding>, LedgerError> {
+pub fn review(bank: &Bank) -> Result<Vec<Finding>, ReviewError> {
     let config = &bank.config.review;
     let mut out = Vec::new();
-    for (slug, (doc, lesson)) in bank.by_slug() {
+    let lessons = bank.by_slug();
+    for pair in dedup::pairs(bank)? {
+        let Some((doc, lesson)) = lessons.get(pair.a.as_str()) else {
+            continue;
+        };
+        let tags = if pair.shared_tags.is_empty() {
+            String::new()
+        } else {
+            format!(", shared tags: {}", pair.shared_tags.join(", "))
+        };
+        out.push(Finding {
+            reason: Reason::NearDuplicate,
+            slug: pair.a.clone(),
+            path: doc.source.path.display().to_string(),
+            message: format!(
+                "reads like `{}` (score {:.2}: slug {:.2}, text {:.2}{tags}): merge them (`lesson supersede OLD --by NEW`) or make their triggers distinct",
+                pair.b, pair.score, pair.slug_similarity, pair.text_similarity
+            ),
+            outcome: lesson.outcome.value,
+            success_count: lesson.successes(),
+            failure_count: lesson.failures(),
+            expires_at: None,
+            since: None,
+            duplicate_of: Some(pair.b),
+        });
+    }
+    for (slug, (doc, lesson)) in lessons {
         let status = bank.status(lesson);
         if matches!(status, Status::Superseded(_)) {
             continue;
@@ -82,6 +128,7 @@ pub fn review(bank: &Bank) -> Result<Vec<Finding>, LedgerError> {
             failure_count: f,
             expires_at: None,
             since: None,
+            duplicate_of: None,
         };
         if f > s {
             out.push(finding(
@@ -136,7 +183,9 @@ pub fn review(bank: &Bank) -> Result<Vec<Finding>, LedgerError> {
             });
         }
     }
-    out.sort_by(|a, b| (a.reason, &a.slug).cmp(&(b.reason, &b.slug)));
+    out.sort_by(|a, b| {
+        (a.reason, &a.slug, &a.duplicate_of).cmp(&(b.reason, &b.slug, &b.duplicate_of))
+    });
     Ok(out)
 }
 

@@ -29,6 +29,8 @@ pub struct Document {
     pub body: Option<Body>,
     /// Whether [`Document::slim`] dropped the tree and the body.
     slimmed: bool,
+    /// Whether [`Document::trim`] dropped the body's text too.
+    trimmed: bool,
 }
 
 impl Document {
@@ -54,6 +56,7 @@ impl Document {
             lesson: None,
             body: None,
             slimmed: false,
+            trimmed: false,
         };
         if doc.read_problem.is_some() {
             return doc;
@@ -84,6 +87,31 @@ impl Document {
         self.yaml = None;
         self.body = None;
         self.slimmed = true;
+    }
+
+    /// Slim the document and drop its text after the frontmatter, for a document nothing will
+    /// point into again but at its frontmatter (a clean file in a lint report: bank rules point
+    /// at slugs, `supersedes` and `expires_at`). Without YAML frontmatter the text stays whole.
+    /// The text is no longer the file's: a trimmed document must never be the base of an edit.
+    pub fn trim(&mut self) {
+        self.slim();
+        if let Some(Split::Yaml(f)) = &self.split {
+            let end = f.body_start;
+            self.source.keep_prefix(end);
+            self.trimmed = true;
+        }
+    }
+
+    /// Slim the document and drop all its text, keeping the path and the typed lesson.
+    pub fn forget_text(&mut self) {
+        self.slim();
+        self.source.keep_prefix(0);
+        self.trimmed = true;
+    }
+
+    /// Whether [`Document::trim`] or [`Document::forget_text`] dropped text.
+    pub fn is_trimmed(&self) -> bool {
+        self.trimmed
     }
 
     /// This document with its tree and body: itself, or parsed again if it was slimmed (for the

@@ -87,6 +87,7 @@ pub fn fix(
 /// that does not exist yet. Files that could not be read as text are never edited.
 fn current_text(bank: &Bank, path: &Path) -> Option<String> {
     if let Some(doc) = bank.documents.iter().find(|d| d.source.path == path) {
+        debug_assert!(!doc.is_trimmed(), "a fix needs the whole text");
         return doc.read_problem.is_none().then(|| doc.source.text.clone());
     }
     if path == bank.index_path() {

@@ -238,13 +238,39 @@ pub fn lint_at(
     now: jiff::Timestamp,
     selection: &Selection,
 ) -> Result<(Bank, Vec<Diagnostic>), BankError> {
+    lint_pass(root, overlay, now, selection, false)
+}
+
+/// Like [`lint_at`] for a report only: a file its rules found nothing in (and that suppresses
+/// nothing) keeps just its frontmatter's text, which is all the bank rules point into, so a
+/// large clean bank is never held in memory whole. The returned bank's trimmed documents
+/// ([`Document::is_trimmed`]) are not the files' text: never fix or edit from them.
+pub fn lint_report(
+    root: &Path,
+    now: jiff::Timestamp,
+    selection: &Selection,
+) -> Result<(Bank, Vec<Diagnostic>), BankError> {
+    lint_pass(root, &Overlay::new(), now, selection, true)
+}
+
+fn lint_pass(
+    root: &Path,
+    overlay: &Overlay,
+    now: jiff::Timestamp,
+    selection: &Selection,
+    trim: bool,
+) -> Result<(Bank, Vec<Diagnostic>), BankError> {
     // the levels depend on lesson.toml, which the loader reads again: it is small
     let config = Config::load(root)?;
     let levels = levels(&config, selection);
     let checks = file_checks(|r| levels.get(r.code).copied().flatten().is_some());
     let (bank, passes) = Bank::load_visiting(root, overlay, now, |config, doc| {
         let pass = file_pass(doc, config, now, &checks, selection);
-        doc.slim();
+        if trim && pass.diagnostics.is_empty() && pass.allows.is_empty() {
+            doc.trim();
+        } else {
+            doc.slim();
+        }
         pass
     })?;
     let diagnostics = finish(&bank, passes, &levels, selection);
@@ -259,28 +285,38 @@ fn finish(
     selection: &Selection,
 ) -> Vec<Diagnostic> {
     let enabled = |rule: &Rule| levels.get(rule.code).copied().flatten().is_some();
-    let mut bank_level = Vec::new();
-    for rule in RULES.iter().filter(|r| enabled(r)) {
-        if let Check::Bank(check) = rule.check {
-            check(bank, &mut bank_level);
-        }
-    }
+    // the bank rules are independent of one another: they run side by side
+    let checks: Vec<_> = RULES
+        .iter()
+        .filter(|r| enabled(r))
+        .filter_map(|r| match r.check {
+            Check::Bank(check) => Some(check),
+            _ => None,
+        })
+        .collect();
+    let found: Vec<Vec<Diagnostic>> = checks
+        .par_iter()
+        .map(|check| {
+            let mut out = Vec::new();
+            check(bank, &mut out);
+            out
+        })
+        .collect();
+    let mut bank_level: Vec<Diagnostic> = found.into_iter().flatten().collect();
     if enabled(&rules::walk_error::RULE) {
         rules::walk_diagnostics(bank, &mut bank_level);
     }
     let mut passes = passes;
-    // keyed by the path's bytes: hashing a `Path` walks its components
-    let index_of: HashMap<&[u8], usize> = bank
-        .documents
-        .iter()
-        .enumerate()
-        .map(|(i, d)| (d.source.path.as_os_str().as_encoded_bytes(), i))
-        .collect();
     let mut others = Vec::new();
     for d in bank_level {
-        match index_of.get(d.path.as_os_str().as_encoded_bytes()) {
-            Some(&i) => passes[i].diagnostics.push(d),
-            None => others.push(d),
+        // the documents are sorted by their paths' bytes
+        let key = d.path.as_os_str().as_encoded_bytes();
+        match bank
+            .documents
+            .binary_search_by(|doc| doc.source.path.as_os_str().as_encoded_bytes().cmp(key))
+        {
+            Ok(i) => passes[i].diagnostics.push(d),
+            Err(_) => others.push(d),
         }
     }
     let mut all: Vec<Diagnostic> = passes
@@ -299,10 +335,16 @@ fn finish(
 /// bank's configured levels applied, sorted by position. Bank-wide rules (duplicates,
 /// supersession) do not run: they need every lesson.
 pub fn lint_document(doc: &Document, bank: &Bank) -> Vec<Diagnostic> {
+    lint_file(doc, &bank.config, bank.now)
+}
+
+/// [`lint_document`] with a configuration and an instant instead of a loaded bank (for a
+/// watcher, which keeps an index, not a bank).
+pub fn lint_file(doc: &Document, config: &Config, now: jiff::Timestamp) -> Vec<Diagnostic> {
     let selection = Selection::default();
-    let levels = levels(&bank.config, &selection);
+    let levels = levels(config, &selection);
     let checks = file_checks(|r| levels.get(r.code).copied().flatten().is_some());
-    let ctx = FileContext::new(doc, &bank.config, bank.now);
+    let ctx = FileContext::new(doc, config, now);
     let diagnostics = file_diagnostics(doc, &ctx, &checks);
     let mut out = suppression::apply(doc, suppression::allows(doc), diagnostics);
     apply_levels(&levels, &mut out);

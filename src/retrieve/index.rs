@@ -16,6 +16,8 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use globset::GlobMatcher;
 
+use crate::lesson::Outcome;
+
 use super::codec::{self, Block, Corrupt, BODY};
 use super::record::{self, FileStat, LessonFields, Record, TargetGlobs};
 use super::score::{self, FieldStats, QueryTerms, Settings, LEN_SLOTS};
@@ -191,6 +193,29 @@ pub struct Entry<'a> {
     pub path: &'a str,
     /// Stat and hash when indexed (or re-stated).
     pub stat: FileStat,
+}
+
+/// A live lesson as `_index.md` lists it, read from the index.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Listed {
+    /// Path relative to the bank root.
+    pub path: String,
+    /// Slug.
+    pub slug: String,
+    /// Title as written.
+    pub title: String,
+    /// `supersedes`.
+    pub supersedes: Vec<String>,
+    /// Outcome.
+    pub outcome: Outcome,
+    /// Confidence (the default filled in).
+    pub confidence: f64,
+    /// `success_count`.
+    pub successes: u64,
+    /// `failure_count`.
+    pub failures: u64,
+    /// `expires_at`, nanoseconds since the epoch.
+    pub expires_ns: Option<i64>,
 }
 
 impl Index {
@@ -575,6 +600,117 @@ impl Index {
                 })
             })
             .collect()
+    }
+
+    /// The live doc at `path` (relative to the root, `/`-separated), if any: a binary search
+    /// of the delta's paths, then of the base's (each segment's docs are in path order).
+    pub fn find<'p>(&self, path: &'p str) -> Result<Option<Entry<'p>>, Corrupt> {
+        for (seg, offset) in self.segments().collect::<Vec<_>>().into_iter().rev() {
+            let at = seg.lower_bound(path)?;
+            if at < seg.doc_count() && self.is_live(offset + at) && seg.path(at)? == path {
+                let id = offset + at;
+                return Ok(Some(Entry {
+                    id: id as u32,
+                    path,
+                    stat: self.stat(id)?,
+                }));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Whether a live doc lies below the directory `dir` (relative to the root): a directory
+    /// that vanished had lessons to drop.
+    pub fn has_under(&self, dir: &str) -> Result<bool, Corrupt> {
+        let prefix = format!("{}/", dir.trim_end_matches('/'));
+        for (seg, offset) in self.segments() {
+            // paths sharing a prefix are contiguous in path order
+            let mut at = seg.lower_bound(&prefix)?;
+            while at < seg.doc_count() && seg.path(at)?.starts_with(&prefix) {
+                if self.is_live(offset + at) {
+                    return Ok(true);
+                }
+                at += 1;
+            }
+        }
+        Ok(false)
+    }
+
+    /// Every live lesson with the fields `_index.md` lists, in doc id order.
+    pub fn listed(&self) -> Result<Vec<Listed>, Corrupt> {
+        let mut out = Vec::with_capacity(self.lessons as usize);
+        for (seg, offset) in self.segments() {
+            let mut paths = Vec::with_capacity(seg.doc_count());
+            seg.for_each_path(|_, p| paths.push(p.to_string()))?;
+            let mut titles = Vec::with_capacity(seg.doc_count());
+            seg.for_each_title(|_, t| titles.push(t.to_string()))?;
+            let ranks = seg.ranks()?;
+            for (local, (path, title)) in paths.into_iter().zip(titles).enumerate() {
+                let rank = Segment::rank_of(ranks, local);
+                if self.is_live(offset + local) && rank.is_lesson() {
+                    out.push(self.listed_from(seg, offset, local, path, title, &rank)?);
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Doc `id` with the fields `_index.md` lists, when it is a live lesson.
+    pub fn listed_at(&self, id: u32) -> Result<Option<Listed>, Corrupt> {
+        let id = id as usize;
+        if id >= self.n || !self.is_live(id) {
+            return Ok(None);
+        }
+        let offset = if id < self.base_count {
+            0
+        } else {
+            self.base_count
+        };
+        let (seg, local) = self.locate(id);
+        let rank = seg.rank(local)?;
+        if !rank.is_lesson() {
+            return Ok(None);
+        }
+        let (path, title) = (seg.path(local)?, seg.title(local)?);
+        Ok(Some(
+            self.listed_from(seg, offset, local, path, title, &rank)?,
+        ))
+    }
+
+    fn listed_from(
+        &self,
+        seg: &Segment,
+        offset: usize,
+        local: usize,
+        path: String,
+        title: String,
+        rank: &segment::Rank,
+    ) -> Result<Listed, Corrupt> {
+        let id = (offset + local) as u32;
+        let expires_ns = self
+            .expires
+            .binary_search_by_key(&id, |&(d, _)| d)
+            .ok()
+            .map(|i| self.expires[i].1);
+        let supersedes = if rank.has(F_SUPERSEDES) {
+            seg.supersedes(local)?
+                .into_iter()
+                .map(str::to_string)
+                .collect()
+        } else {
+            Vec::new()
+        };
+        Ok(Listed {
+            slug: seg.slug_of(local, &path)?,
+            path,
+            title,
+            supersedes,
+            outcome: rank.outcome(),
+            confidence: rank.confidence,
+            successes: rank.successes,
+            failures: rank.failures,
+            expires_ns,
+        })
     }
 
     /// Every known tag (normal form) that occurs among the request's words, sorted.

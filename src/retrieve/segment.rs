@@ -10,9 +10,10 @@
 //!
 //! The index keeps what ranking and the gates need, and what it takes to notice a change:
 //! each doc's path and stat, a lesson's numbers (confidence, counts, field lengths, expiry),
-//! its slug, tags, targets and `supersedes`, and the posting lists. What a hit shows (title,
-//! description, gist, tags as written) is read from the hit's file, whose hash the index
-//! knows, so it is not stored twice.
+//! its slug, tags, targets and `supersedes`, and the posting lists; and its title, so that
+//! `_index.md` can be rendered from the index alone (see [`crate::watch::listing`]). What a
+//! hit shows (title, description, gist, tags as written) is read from the hit's file, whose
+//! hash the index knows, so description and gist are not stored twice.
 //!
 //! Layout (little-endian; offsets from the start of the file):
 //!
@@ -32,6 +33,7 @@
 //! paths      per block of 32 docs an offset u32, then the paths in doc order, each the
 //!            length of the prefix it shares with the previous one in its block (varint) and
 //!            the rest (varint length, bytes)
+//! titles     a lesson's title as written (empty for other files), laid out as the paths are
 //! lessons    a bit per doc: a lesson
 //! slugs      the slugs that are not their file's name (`x.md` → `x`): count u32, then
 //!            (doc u32, offset u32) ascending, then the strings
@@ -82,6 +84,7 @@ enum Sec {
     Rank,
     Lens,
     Paths,
+    Titles,
     Lessons,
     Slugs,
     SlugIndex,
@@ -95,14 +98,15 @@ enum Sec {
     Postings,
 }
 
-const SECTIONS: usize = 17;
+const SECTIONS: usize = 18;
 const FIXED: usize = 120;
 const HEAD: usize = FIXED + SECTIONS * 24 + 8;
 const RESTAT_ENTRY: usize = 48;
 const STAT_ENTRY: usize = 32;
 const RANK_ENTRY: usize = 40;
 const DICT_ENTRY: usize = 24;
-const PATH_BLOCK: usize = 32;
+/// Docs per block of a string column (paths, titles): a lookup decodes at most this many.
+const COLUMN_BLOCK: usize = 32;
 
 pub(crate) const F_LESSON: u8 = 1;
 pub(crate) const F_SETTLED: u8 = 2;
@@ -138,6 +142,8 @@ pub struct Header {
 pub struct LessonMeta {
     /// Slug.
     pub slug: String,
+    /// Title as written (what `_index.md` lists).
+    pub title: String,
     /// Outcome.
     pub outcome: Outcome,
     /// Confidence (the default filled in).
@@ -268,6 +274,7 @@ fn analyse(r: &Record) -> (Doc, Vec<(Term, Tf)>) {
         stat: r.stat,
         lesson: Some(LessonMeta {
             slug: l.slug.clone(),
+            title: l.title.clone(),
             outcome: l.outcome,
             confidence: l.confidence,
             successes: l.successes,
@@ -321,6 +328,34 @@ fn doc_strings(entries: &[(u32, Vec<&str>)], list: bool) -> Vec<u8> {
     }
     table.buf.extend_from_slice(&data.buf);
     table.buf
+}
+
+/// `n` strings in doc order as a column: front-coded in blocks of [`COLUMN_BLOCK`], each
+/// block's offset first.
+fn column<'a>(strings: impl Iterator<Item = &'a str>, n: usize) -> Writer {
+    let mut offsets = Writer::default();
+    let mut data = Writer::default();
+    offsets.u32(n.div_ceil(COLUMN_BLOCK) as u32);
+    let mut prev = "";
+    for (id, s) in strings.enumerate() {
+        let shared = if id % COLUMN_BLOCK == 0 {
+            offsets.u32(data.len() as u32);
+            0
+        } else {
+            prev.as_bytes()
+                .iter()
+                .zip(s.as_bytes())
+                .take_while(|(a, b)| a == b)
+                .count()
+        };
+        data.varint(shared as u64);
+        let rest = &s.as_bytes()[shared..];
+        data.varint(rest.len() as u64);
+        data.buf.extend_from_slice(rest);
+        prev = s;
+    }
+    offsets.buf.extend_from_slice(&data.buf);
+    offsets
 }
 
 /// Write a segment: header, patch, docs and sorted term lists.
@@ -399,28 +434,12 @@ fn write_segment(
         w.u32(len);
     }
 
-    // paths, front-coded in blocks
-    let mut offsets = Writer::default();
-    let mut data = Writer::default();
-    offsets.u32(n.div_ceil(PATH_BLOCK) as u32);
-    for (id, d) in docs.iter().enumerate() {
-        let shared = if id % PATH_BLOCK == 0 {
-            offsets.u32(data.len() as u32);
-            0
-        } else {
-            let prev = docs[id - 1].path.as_bytes();
-            prev.iter()
-                .zip(d.path.as_bytes())
-                .take_while(|(a, b)| a == b)
-                .count()
-        };
-        data.varint(shared as u64);
-        let rest = &d.path.as_bytes()[shared..];
-        data.varint(rest.len() as u64);
-        data.buf.extend_from_slice(rest);
-    }
-    offsets.buf.extend_from_slice(&data.buf);
-    secs[sec(Sec::Paths)] = offsets;
+    secs[sec(Sec::Paths)] = column(docs.iter().map(|d| d.path.as_str()), n);
+    secs[sec(Sec::Titles)] = column(
+        docs.iter()
+            .map(|d| d.lesson.as_ref().map_or("", |l| l.title.as_str())),
+        n,
+    );
 
     secs[sec(Sec::Lessons)].buf = bitset_bytes(n, |id| docs[id].lesson.is_some());
 
@@ -885,6 +904,80 @@ impl SegmentTags<'_> {
     }
 }
 
+/// What the head of a segment file says, checked against its own checksum, with its section
+/// table in order (whether the sections fit the file is for the caller, which knows its
+/// length).
+struct Head {
+    kind: Kind,
+    header: Header,
+    doc_count: usize,
+    term_count: usize,
+    lessons: u64,
+    totals: [u64; LEN_SLOTS],
+    sections: [Range<usize>; SECTIONS],
+    sums: [u64; SECTIONS],
+}
+
+impl Head {
+    /// Read the head from the start of `bytes`.
+    fn read(bytes: &[u8]) -> Result<Head, Corrupt> {
+        if bytes.len() < HEAD || &bytes[..8] != MAGIC {
+            return Err(Corrupt("not an index file"));
+        }
+        if u64_at(bytes, HEAD - 8) != codec::checksum(&bytes[..HEAD - 8]) {
+            return Err(Corrupt("header checksum mismatch"));
+        }
+        let mut r = Reader::new(&bytes[8..HEAD]);
+        if r.u32()? != FORMAT_VERSION {
+            return Err(Corrupt("another format version"));
+        }
+        let kind = match r.u32()? {
+            0 => Kind::Base,
+            1 => Kind::Delta,
+            _ => return Err(Corrupt("unknown segment kind")),
+        };
+        let header = Header {
+            index_id: r.u64()?,
+            generation: r.u64()?,
+            config_hash: r.u64()?,
+        };
+        let doc_count = r.u32()? as usize;
+        let term_count = r.u32()? as usize;
+        let lessons = u64::from(r.u32()?);
+        if r.u32()? as usize != SECTIONS {
+            return Err(Corrupt("section count"));
+        }
+        let mut totals = [0u64; LEN_SLOTS];
+        for t in &mut totals {
+            *t = r.u64()?;
+        }
+        let mut sections: [Range<usize>; SECTIONS] = std::array::from_fn(|_| 0..0);
+        let mut sums = [0u64; SECTIONS];
+        let mut end = HEAD;
+        for (range, sum) in sections.iter_mut().zip(&mut sums) {
+            let off = usize::try_from(r.u64()?).map_err(|_| Corrupt("offset"))?;
+            let len = usize::try_from(r.u64()?).map_err(|_| Corrupt("offset"))?;
+            *sum = r.u64()?;
+            let stop = off.checked_add(len).ok_or(Corrupt("offset"))?;
+            if off < end {
+                return Err(Corrupt("section table"));
+            }
+            *range = off..stop;
+            end = stop;
+        }
+        Ok(Head {
+            kind,
+            header,
+            doc_count,
+            term_count,
+            lessons,
+            totals,
+            sections,
+            sums,
+        })
+    }
+}
+
 impl Segment {
     /// Check and take a segment built in this process.
     pub fn parse(bytes: Vec<u8>) -> Result<Segment, Corrupt> {
@@ -921,51 +1014,17 @@ impl Segment {
     }
 
     fn from_bytes(bytes: Bytes) -> Result<Segment, Corrupt> {
-        if bytes.len() < HEAD || &bytes[..8] != MAGIC {
-            return Err(Corrupt("not an index file"));
-        }
-        if u64_at(&bytes, HEAD - 8) != codec::checksum(&bytes[..HEAD - 8]) {
-            return Err(Corrupt("header checksum mismatch"));
-        }
-        let mut r = Reader::new(&bytes[8..HEAD]);
-        if r.u32()? != FORMAT_VERSION {
-            return Err(Corrupt("another format version"));
-        }
-        let kind = match r.u32()? {
-            0 => Kind::Base,
-            1 => Kind::Delta,
-            _ => return Err(Corrupt("unknown segment kind")),
-        };
-        let header = Header {
-            index_id: r.u64()?,
-            generation: r.u64()?,
-            config_hash: r.u64()?,
-        };
-        let doc_count = r.u32()? as usize;
-        let term_count = r.u32()? as usize;
-        let lessons = u64::from(r.u32()?);
-        if r.u32()? as usize != SECTIONS {
-            return Err(Corrupt("section count"));
-        }
-        let mut totals = [0u64; LEN_SLOTS];
-        for t in &mut totals {
-            *t = r.u64()?;
-        }
-        let mut sections: [Range<usize>; SECTIONS] = std::array::from_fn(|_| 0..0);
-        let mut sums = [0u64; SECTIONS];
-        let mut end = HEAD;
-        for (range, sum) in sections.iter_mut().zip(&mut sums) {
-            let off = usize::try_from(r.u64()?).map_err(|_| Corrupt("offset"))?;
-            let len = usize::try_from(r.u64()?).map_err(|_| Corrupt("offset"))?;
-            *sum = r.u64()?;
-            let stop = off.checked_add(len).ok_or(Corrupt("offset"))?;
-            if off < end || stop > bytes.len() {
-                return Err(Corrupt("section table"));
-            }
-            *range = off..stop;
-            end = stop;
-        }
-        if end != bytes.len() {
+        let Head {
+            kind,
+            header,
+            doc_count,
+            term_count,
+            lessons,
+            totals,
+            sections,
+            sums,
+        } = Head::read(&bytes)?;
+        if sections[SECTIONS - 1].end != bytes.len() {
             return Err(Corrupt("truncated"));
         }
         let size = |s: Sec| sections[s as usize].len();
@@ -999,6 +1058,17 @@ impl Segment {
         })
     }
 
+    /// The kind, identity and stored checksum of the segment file at `path`, from its first
+    /// [`HEAD`] bytes alone (checked against their own checksum; nothing else is read): enough
+    /// to tell whether the file is still the segment a process wrote.
+    pub fn peek(path: &Path) -> Option<(Kind, Header, u64)> {
+        use std::io::Read;
+        let mut head = [0u8; HEAD];
+        std::fs::File::open(path).ok()?.read_exact(&mut head).ok()?;
+        let h = Head::read(&head).ok()?;
+        Some((h.kind, h.header, u64_at(&head, HEAD - 8)))
+    }
+
     /// An empty base.
     pub fn empty(header: Header) -> Segment {
         Segment::parse(encode(Kind::Base, header, Vec::new(), &Patch::default()))
@@ -1028,6 +1098,13 @@ impl Segment {
         } else {
             Err(Corrupt("section checksum mismatch"))
         }
+    }
+
+    /// The checksum stored at the end of the head (over the head, which holds every section's
+    /// checksum, the dictionary's included, and so each posting list's): with the header,
+    /// what tells two segments apart.
+    pub fn checksum(&self) -> u64 {
+        u64_at(&self.bytes, HEAD - 8)
     }
 
     /// Docs in the segment.
@@ -1102,11 +1179,67 @@ impl Segment {
     }
 
     /// Call `f(id, path)` on every doc's path, in doc order.
-    pub fn for_each_path(&self, mut f: impl FnMut(usize, &str)) -> Result<(), Corrupt> {
-        let blocks = self.doc_count.div_ceil(PATH_BLOCK);
-        let mut path = Vec::new();
+    pub fn for_each_path(&self, f: impl FnMut(usize, &str)) -> Result<(), Corrupt> {
+        self.for_each_in(Sec::Paths, f)
+    }
+
+    /// Call `f(id, title)` on every doc's title (empty: not a lesson), in doc order.
+    pub fn for_each_title(&self, f: impl FnMut(usize, &str)) -> Result<(), Corrupt> {
+        self.for_each_in(Sec::Titles, f)
+    }
+
+    /// The path of doc `id`.
+    pub fn path(&self, id: usize) -> Result<String, Corrupt> {
+        self.string_at(Sec::Paths, id)
+    }
+
+    /// The title of doc `id` as written (empty: not a lesson).
+    pub fn title(&self, id: usize) -> Result<String, Corrupt> {
+        self.string_at(Sec::Titles, id)
+    }
+
+    /// The first doc whose path is not before `path` ([`path_order`]; the docs are in path
+    /// order): a binary search over the blocks' first paths (stored whole), then one block.
+    pub fn lower_bound(&self, path: &str) -> Result<usize, Corrupt> {
+        let blocks = self.doc_count.div_ceil(COLUMN_BLOCK);
+        let mut buf = Vec::new();
+        let first_of = |b: usize, buf: &mut Vec<u8>| -> Result<String, Corrupt> {
+            let mut out = String::new();
+            self.column_block(Sec::Paths, b, buf, |_, p| {
+                out = p.to_string();
+                false
+            })?;
+            Ok(out)
+        };
+        // the last block whose first path is before `path`
+        let (mut lo, mut hi) = (0, blocks);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if path_order(&first_of(mid, &mut buf)?, path).is_lt() {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        let Some(b) = lo.checked_sub(1) else {
+            return Ok(0);
+        };
+        let mut at = (b + 1) * COLUMN_BLOCK;
+        self.column_block(Sec::Paths, b, &mut buf, |id, p| {
+            if path_order(p, path).is_lt() {
+                return true;
+            }
+            at = id;
+            false
+        })?;
+        Ok(at.min(self.doc_count))
+    }
+
+    fn for_each_in(&self, s: Sec, mut f: impl FnMut(usize, &str)) -> Result<(), Corrupt> {
+        let blocks = self.doc_count.div_ceil(COLUMN_BLOCK);
+        let mut buf = Vec::new();
         for b in 0..blocks {
-            self.path_block(b, &mut path, |id, p| {
+            self.column_block(s, b, &mut buf, |id, p| {
                 f(id, p);
                 true
             })?;
@@ -1114,11 +1247,13 @@ impl Segment {
         Ok(())
     }
 
-    /// The path of doc `id`.
-    pub fn path(&self, id: usize) -> Result<String, Corrupt> {
-        let mut path = Vec::new();
+    fn string_at(&self, s: Sec, id: usize) -> Result<String, Corrupt> {
+        if id >= self.doc_count {
+            return Err(Corrupt("doc id out of range"));
+        }
+        let mut buf = Vec::new();
         let mut out = String::new();
-        self.path_block(id / PATH_BLOCK, &mut path, |i, p| {
+        self.column_block(s, id / COLUMN_BLOCK, &mut buf, |i, p| {
             if i == id {
                 out = p.to_string();
                 return false;
@@ -1128,33 +1263,34 @@ impl Segment {
         Ok(out)
     }
 
-    /// Decode block `b` of the paths, calling `f(id, path)` until it returns false.
-    fn path_block(
+    /// Decode block `b` of a string column, calling `f(id, string)` until it returns false.
+    fn column_block(
         &self,
+        s: Sec,
         b: usize,
-        path: &mut Vec<u8>,
+        buf: &mut Vec<u8>,
         mut f: impl FnMut(usize, &str) -> bool,
     ) -> Result<(), Corrupt> {
-        let sec = self.sec(Sec::Paths)?;
-        let blocks = self.doc_count.div_ceil(PATH_BLOCK);
+        let sec = self.sec(s)?;
+        let blocks = self.doc_count.div_ceil(COLUMN_BLOCK);
         let mut r = Reader::new(sec);
         if r.u32()? as usize != blocks || sec.len() < 4 + blocks * 4 {
-            return Err(Corrupt("path table"));
+            return Err(Corrupt("string column"));
         }
         let data = &sec[4 + blocks * 4..];
         let off = u32_at(sec, 4 + b * 4) as usize;
-        let mut r = Reader::new(data.get(off..).ok_or(Corrupt("path offset"))?);
-        path.clear();
-        let first = b * PATH_BLOCK;
-        for id in first..self.doc_count.min(first + PATH_BLOCK) {
+        let mut r = Reader::new(data.get(off..).ok_or(Corrupt("string offset"))?);
+        buf.clear();
+        let first = b * COLUMN_BLOCK;
+        for id in first..self.doc_count.min(first + COLUMN_BLOCK) {
             let shared = r.varint()? as usize;
-            if shared > path.len() {
-                return Err(Corrupt("path prefix"));
+            if shared > buf.len() {
+                return Err(Corrupt("string prefix"));
             }
-            path.truncate(shared);
+            buf.truncate(shared);
             let n = r.len()?;
-            path.extend_from_slice(r.take(n)?);
-            let p = std::str::from_utf8(path).map_err(|_| Corrupt("invalid UTF-8"))?;
+            buf.extend_from_slice(r.take(n)?);
+            let p = std::str::from_utf8(buf).map_err(|_| Corrupt("invalid UTF-8"))?;
             if !f(id, p) {
                 break;
             }
@@ -1164,10 +1300,15 @@ impl Segment {
 
     /// The slug of doc `id`, a lesson.
     pub fn slug(&self, id: usize) -> Result<String, Corrupt> {
+        self.slug_of(id, &self.path(id)?)
+    }
+
+    /// The slug of doc `id`, a lesson whose path is `path`.
+    pub(crate) fn slug_of(&self, id: usize, path: &str) -> Result<String, Corrupt> {
         let slugs = DocStrings::new(self.sec(Sec::Slugs)?)?;
         match slugs.find(id as u32) {
             Some(i) => Ok(slugs.reader(i)?.str()?.to_string()),
-            None => Ok(stem(&self.path(id)?).to_string()),
+            None => Ok(stem(path).to_string()),
         }
     }
 
@@ -1322,6 +1463,8 @@ impl Segment {
         let n = self.doc_count;
         let mut paths = Vec::with_capacity(n);
         self.for_each_path(|_, p| paths.push(p.to_string()))?;
+        let mut titles = Vec::with_capacity(n);
+        self.for_each_title(|_, t| titles.push(t.to_string()))?;
         let mut tag_keys: Vec<Vec<String>> = vec![Vec::new(); n];
         let tags = self.tags()?;
         for (i, key) in tags.keys.iter().enumerate() {
@@ -1345,7 +1488,7 @@ impl Segment {
         }
         let ranks = self.ranks()?;
         let mut docs = Vec::with_capacity(n);
-        for (id, path) in paths.into_iter().enumerate() {
+        for (id, (path, title)) in paths.into_iter().zip(titles).enumerate() {
             let stat = self.stat(id)?;
             let rank = Segment::rank_of(ranks, id);
             let lesson = if rank.is_lesson() {
@@ -1353,6 +1496,7 @@ impl Segment {
                 let slug = slug_of.get(&key).copied().unwrap_or_else(|| stem(&path));
                 Some(LessonMeta {
                     slug: slug.to_string(),
+                    title,
                     outcome: rank.outcome(),
                     confidence: rank.confidence,
                     successes: rank.successes,
@@ -1443,6 +1587,7 @@ mod tests {
     fn lesson(slug: &str, tags: &[&str], supersedes: &[&str]) -> LessonMeta {
         LessonMeta {
             slug: slug.to_string(),
+            title: format!("{slug}: a title, ü"),
             outcome: Outcome::Failure,
             confidence: 0.7,
             successes: 3,
@@ -1540,5 +1685,72 @@ mod tests {
         let mut header = bytes;
         header[50] ^= 1;
         assert!(Segment::from_bytes(Bytes::Memory(header)).is_err());
+    }
+
+    #[test]
+    fn peek_reads_what_the_segment_says_of_itself_and_nothing_damaged() {
+        let docs = vec![doc("a.md", Some(lesson("a", &["ci"], &[])))];
+        let header = Header {
+            index_id: 3,
+            generation: 4,
+            config_hash: 5,
+        };
+        let bytes = write_segment(Kind::Delta, header, &Patch::default(), &docs, &[]);
+        let seg = Segment::parse(bytes.clone()).unwrap();
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("seg");
+        std::fs::write(&path, &bytes).unwrap();
+        assert_eq!(
+            Segment::peek(&path),
+            Some((Kind::Delta, header, seg.checksum()))
+        );
+        // another doc, another checksum
+        let other = vec![doc("b.md", Some(lesson("a", &["ci"], &[])))];
+        let other = write_segment(Kind::Delta, header, &Patch::default(), &other, &[]);
+        assert_ne!(Segment::parse(other).unwrap().checksum(), seg.checksum());
+        let mut damaged = bytes;
+        damaged[40] ^= 1;
+        std::fs::write(&path, &damaged).unwrap();
+        assert_eq!(Segment::peek(&path), None);
+        std::fs::write(&path, &damaged[..10]).unwrap();
+        assert_eq!(Segment::peek(&path), None);
+    }
+
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn lower_bound_and_the_string_columns_agree_with_a_scan(
+            names in proptest::collection::btree_set("[ab/.-]{1,6}", 0..100),
+            probes in proptest::collection::vec("[ab/.-]{0,7}", 1..20),
+        ) {
+            let mut paths: Vec<String> = names.into_iter().collect();
+            paths.sort_by(|a, b| path_order(a, b));
+            let docs: Vec<Doc> = paths
+                .iter()
+                .enumerate()
+                .map(|(i, p)| {
+                    let l = (i % 3 != 0).then(|| LessonMeta {
+                        title: format!("{}é {p}", "t".repeat(i % 5)),
+                        ..lesson("x", &[], &[])
+                    });
+                    doc(p, l)
+                })
+                .collect();
+            let bytes = write_segment(Kind::Base, Header::default(), &Patch::default(), &docs, &[]);
+            let seg = Segment::parse(bytes).unwrap();
+            for probe in paths.iter().chain(&probes) {
+                let scan = paths.partition_point(|p| path_order(p, probe).is_lt());
+                prop_assert_eq!(seg.lower_bound(probe).unwrap(), scan, "{}", probe);
+            }
+            let mut titles = Vec::new();
+            seg.for_each_title(|_, t| titles.push(t.to_string())).unwrap();
+            for (id, d) in docs.iter().enumerate() {
+                let title = d.lesson.as_ref().map_or("", |l| l.title.as_str());
+                prop_assert_eq!(&titles[id], title);
+                prop_assert_eq!(seg.title(id).unwrap(), title);
+                prop_assert_eq!(seg.path(id).unwrap(), d.path.as_str());
+            }
+        }
     }
 }

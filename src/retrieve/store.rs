@@ -83,6 +83,43 @@ pub struct Refresh {
     pub generation: u64,
 }
 
+/// Which index a process holds: its base (id and checksum), its delta's checksum and the
+/// generation. Any write changes it, so two processes that report the same identity hold the
+/// same bytes: what a watcher vouches for (see [`crate::watch`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Identity {
+    /// The base's id.
+    pub index_id: u64,
+    /// The highest generation of base and delta.
+    pub generation: u64,
+    /// The base's stored checksum.
+    pub base: u64,
+    /// The delta's stored checksum, when a delta patches the base.
+    pub delta: Option<u64>,
+}
+
+impl Identity {
+    /// The identity of the index in `root`'s `.lesson/`, from the two files' headers alone
+    /// (`None` without a base). A delta counts when it names the base, as [`Index::new`]
+    /// pairs them.
+    pub fn on_disk(root: &Path) -> Option<Identity> {
+        let (kind, base, base_sum) = Segment::peek(&state_path(root, BASE_FILE))?;
+        if kind != Kind::Base {
+            return None;
+        }
+        let delta = Segment::peek(&state_path(root, DELTA_FILE))
+            .filter(|(kind, d, _)| *kind == Kind::Delta && d.index_id == base.index_id);
+        Some(Identity {
+            index_id: base.index_id,
+            generation: delta.map_or(base.generation, |(_, d, _)| {
+                d.generation.max(base.generation)
+            }),
+            base: base_sum,
+            delta: delta.map(|(_, _, sum)| sum),
+        })
+    }
+}
+
 /// A bank's persisted index, checked against the files and ready to search.
 #[derive(Debug)]
 pub struct Retriever {
@@ -100,21 +137,6 @@ impl Retriever {
     pub fn open(root: &Path) -> Result<Retriever, RetrieveError> {
         let (mut r, why) = Retriever::load(root)?;
         r.refresh_with(why)?;
-        Ok(r)
-    }
-
-    /// Open the bank at `root` and trust its index without checking it against the files:
-    /// for a caller that knows the index is current (a watcher keeps it so). Only a missing,
-    /// damaged or outdated index (another format or configuration) is rebuilt. A hit whose
-    /// file no longer has the indexed bytes is still noticed: [`Retriever::search`] then
-    /// checks the files and searches again.
-    pub fn open_unchecked(root: &Path) -> Result<Retriever, RetrieveError> {
-        let (mut r, why) = Retriever::load(root)?;
-        if why.is_some() {
-            r.refresh_with(why)?;
-        } else {
-            r.last.generation = r.generation();
-        }
         Ok(r)
     }
 
@@ -202,6 +224,132 @@ impl Retriever {
                 Ok(self.index.search(request, &self.settings)?)
             }
         }
+    }
+
+    /// The identity of the index in use.
+    pub fn identity(&self) -> Identity {
+        let base = self.index.base();
+        Identity {
+            index_id: base.header.index_id,
+            generation: self.generation(),
+            base: base.checksum(),
+            delta: self.index.delta().map(|d| d.checksum()),
+        }
+    }
+
+    /// The compiled `[lint] exclude` globs: which `.md` files are not lessons.
+    pub fn exclude(&self) -> &GlobSet {
+        &self.exclude
+    }
+
+    /// The bank's root, as given to [`Retriever::open`].
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Open like [`Retriever::open`], but without checking the files when a live watcher
+    /// vouches for the index as loaded: `lesson watch` holds `.lesson/watch.lock` and has
+    /// published this very index's [`Identity`] (see [`crate::watch::marker`]). Otherwise (no
+    /// watcher, a killed one, another index on disk) the files are checked as `open` checks
+    /// them. The lock is looked at before the marker is read, so a marker left by a watcher
+    /// that died is never taken for a live one's.
+    ///
+    /// A vouched index is as of the watcher's last batch: a file changed inside its debounce
+    /// window is not seen yet. What a hit shows is read from its file, though, and only when
+    /// the file still has the indexed bytes ([`Retriever::search`]): a hit whose file changed
+    /// in the window is never shown with its old text; the search checks the files and runs
+    /// again instead.
+    pub fn open_fast(root: &Path) -> Result<Retriever, RetrieveError> {
+        let Some(vouched) = crate::watch::marker::vouched(root) else {
+            return Retriever::open(root);
+        };
+        let (mut r, why) = Retriever::load(root)?;
+        if why.is_none() && r.identity() == vouched {
+            r.last = Refresh {
+                generation: vouched.generation,
+                ..Refresh::default()
+            };
+            return Ok(r);
+        }
+        r.refresh_with(why)?;
+        Ok(r)
+    }
+
+    /// Check only the files at `paths` (relative to the root, `/`-separated: what a watcher's
+    /// events name) and patch what changed; every other record is kept as it is. A path that
+    /// is not a lesson file by the walk's rules ([`walk::is_lesson_path`]) is skipped; one
+    /// that is no longer a file drops its record. Returns the paths parsed (new files and
+    /// changed contents), sorted; [`Retriever::last_refresh`] says the rest.
+    pub fn refresh_paths(&mut self, paths: &[String]) -> Result<Vec<String>, RetrieveError> {
+        let limit = self.config.lint.size_limit;
+        let mut wanted: Vec<&str> = paths
+            .iter()
+            .map(String::as_str)
+            .filter(|rel| walk::is_lesson_path(rel, &self.exclude))
+            .collect();
+        wanted.sort_unstable();
+        wanted.dedup();
+        let mut report = Refresh {
+            files: wanted.len(),
+            ..Refresh::default()
+        };
+        let mut replaced: Vec<u32> = Vec::new();
+        let mut todo: Vec<(&str, Option<index::Entry>, std::fs::Metadata)> = Vec::new();
+        for rel in wanted {
+            let entry = self.index.find(rel)?;
+            let meta = std::fs::metadata(self.root.join(rel))
+                .ok()
+                .filter(std::fs::Metadata::is_file);
+            match (entry, meta) {
+                (entry, Some(meta)) => todo.push((rel, entry, meta)),
+                (Some(gone), None) => {
+                    report.removed += 1;
+                    replaced.push(gone.id);
+                }
+                (None, None) => {}
+            }
+        }
+        let root = &self.root;
+        let changes: Vec<Change> = todo
+            .into_par_iter()
+            .map(|(rel, entry, meta)| {
+                let path = root.join(rel);
+                match entry {
+                    Some(entry) => check(rel, &entry, &path, Some(&meta), limit),
+                    None => Change::Parsed(read_record(rel, &path, limit)),
+                }
+            })
+            .collect();
+        let mut records: Vec<Record> = Vec::new();
+        let mut restat: Vec<(u32, FileStat)> = Vec::new();
+        for change in changes {
+            match change {
+                Change::None => {}
+                Change::Hashed(touched) => {
+                    report.hashed += 1;
+                    restat.extend(touched);
+                }
+                Change::Reparsed(id, record) => {
+                    report.hashed += 1;
+                    report.parsed += 1;
+                    replaced.push(id);
+                    records.push(record);
+                }
+                Change::Parsed(record) => {
+                    report.parsed += 1;
+                    records.push(record);
+                }
+            }
+        }
+        let mut parsed: Vec<String> = records.iter().map(|r| r.path.clone()).collect();
+        parsed.sort_unstable();
+        if records.is_empty() && replaced.is_empty() && restat.is_empty() {
+            report.generation = self.generation();
+        } else {
+            self.apply(replaced, restat, records, &mut report)?;
+        }
+        self.last = report;
+        Ok(parsed)
     }
 
     fn refresh_with(&mut self, rebuild: Option<String>) -> Result<(), RetrieveError> {
@@ -498,7 +646,8 @@ impl Retriever {
         if !ignore.exists() {
             let _ = std::fs::write(&ignore, "*\n");
         }
-        matches!(lock.with(|| write(&self.root)), Ok(Ok(())))
+        // index files are written in `.lesson/`, where the lock's temp-file sweep never looks
+        matches!(lock.with_unswept(|| write(&self.root)), Ok(Ok(())))
     }
 }
 
@@ -708,13 +857,7 @@ fn load(root: &Path, config_hash: u64) -> Result<Index, String> {
 
 /// The index id of the base on disk, from its header alone.
 fn on_disk_base_id(root: &Path) -> Option<u64> {
-    use std::io::Read;
-    let mut f = std::fs::File::open(state_path(root, BASE_FILE)).ok()?;
-    let mut head = [0u8; 24];
-    f.read_exact(&mut head).ok()?;
-    let mut id = [0u8; 8];
-    id.copy_from_slice(&head[16..24]);
-    Some(u64::from_le_bytes(id))
+    Segment::peek(&state_path(root, BASE_FILE)).map(|(_, header, _)| header.index_id)
 }
 
 fn new_index_id(generation: u64) -> u64 {

@@ -46,6 +46,21 @@ pub fn lesson_files(root: &Path, exclude: &GlobSet) -> Vec<File> {
     found.into_inner().unwrap_or_else(|e| e.into_inner())
 }
 
+/// Whether a path relative to the root (`/`-separated) names a lesson file by the walk's
+/// rules, without touching the file system: no component hidden or `_`-prefixed, not below
+/// the top-level `templates/`, ending in `.md`, not excluded. (That it is a file, and not a
+/// directory called `x.md`, is for the caller's stat to say.)
+pub fn is_lesson_path(rel: &str, exclude: &GlobSet) -> bool {
+    let parts: Vec<&str> = rel.split('/').collect();
+    let visible = parts
+        .iter()
+        .all(|p| !p.is_empty() && !p.starts_with('.') && !p.starts_with('_'));
+    visible
+        && !(parts.len() > 1 && parts[0] == "templates")
+        && Path::new(rel).extension().is_some_and(|x| x == "md")
+        && !exclude.is_match(Path::new(rel))
+}
+
 /// How a file was found: a plain directory entry (stat-ed later), or through a symlink
 /// (already stat-ed to learn what it points to).
 enum Found {
@@ -267,5 +282,22 @@ mod tests {
             .iter()
             .all(|f| f.meta.as_ref().is_some_and(|m| m.is_file())));
         assert!(ours.iter().any(|f| f.rel == "sub/README.md"));
+        // the rules without the walk agree with it on every file and directory made above
+        let mut names: Vec<String> = walkdir::WalkDir::new(root)
+            .follow_links(false)
+            .into_iter()
+            .filter_map(Result::ok)
+            .filter(|e| e.file_type().is_file())
+            .map(|e| crate::retrieve::store::relative(root, e.path()))
+            .collect();
+        names.sort();
+        let found: std::collections::HashSet<&str> = ours.iter().map(|f| f.rel.as_str()).collect();
+        for name in &names {
+            assert_eq!(
+                is_lesson_path(name, &exclude),
+                found.contains(name.as_str()),
+                "{name}"
+            );
+        }
     }
 }

@@ -413,9 +413,15 @@ impl Yaml {
 
     /// The value of `key` in a mapping, with the key node.
     pub fn get(&self, map: NodeId, key: &str) -> Option<(NodeId, NodeId)> {
+        // the rules look keys up all the time: compare lengths before bytes, and resolve a key
+        // only when it is an alias (keys almost never are)
         self.map(map)?
             .iter()
-            .find(|&&(k, _)| self.str(k) == Some(key))
+            .find(|&&(k, _)| match &self.nodes[k].kind {
+                NodeKind::Scalar { value, .. } => value.len() == key.len() && value == key,
+                NodeKind::Alias(_) => self.str(k) == Some(key),
+                _ => false,
+            })
             .copied()
     }
 

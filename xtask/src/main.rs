@@ -5,6 +5,8 @@
 //!   `bench.rs`).
 //! - `cargo xtask eval-retrieval DIR [--k 10] [--split test]`: nDCG, recall and MRR of
 //!   `lesson search` and of a BM25 baseline on a BEIR-format test set (see `eval/mod.rs`).
+//! - `cargo xtask eval-dedup [DIR]`: precision and recall of `lesson dedup` on the corpora's
+//!   near-duplicate material (see `eval_dedup.rs`).
 //! - `xtask bench-helper ...`: the baselines as one-shot processes, for the search bench.
 
 // Without the `baselines` feature (as `cargo test --workspace` builds it) the baseline code is
@@ -14,6 +16,7 @@
 mod baseline;
 mod bench;
 mod eval;
+mod eval_dedup;
 #[cfg(feature = "baselines")]
 mod helper;
 
@@ -22,6 +25,7 @@ use anyhow::{bail, Context};
 const USAGE: &str = "\
 Usage: cargo xtask bench [TARGET] [--sizes N[,N...]] [--runs N]
        cargo xtask eval-retrieval DIR [--k N] [--split NAME]
+       cargo xtask eval-dedup [DIR]
 
 Bench targets (default: all):
   lint    `lesson lint` and `lesson index` against the cat and rg floors
@@ -34,7 +38,9 @@ Bench options:
 
 eval-retrieval: DIR is a BEIR-format set (corpus.jsonl, queries.jsonl, qrels/*.tsv)
   --k N        cut-off for nDCG, Recall and MRR (default: 10)
-  --split NAME read qrels/NAME.tsv (default: test.tsv, else the only .tsv)";
+  --split NAME read qrels/NAME.tsv (default: test.tsv, else the only .tsv)
+
+eval-dedup: DIR holds the corpora (default: $LESSON_CORPORA_DIR, else ../shared/corpora)";
 
 /// What a task that needs the baselines says when xtask was built without them.
 #[cfg(not(feature = "baselines"))]
@@ -46,6 +52,7 @@ fn main() -> anyhow::Result<()> {
     match args.first().map(String::as_str) {
         Some("bench") => bench::run(&parse_bench(&args[1..])?),
         Some("eval-retrieval") => eval::run(&parse_eval(&args[1..])?),
+        Some("eval-dedup") => eval_dedup::run(&parse_eval_dedup(&args[1..])?),
         #[cfg(feature = "baselines")]
         Some("bench-helper") => helper::run(&args[1..]),
         #[cfg(not(feature = "baselines"))]
@@ -109,6 +116,23 @@ fn parse_eval(args: &[String]) -> anyhow::Result<eval::Options> {
     }
     let dir = dir.with_context(|| format!("eval-retrieval needs a directory\n\n{USAGE}"))?;
     Ok(eval::Options { dir, k, split })
+}
+
+/// Parse the arguments of `cargo xtask eval-dedup`.
+fn parse_eval_dedup(args: &[String]) -> anyhow::Result<eval_dedup::Options> {
+    let mut options = eval_dedup::Options::default();
+    for arg in args {
+        match arg.as_str() {
+            "-h" | "--help" => {
+                println!("{USAGE}");
+                std::process::exit(0);
+            }
+            flag if flag.starts_with('-') => bail!("unknown option `{flag}`\n\n{USAGE}"),
+            path if options.dir.is_none() => options.dir = Some(path.into()),
+            extra => bail!("unexpected argument `{extra}`\n\n{USAGE}"),
+        }
+    }
+    Ok(options)
 }
 
 /// `--flag=value` as (`--flag`, `Some("value")`); any other argument as (itself, `None`).

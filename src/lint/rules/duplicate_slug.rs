@@ -1,6 +1,6 @@
 //! `duplicate-slug` (B002).
 
-use std::collections::HashMap;
+use foldhash::{HashMap, HashMapExt};
 
 use crate::bank::Bank;
 use crate::declare_rule;
@@ -37,7 +37,7 @@ declare_rule! {
 }
 
 fn check(bank: &Bank, out: &mut Vec<Diagnostic>) {
-    let mut first: HashMap<&str, &Document> = HashMap::new();
+    let mut first: HashMap<&str, &Document> = HashMap::with_capacity(bank.documents.len());
     for (doc, lesson) in bank.lessons() {
         let slug = lesson.slug.value.as_str();
         let Some(original) = first.get(slug) else {

@@ -40,17 +40,18 @@ declare_rule! {
 }
 
 fn check(bank: &Bank, out: &mut Vec<Diagnostic>) {
-    let path = bank.index_path();
-    let source = bank
-        .index
-        .clone()
-        .unwrap_or_else(|| Source::new(path.clone(), String::new()));
+    // the index is only cloned (or an empty one made) for a finding
+    let source = || {
+        bank.index
+            .clone()
+            .unwrap_or_else(|| Source::new(bank.index_path(), String::new()))
+    };
     let rendered = match crate::index_md::render(bank) {
         Ok(text) => text,
         Err(err) => {
             out.push(Diagnostic::new(
                 &RULE,
-                &source,
+                &source(),
                 0..0,
                 format!("cannot render `_index.md`: {err}"),
             ));
@@ -60,6 +61,7 @@ fn check(bank: &Bank, out: &mut Vec<Diagnostic>) {
     if crate::index_md::is_current(bank, &rendered) {
         return;
     }
+    let source = source();
     let fix = Fix::safe(
         "regenerate `_index.md`",
         vec![Edit::replace(0..source.text.len(), rendered.clone())],

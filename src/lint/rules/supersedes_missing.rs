@@ -1,6 +1,6 @@
 //! `supersedes-missing` (B003).
 
-use std::collections::HashSet;
+use foldhash::{HashSet, HashSetExt};
 
 use crate::bank::Bank;
 use crate::declare_rule;
@@ -37,17 +37,30 @@ declare_rule! {
 const SUGGESTION_BUDGET: usize = 2_000_000;
 
 fn check(bank: &Bank, out: &mut Vec<Diagnostic>) {
-    let by_slug = bank.by_slug();
-    let stems: HashSet<&str> = bank.documents.iter().filter_map(|d| d.stem()).collect();
+    // most banks supersede little: the sets are built only when an entry needs them
+    if bank
+        .lessons()
+        .all(|(_, lesson)| lesson.supersedes.is_empty())
+    {
+        return;
+    }
+    // an entry may name a lesson's slug or, for a file that does not parse, its name
+    let mut names: HashSet<&str> = HashSet::with_capacity(bank.documents.len());
+    for doc in &bank.documents {
+        if let Some(stem) = doc.stem() {
+            names.insert(stem);
+        }
+        if let Some(lesson) = &doc.lesson {
+            names.insert(lesson.slug.value.as_str());
+        }
+    }
+    // the slugs a misspelt entry is compared with, built at the first miss
+    let mut slugs: Option<Vec<&str>> = None;
     let mut budget = SUGGESTION_BUDGET;
     for (doc, lesson) in bank.lessons() {
         for entry in &lesson.supersedes {
             let slug = entry.value.as_str();
-            if slug == lesson.slug.value
-                || by_slug.contains_key(slug)
-                || stems.contains(slug)
-                || archived(bank, slug)
-            {
+            if slug == lesson.slug.value || names.contains(slug) || archived(bank, slug) {
                 continue;
             }
             if slug.trim().is_empty() {
@@ -65,9 +78,16 @@ fn check(bank: &Bank, out: &mut Vec<Diagnostic>) {
                 continue;
             }
             let mut help = format!("no lesson has this slug and there is no `_archive/{slug}.md`");
-            if budget >= by_slug.len() {
-                budget -= by_slug.len();
-                if let Some(close) = closest(slug, by_slug.keys().copied()) {
+            let slugs = slugs.get_or_insert_with(|| {
+                let mut all: Vec<&str> =
+                    bank.lessons().map(|(_, l)| l.slug.value.as_str()).collect();
+                all.sort_unstable();
+                all.dedup();
+                all
+            });
+            if budget >= slugs.len() {
+                budget -= slugs.len();
+                if let Some(close) = closest(slug, slugs.iter().copied()) {
                     help = format!("no lesson has this slug; did you mean `{close}`?");
                 }
             }

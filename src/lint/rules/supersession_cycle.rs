@@ -1,10 +1,14 @@
 //! `supersession-cycle` (B005).
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
+
+use foldhash::{HashMap, HashSet};
 
 use crate::bank::Bank;
 use crate::declare_rule;
 use crate::diagnostic::Diagnostic;
+use crate::document::Document;
+use crate::lesson::Lesson;
 use crate::lint::Check;
 
 declare_rule! {
@@ -39,7 +43,28 @@ declare_rule! {
 const PATH_SHOWN: usize = 8;
 
 fn check(bank: &Bank, out: &mut Vec<Diagnostic>) {
-    let lessons: Vec<_> = bank.by_slug().into_iter().collect();
+    // every lesson on a cycle supersedes another, so only those are nodes: the lessons that
+    // win their slug (the first file, as in `Bank::by_slug`) and have `supersedes` entries
+    let superseding: HashSet<&str> = bank
+        .lessons()
+        .filter(|(_, lesson)| !lesson.supersedes.is_empty())
+        .map(|(_, lesson)| lesson.slug.value.as_str())
+        .collect();
+    if superseding.is_empty() {
+        return;
+    }
+    let mut winners: BTreeMap<&str, (&Document, &Lesson)> = BTreeMap::new();
+    for (doc, lesson) in bank.lessons() {
+        let slug = lesson.slug.value.as_str();
+        if superseding.contains(slug) {
+            winners.entry(slug).or_insert((doc, lesson));
+        }
+    }
+    // sorted by slug: a cycle is reported from its smallest slug
+    let lessons: Vec<_> = winners
+        .into_iter()
+        .filter(|(_, (_, lesson))| !lesson.supersedes.is_empty())
+        .collect();
     let index: HashMap<&str, usize> = lessons
         .iter()
         .enumerate()

@@ -207,8 +207,7 @@ fn measure_bank(
     };
     prepare_index(&bank, programs, out)?;
     let cat = tools.iter().find(|t| t.role == Role::CatFloor).unwrap();
-    eprintln!("warming the page cache: {}", cat.shown);
-    measure::run(&mut cat.command(), &output(cat))?;
+    eprintln!("warming the page cache before every run: {}", cat.shown);
 
     let mut samples: Vec<Vec<Sample>> = vec![Vec::new(); tools.len()];
     for round in 1..=runs {
@@ -216,6 +215,10 @@ fn measure_bank(
             if tool.skipped.is_some() {
                 continue;
             }
+            // every timed run starts from the same page cache: some virtual machines hand
+            // cached pages back to the host within seconds, so the tool that ran just before
+            // would otherwise decide how warm the next one finds the bank
+            measure::run(&mut cat.command(), &output(cat))?;
             let sample = measure::run(&mut tool.command(), &output(tool))?;
             eprintln!(
                 "  {n} lessons, run {round}/{runs}: {:<12} {} (cpu {}, rss {})",

@@ -6,7 +6,12 @@
 //! Per bank size it measures each indexer's build (wall, peak RSS, size on disk), then runs the
 //! query set round-robin over the tools, `--runs` times, each query a new process. For lesson it
 //! also times the search after one file was touched (mtime only) and after one file was edited,
-//! which is the cost of bringing the index up to date without a watcher.
+//! which is the cost of bringing the index up to date without a watcher; then it starts
+//! `lesson watch` and times the search with a watcher vouching for the index, and the time
+//! from a file change to the watcher publishing the index that reflects it.
+//!
+//! Every tool runs on a copy of the generated bank (`target/bench/search/<n>/bank`), so the
+//! indexes, the edits and the watcher never touch the bank the other benches read.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -215,6 +220,9 @@ struct Row {
     query: Measured,
     per_query: Vec<(String, PerQuery)>,
     skipped: Option<String>,
+    /// The row times something other than a query (a change reaching the index): no ratio
+    /// to the query tools.
+    not_a_query: bool,
 }
 
 impl Row {
@@ -227,6 +235,7 @@ impl Row {
             query: Measured::default(),
             per_query: Vec::new(),
             skipped: None,
+            not_a_query: false,
         }
     }
 
@@ -302,8 +311,11 @@ pub fn run(paths: &Paths, options: &Options) -> anyhow::Result<()> {
         let work = bench_dir.join("search").join(n.to_string());
         std::fs::create_dir_all(&work)
             .with_context(|| format!("cannot create {}", work.display()))?;
+        let copy = work.join("bank");
+        eprintln!("copying the bank to {}", copy.display());
+        copy_bank(&bank.dir, &copy)?;
         let places = Places {
-            bank: &bank.dir,
+            bank: &copy,
             fts5_db: work.join("fts5.db"),
             tantivy_dir: work.join("tantivy"),
             out: out.clone(),
@@ -349,6 +361,10 @@ fn measure_bank(
         .collect();
 
     let load_at_start = load_average();
+    notes.push(format!(
+        "every tool ran on a copy of the generated bank: {}",
+        at.bank.display()
+    ));
     let cat = format!(
         "find {} -name '*.md' -print0 | xargs -0 cat > /dev/null",
         at.bank.display()
@@ -502,11 +518,19 @@ fn measure_bank(
         "load average (1, 5, 15 min) at the start: {load_at_start}; at the end: {}",
         load_average()
     ));
-    rows.push(Row::skipped(
-        "lesson with watcher",
-        "placeholder: `lesson watch` does not exist yet; the rows above are without a watcher"
-            .into(),
-    ));
+    if p.lesson_skipped.is_some() {
+        rows.push(Row::skipped(
+            "lesson with watcher",
+            "needs `lesson search`".into(),
+        ));
+    } else if !tools::has_subcommand(&p.lesson, "watch") {
+        rows.push(Row::skipped(
+            "lesson with watcher",
+            "the lesson binary has no `watch` subcommand".into(),
+        ));
+    } else {
+        rows.extend(measure_watcher(at, p, queries, runs, &mut notes)?);
+    }
     rows.push(Row::skipped(
         "lesson in-process (warm)",
         "not measured: xtask does not link the lesson library (no `lesson::retrieve` API yet)"
@@ -614,6 +638,330 @@ fn measure_changes(
     Ok(vec![touch, edit])
 }
 
+/// The debounce the bench's watcher runs with.
+const WATCH_DEBOUNCE: Duration = Duration::from_millis(50);
+/// Changes timed from the file to the watcher's published index, per bank size (at least).
+const WATCH_CHANGES: usize = 10;
+/// How long the watcher may take to start (its first check of the bank) or to apply a change
+/// before the bench gives up.
+const WATCH_PATIENCE: Duration = Duration::from_secs(600);
+
+/// A `lesson watch` child, stopped (SIGINT) when dropped.
+struct WatchChild {
+    child: std::process::Child,
+    bank: PathBuf,
+}
+
+impl WatchChild {
+    fn start(p: &Programs, at: &Places) -> anyhow::Result<WatchChild> {
+        let output = at.output("lesson-watch");
+        let create = |path: &Path| {
+            std::fs::File::create(path).with_context(|| format!("cannot create {}", path.display()))
+        };
+        let child = Command::new(&p.lesson)
+            .arg("watch")
+            .arg("--dir")
+            .arg(at.bank)
+            .arg("--debounce")
+            .arg(WATCH_DEBOUNCE.as_millis().to_string())
+            .env("LESSON_NOW", NOW)
+            .env_remove("LESSON_DIR")
+            .stdin(std::process::Stdio::null())
+            .stdout(create(&output.stdout)?)
+            .stderr(create(&output.stderr)?)
+            .spawn()
+            .context("cannot start lesson watch")?;
+        let mut w = WatchChild {
+            child,
+            bank: at.bank.to_path_buf(),
+        };
+        let pid = w.child.id();
+        let started = std::time::Instant::now();
+        while marker(&w.bank).is_none_or(|(owner, _)| owner != pid) {
+            if let Some(status) = w.child.try_wait()? {
+                let stderr = std::fs::read_to_string(&output.stderr).unwrap_or_default();
+                anyhow::bail!("lesson watch exited ({status}) before publishing: {stderr}");
+            }
+            if started.elapsed() > WATCH_PATIENCE {
+                anyhow::bail!("lesson watch published no marker in {WATCH_PATIENCE:?}");
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        Ok(w)
+    }
+
+    fn generation(&self) -> Option<u64> {
+        marker(&self.bank).map(|(_, generation)| generation)
+    }
+
+    /// Peak resident memory so far, in KiB (`VmHWM`; 0 where `/proc` does not say).
+    fn peak_rss_kib(&self) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
+            .unwrap_or_default();
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmHWM:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .unwrap_or(0)
+    }
+
+    /// SIGINT, then wait: whether it exited with status 0.
+    fn stop(mut self) -> anyhow::Result<bool> {
+        let pid = libc::pid_t::try_from(self.child.id()).context("pid out of range")?;
+        // SAFETY: kill has no memory preconditions; `pid` is our own unreaped child.
+        unsafe { libc::kill(pid, libc::SIGINT) };
+        let status = self.child.wait()?;
+        Ok(status.success())
+    }
+}
+
+impl Drop for WatchChild {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// The pid and generation in a bank's `.lesson/watch.json`, if it holds one.
+fn marker(bank: &Path) -> Option<(u32, u64)> {
+    let text = std::fs::read_to_string(bank.join(".lesson").join("watch.json")).ok()?;
+    let json: serde_json::Value = serde_json::from_str(&text).ok()?;
+    let pid = u32::try_from(json.get("pid")?.as_u64()?).ok()?;
+    Some((pid, json.get("generation")?.as_u64()?))
+}
+
+/// With `lesson watch` running: every query as a new process (the watcher vouches for the
+/// index, so the search skips its stat walk), then the time from a file change to the watcher
+/// publishing the generation that reflects it, minus the debounce.
+fn measure_watcher(
+    at: &Places,
+    p: &Programs,
+    queries: &[String],
+    runs: usize,
+    notes: &mut Vec<String>,
+) -> anyhow::Result<Vec<Row>> {
+    let n = at.lessons;
+    eprintln!("  {n} lessons: starting lesson watch");
+    let watcher = WatchChild::start(p, at)?;
+    let vouched = watcher.generation();
+
+    let mut search = Row::new(
+        "lesson with watcher",
+        format!(
+            "lesson watch --dir {} --debounce {}; {}",
+            at.bank.display(),
+            WATCH_DEBOUNCE.as_millis(),
+            query_cmd(p, at, Tool::Lesson, "<query>").shown
+        ),
+    );
+    let output = at.output("lesson-watched-query");
+    let mut retrievable: Vec<PathBuf> = Vec::new();
+    for round in 1..=runs {
+        for q in queries {
+            let sample = timed(&mut query_cmd(p, at, Tool::Lesson, q), &output, &[0])?;
+            let stdout = std::fs::read_to_string(&output.stdout).unwrap_or_default();
+            let found = tools::parse_search_hits(&stdout)?;
+            let hits = found.len();
+            // lessons a search returns (active, for anyone): the ones the change row edits
+            for hit in found {
+                let file = hit
+                    .path
+                    .iter()
+                    .flat_map(|p| [at.bank.join(p), PathBuf::from(p)])
+                    .find(|p| p.is_file())
+                    .unwrap_or_else(|| at.bank.join(format!("{}.md", hit.slug)));
+                if retrievable.len() < WATCH_CHANGES && !retrievable.contains(&file) {
+                    retrievable.push(file);
+                }
+            }
+            search.query.samples.push(sample);
+            match search.per_query.iter_mut().find(|(pq, _)| pq == q) {
+                Some((_, pq)) => {
+                    pq.measured.samples.push(sample);
+                    pq.hits = hits;
+                }
+                None => search.per_query.push((
+                    q.clone(),
+                    PerQuery {
+                        measured: Measured {
+                            samples: vec![sample],
+                        },
+                        hits,
+                    },
+                )),
+            }
+        }
+        eprintln!("  {n} lessons: queries with a watcher, run {round}/{runs} done");
+    }
+    if watcher.generation() != vouched {
+        notes.push("the watcher published another generation during the queries".into());
+    }
+
+    // a change: a word no lesson has, appended to one lesson, then the file restored
+    let mut change = Row::new(
+        "lesson watch: change to index",
+        format!(
+            "append a unique word to a lesson (a temp file renamed over it); poll \
+             .lesson/watch.json until the generation moves; minus the {} ms debounce",
+            WATCH_DEBOUNCE.as_millis()
+        ),
+    );
+    change.not_a_query = true;
+    let mut files = retrievable;
+    if files.len() < WATCH_CHANGES {
+        for file in lesson_files(at.bank, WATCH_CHANGES)? {
+            if files.len() < WATCH_CHANGES && !files.contains(&file) {
+                files.push(file);
+            }
+        }
+    }
+    let mut reflected = 0;
+    let check = at.output("lesson-watched-change");
+    for (i, file) in files.iter().enumerate() {
+        let original =
+            std::fs::read(file).with_context(|| format!("cannot read {}", file.display()))?;
+        let guard = Restore {
+            path: file.clone(),
+            original: original.clone(),
+        };
+        let word = format!("wombatmarker{i}zq");
+        let mut edited = original.clone();
+        edited.extend_from_slice(format!("\nThe {word} step was added by the bench.\n").as_bytes());
+        // saved as editors save, a temp file renamed over the lesson: the change lands at once
+        // (a batch can see a plain write half done when the machine is loaded)
+        let temp = file.with_file_name(format!(".bench-{i}.tmp"));
+        std::fs::write(&temp, &edited)
+            .with_context(|| format!("cannot write {}", temp.display()))?;
+        let before = watcher.generation();
+        let start = std::time::Instant::now();
+        std::fs::rename(&temp, file).with_context(|| format!("cannot write {}", file.display()))?;
+        let took = wait_for_generation(&watcher, before, start)?;
+        change.query.samples.push(Sample {
+            wall: took.saturating_sub(WATCH_DEBOUNCE),
+            user: Duration::ZERO,
+            sys: Duration::ZERO,
+            max_rss_kib: 0,
+        });
+        timed(&mut query_cmd(p, at, Tool::Lesson, &word), &check, &[0])?;
+        let stdout = std::fs::read_to_string(&check.stdout).unwrap_or_default();
+        let hits = tools::parse_search_hits(&stdout)?;
+        let stem = file.file_stem().map(|s| s.to_string_lossy().into_owned());
+        if hits.first().map(|h| Some(&h.slug)) == Some(stem.as_ref()) {
+            reflected += 1;
+        }
+        // restored the same way, then let the watcher settle before the next change
+        std::fs::write(&temp, &original)
+            .with_context(|| format!("cannot write {}", temp.display()))?;
+        let before = watcher.generation();
+        std::fs::rename(&temp, file).with_context(|| format!("cannot write {}", file.display()))?;
+        std::mem::forget(guard);
+        wait_for_generation(&watcher, before, std::time::Instant::now())?;
+        settle(&watcher);
+        log(
+            n,
+            &format!("change reflected, {}/{}", i + 1, files.len()),
+            &change.query.samples[i],
+        );
+    }
+    // the watcher's own peak memory stands in the change row's memory column
+    let peak = watcher.peak_rss_kib();
+    if let Some(s) = change.query.samples.first_mut() {
+        s.max_rss_kib = peak;
+    }
+    notes.push(format!(
+        "lesson watch: {reflected} of {} changed lessons came first for their new word in a \
+         search right after the watcher published; its peak RSS {} (in the change row)",
+        files.len(),
+        super::table::mib(peak)
+    ));
+    if !watcher.stop()? {
+        notes.push("lesson watch did not exit with 0 on SIGINT".into());
+    }
+    Ok(vec![search, change])
+}
+
+/// Poll the marker in a tight loop until its generation moves past `before`; the time since
+/// `start`.
+fn wait_for_generation(
+    watcher: &WatchChild,
+    before: Option<u64>,
+    start: std::time::Instant,
+) -> anyhow::Result<Duration> {
+    loop {
+        let now = watcher.generation();
+        if now.is_some() && now > before {
+            return Ok(start.elapsed());
+        }
+        if start.elapsed() > WATCH_PATIENCE {
+            anyhow::bail!("lesson watch published no new generation in {WATCH_PATIENCE:?}");
+        }
+        // a tight loop, but one that lets the watcher run on a two-core machine
+        std::thread::yield_now();
+    }
+}
+
+/// Wait until the watcher's generation has not moved for a few debounce windows.
+fn settle(watcher: &WatchChild) {
+    let mut last = watcher.generation();
+    let mut quiet = std::time::Instant::now();
+    while quiet.elapsed() < WATCH_DEBOUNCE * 4 {
+        std::thread::sleep(WATCH_DEBOUNCE / 5);
+        let now = watcher.generation();
+        if now != last {
+            last = now;
+            quiet = std::time::Instant::now();
+        }
+    }
+}
+
+/// The first `count` lesson files of a bank, by name (deterministic; a fallback when the
+/// queries returned too few lessons).
+fn lesson_files(bank: &Path, count: usize) -> anyhow::Result<Vec<PathBuf>> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(bank)
+        .with_context(|| format!("cannot read {}", bank.display()))?
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| {
+            let name = p
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            name.ends_with(".md") && !name.starts_with('_') && !name.starts_with('.')
+        })
+        .collect();
+    files.sort();
+    files.truncate(count);
+    Ok(files)
+}
+
+/// Copy a bank (without its `.lesson/` cache) to `to`, replacing what was there.
+fn copy_bank(from: &Path, to: &Path) -> anyhow::Result<()> {
+    remove_dir(to)?;
+    copy_tree(from, to)
+}
+
+fn copy_tree(from: &Path, to: &Path) -> anyhow::Result<()> {
+    std::fs::create_dir_all(to).with_context(|| format!("cannot create {}", to.display()))?;
+    for entry in
+        std::fs::read_dir(from).with_context(|| format!("cannot read {}", from.display()))?
+    {
+        let entry = entry?;
+        if entry.file_name() == ".lesson" {
+            continue;
+        }
+        let target = to.join(entry.file_name());
+        if entry.file_type()?.is_dir() {
+            copy_tree(&entry.path(), &target)?;
+        } else {
+            std::fs::copy(entry.path(), &target)
+                .with_context(|| format!("cannot copy {}", entry.path().display()))?;
+        }
+    }
+    Ok(())
+}
+
 /// `/proc/loadavg`'s first three fields: other work on the machine skews the figures.
 fn load_average() -> String {
     std::fs::read_to_string("/proc/loadavg").map_or_else(
@@ -691,8 +1039,12 @@ fn render(
                 opt(query.map(|q| ms(q.median))),
                 opt(build.map(|b| mib(b.peak_rss_kib))),
                 opt(query.map(|q| mib(q.peak_rss_kib))),
-                opt(over(query.map(|q| q.median), rg).map(ratio)),
-                opt(over(query.map(|q| q.median), tantivy).map(ratio)),
+                opt(over(query.map(|q| q.median), rg)
+                    .filter(|_| !row.not_a_query)
+                    .map(ratio)),
+                opt(over(query.map(|q| q.median), tantivy)
+                    .filter(|_| !row.not_a_query)
+                    .map(ratio)),
             ]);
             table.row(cells);
         }
@@ -700,7 +1052,11 @@ fn render(
     s += &table.render();
     s += "\nbuild: median wall time of a fresh index (lesson: the first `lesson search` with no .lesson/);\n\
           index: size on disk, and its ratio to the bank's lesson files; query: median wall time of a\n\
-          new process over every query and run; / rg and / tantivy: query median over theirs.\n";
+          new process over every query and run; / rg and / tantivy: query median over theirs.\n\
+          lesson with watcher: the same queries while `lesson watch` vouches for the index;\n\
+          lesson watch: change to index: in the query column, the median time from writing a lesson\n\
+          to the watcher publishing the index that reflects it, minus the debounce; in the query RSS\n\
+          column, the watcher's peak RSS.\n";
     for r in results {
         let lesson = r.query_median(Tool::Lesson.name());
         let line = match lesson {
@@ -720,6 +1076,17 @@ fn render(
             None => "lesson search not measured".into(),
         };
         s += &format!("{:>7} lessons: {line}\n", r.bank.lessons);
+        if let Some(w) = r.query_median("lesson with watcher") {
+            let x = |v: Option<f64>| v.map_or_else(|| "-".into(), ratio);
+            s += &format!(
+                "         with a watcher: lesson search {} = {} rg, {} tantivy; a change reaches the index {} after the debounce\n",
+                ms(w),
+                x(over(Some(w), r.query_median(Tool::Rg.name()))),
+                x(over(Some(w), r.query_median(Tool::Tantivy.name()))),
+                r.query_median("lesson watch: change to index")
+                    .map_or_else(|| "-".into(), ms),
+            );
+        }
         for row in &r.rows {
             if let Some(why) = &row.skipped {
                 s += &format!("         note: {} skipped: {why}\n", row.name);
@@ -763,7 +1130,11 @@ fn to_json(
                 .rows
                 .iter()
                 .map(|row| {
-                    let median = row.query.stats().map(|q| q.median);
+                    let median = row
+                        .query
+                        .stats()
+                        .map(|q| q.median)
+                        .filter(|_| !row.not_a_query);
                     let per_query = row
                         .per_query
                         .iter()
@@ -831,6 +1202,39 @@ fn to_json(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_bank_copy_leaves_the_cache_behind_and_replaces_the_last_copy() {
+        let tmp = std::env::temp_dir().join(format!("xtask-copy-{}", std::process::id()));
+        let (from, to) = (tmp.join("from"), tmp.join("to"));
+        std::fs::create_dir_all(from.join(".lesson")).unwrap();
+        std::fs::create_dir_all(from.join("sub")).unwrap();
+        std::fs::write(from.join("a.md"), "a").unwrap();
+        std::fs::write(from.join("sub/b.md"), "b").unwrap();
+        std::fs::write(from.join(".lesson/retrieve.idx"), "x").unwrap();
+        std::fs::create_dir_all(&to).unwrap();
+        std::fs::write(to.join("stale.md"), "old").unwrap();
+        copy_bank(&from, &to).unwrap();
+        assert_eq!(std::fs::read_to_string(to.join("sub/b.md")).unwrap(), "b");
+        assert!(to.join("a.md").is_file());
+        assert!(!to.join(".lesson").exists());
+        assert!(!to.join("stale.md").exists());
+        std::fs::remove_dir_all(&tmp).unwrap();
+    }
+
+    #[test]
+    fn the_marker_gives_pid_and_generation() {
+        let tmp = std::env::temp_dir().join(format!("xtask-marker-{}", std::process::id()));
+        std::fs::create_dir_all(tmp.join(".lesson")).unwrap();
+        assert_eq!(marker(&tmp), None);
+        std::fs::write(
+            tmp.join(".lesson/watch.json"),
+            r#"{"pid":42,"index_id":1,"generation":7,"base":2,"delta":null}"#,
+        )
+        .unwrap();
+        assert_eq!(marker(&tmp), Some((42, 7)));
+        std::fs::remove_dir_all(&tmp).unwrap();
+    }
 
     #[test]
     fn ratios_and_formats() {

@@ -1,0 +1,468 @@
+//! `lesson distill`: AIP-11's distill contract, with the judge (an LLM, the runtime's concern)
+//! behind a command that speaks JSON ([`protocol`], [`judge`]).
+//!
+//! 1. **Replay-match**: the lessons whose triggers match the run (retrieval on the run's
+//!    request and caller, [`Bank::retrieve`]) are sent to the judge, which says for each
+//!    whether the run followed or contradicted it; each verdict is recorded as `lesson record`
+//!    records an outcome ([`crate::curate::record::plan`], ADAPTER.md's replay-match rules).
+//! 2. **Propose**: the judge returns 0..N candidate lessons.
+//! 3. **Write gate**, fail closed: every candidate valid (schema, lint, no secrets, no
+//!    suppressions, no `supersedes`), each citing the run, at most `[distill] max-candidates`;
+//!    verdicts only on lessons the judge was shown, notes one line and free of secrets. One
+//!    failure and nothing at all is written.
+//! 4. **Dedup and admit** as `lesson add` does ([`crate::curate::add`]). A candidate the judge
+//!    flags as conflicting with existing lessons is kept beside them, never merged: the new
+//!    lesson lists them under `metadata.lesson.conflicts_with` and both ledgers get a
+//!    `conflict` event. Nothing is deleted.
+//! 5. `_index.md` is regenerated.
+//!
+//! The judge runs without the bank's lock; the lock is taken after it answers, the bank read
+//! again and the answer applied to what is there then. Every event carries the run's id, and a
+//! run any ledger already names is not distilled again (the judge is not even called): one run
+//! distilled twice changes nothing the second time.
+
+pub mod judge;
+pub mod protocol;
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+
+use crate::bank::{Bank, Overlay};
+use crate::curate::add::{self, AddError, Admitted, Batch, Candidate, Intake, Prepared, Rejection};
+use crate::curate::record::{Recorded, Request};
+use crate::curate::{CurateError, Stamp};
+use crate::diagnostic::Diagnostic;
+use crate::document::Document;
+use crate::ledger::{ledger_files, Ledger, LedgerError};
+use crate::scaffold::NewEvidence;
+use crate::source::Source;
+
+pub use judge::JudgeError;
+pub use protocol::{Answer, Run, Verdict, PROTOCOL};
+
+/// A verdict or conflict note is at most this many characters (an evidence note's limit).
+const MAX_NOTE: usize = 500;
+
+/// How to judge.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// The judge command (run by the shell).
+    pub judge: String,
+    /// How long the judge may take.
+    pub timeout: Duration,
+}
+
+/// Distilling failed; the bank is as it was.
+#[derive(Debug, thiserror::Error)]
+pub enum DistillError {
+    /// The judge crashed, hung or could not start.
+    #[error("nothing was written: {0}")]
+    Judge(JudgeError),
+    /// The judge's stdout is not an answer.
+    #[error("nothing was written: the judge `{command}` did not answer: {message}")]
+    Garbage {
+        /// The command.
+        command: String,
+        /// What is wrong with its output.
+        message: String,
+    },
+    /// The write gate refused the answer.
+    #[error("{0}")]
+    Gate(Rejection),
+    /// Admitting failed.
+    #[error(transparent)]
+    Add(#[from] AddError),
+    /// The bank could not be read or written.
+    #[error(transparent)]
+    Curate(#[from] CurateError),
+    /// A ledger could not be read.
+    #[error(transparent)]
+    Ledger(#[from] LedgerError),
+}
+
+impl From<JudgeError> for DistillError {
+    fn from(e: JudgeError) -> Self {
+        // not `#[from]`: the judge's error is the message, not a cause to print again
+        DistillError::Judge(e)
+    }
+}
+
+/// What distilling a run did.
+#[derive(Debug)]
+pub enum Distilled {
+    /// The run was distilled before: a ledger names it. Nothing was done.
+    Already {
+        /// The run id.
+        run_id: String,
+        /// The ledger that names it.
+        ledger: PathBuf,
+        /// The line.
+        line: usize,
+    },
+    /// The run was distilled now.
+    Done(Report),
+}
+
+/// What distilling did.
+#[derive(Debug)]
+pub struct Report {
+    /// The slugs of the lessons sent to the judge, best match first.
+    pub matched: Vec<String>,
+    /// The verdicts recorded, in the judge's order.
+    pub recorded: Vec<(Verdict, Recorded)>,
+    /// Verdicts not recorded, and why (the lesson left the bank, or this run is recorded for
+    /// it with another outcome already).
+    pub skipped: Vec<(String, String)>,
+    /// What became of each candidate.
+    pub admitted: Vec<Admitted>,
+    /// Warnings on the candidates.
+    pub warnings: Rejection,
+    /// Whether anything was written.
+    pub changed: bool,
+}
+
+/// Distill `run` into the bank at `root`.
+pub fn distill(
+    root: &Path,
+    run: &Run,
+    options: &Options,
+    stamp: &Stamp,
+) -> Result<Distilled, DistillError> {
+    let bank = Bank::load_with(root, &Overlay::new(), stamp.at).map_err(CurateError::from)?;
+    if let Some((ledger, line)) = distilled_in(root, &run.id)? {
+        return Ok(Distilled::Already {
+            run_id: run.id.clone(),
+            ledger,
+            line,
+        });
+    }
+    let lessons = matched(&bank, run);
+    let max = bank.config.distill.max_candidates;
+    let request = protocol::JudgeRequest {
+        protocol: PROTOCOL,
+        run: &run.raw,
+        lessons,
+        max_candidates: max,
+        cite: protocol::Cite {
+            kind: run.kind.as_str(),
+            reference: run.id.clone(),
+        },
+    };
+    let input = serde_json::to_vec(&request).expect("the request serializes");
+    let matched: Vec<String> = request.lessons.iter().map(|l| l.slug.clone()).collect();
+    let stdout = judge::run(&options.judge, &input, options.timeout)?;
+    let answer = protocol::parse_answer(&stdout).map_err(|message| DistillError::Garbage {
+        command: options.judge.clone(),
+        message,
+    })?;
+    let intake = Intake {
+        origin: Map::from_iter([("run".to_string(), Value::from(run.id.as_str()))]),
+        run: Some(run.outcome),
+        run_id: Some(run.id.clone()),
+    };
+    let (verdicts, prepared, rejection) = gate(&bank, run, &matched, answer, &intake);
+    if rejection.refused() {
+        return Err(DistillError::Gate(rejection));
+    }
+    drop(bank);
+    crate::curate::locked(root, || {
+        Ok(apply(
+            root, run, stamp, matched, &verdicts, &prepared, rejection,
+        ))
+    })?
+}
+
+/// Under the lock: read the bank again, record the verdicts, admit the candidates, write.
+fn apply(
+    root: &Path,
+    run: &Run,
+    stamp: &Stamp,
+    matched: Vec<String>,
+    verdicts: &[Verdict],
+    prepared: &[Prepared],
+    warnings: Rejection,
+) -> Result<Distilled, DistillError> {
+    // another distill of the same run may have won the race for the lock
+    if let Some((ledger, line)) = distilled_in(root, &run.id)? {
+        return Ok(Distilled::Already {
+            run_id: run.id.clone(),
+            ledger,
+            line,
+        });
+    }
+    let bank = Bank::load_with(root, &Overlay::new(), stamp.at).map_err(CurateError::from)?;
+    let mut batch = Batch::new(bank, stamp.clone(), Some(run.id.clone()));
+    let mut recorded = Vec::new();
+    let mut skipped = Vec::new();
+    for v in verdicts {
+        let req = Request {
+            slug: v.slug.clone(),
+            applied: v.applied,
+            run: run.outcome,
+            evidence: NewEvidence {
+                kind: run.kind,
+                reference: run.id.clone(),
+                note: v.note.clone(),
+            },
+        };
+        match batch.record(&req) {
+            Ok(r) => recorded.push((v.clone(), r)),
+            Err(CurateError::Refused(why)) => skipped.push((v.slug.clone(), why)),
+            Err(e @ (CurateError::NotFound { .. } | CurateError::Archived { .. })) => {
+                skipped.push((
+                    v.slug.clone(),
+                    format!("{e} (it left the bank while the judge ran)"),
+                ));
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+    let mut admitted = Vec::new();
+    for p in prepared {
+        admitted.push(batch.admit(p)?);
+    }
+    let changed = !batch.is_empty();
+    if changed {
+        batch.commit()?;
+    }
+    let mut warnings = warnings;
+    warnings.keep_only(&add::created_labels(&admitted));
+    Ok(Distilled::Done(Report {
+        matched,
+        recorded,
+        skipped,
+        admitted,
+        warnings,
+        changed,
+    }))
+}
+
+/// The ledger (and line) whose events name `run_id` as the run they were recorded for.
+pub fn distilled_in(root: &Path, run_id: &str) -> Result<Option<(PathBuf, usize)>, LedgerError> {
+    let needle = format!(
+        "\"run_id\":{}",
+        serde_json::to_string(run_id).expect("strings serialize")
+    );
+    let finder = memchr::memmem::Finder::new(needle.as_bytes());
+    for path in ledger_files(root) {
+        let bytes = std::fs::read(&path).map_err(|source| LedgerError {
+            path: path.display().to_string(),
+            source,
+        })?;
+        if finder.find(&bytes).is_none() {
+            continue;
+        }
+        let ledger = Ledger::parse(&path, &bytes);
+        let named = ledger
+            .entries
+            .iter()
+            .find(|e| e.event.run_id.as_deref() == Some(run_id));
+        if let Some(entry) = named {
+            return Ok(Some((path, entry.line)));
+        }
+    }
+    Ok(None)
+}
+
+/// The lessons whose triggers match the run: retrieval on its request, tags and caller.
+fn matched(bank: &Bank, run: &Run) -> Vec<protocol::ShownLesson> {
+    let text = run.request.clone().unwrap_or_default();
+    if text.trim().is_empty() && run.tags.is_empty() {
+        return Vec::new();
+    }
+    let request = crate::retrieve::Request {
+        text,
+        tags: run.tags.clone(),
+        operator: run.operator.clone(),
+        role: run.role.clone(),
+        skill: run.skill.clone(),
+        k: None,
+        include_expired: false,
+        now: bank.now,
+    };
+    let by_slug = bank.by_slug();
+    bank.retrieve(&request)
+        .into_iter()
+        .map(|hit| {
+            let body = by_slug
+                .get(hit.slug.as_str())
+                .and_then(|(doc, _)| {
+                    let start = doc.fences()?.body_start;
+                    Some(doc.source.text[start..].trim().to_string())
+                })
+                .unwrap_or_default();
+            protocol::ShownLesson {
+                slug: hit.slug,
+                title: hit.title,
+                description: hit.description,
+                tags: hit.tags,
+                outcome: hit.outcome.as_str(),
+                confidence: hit.confidence,
+                success_count: hit.success_count,
+                failure_count: hit.failure_count,
+                body,
+            }
+        })
+        .collect()
+}
+
+/// The write gate: the verdicts and candidates that pass, and every reason to refuse.
+fn gate(
+    bank: &Bank,
+    run: &Run,
+    matched: &[String],
+    answer: Answer,
+    intake: &Intake,
+) -> (Vec<Verdict>, Vec<Prepared>, Rejection) {
+    let mut out = Rejection::default();
+    let mut judged = HashSet::new();
+    for (i, v) in answer.verdicts.iter().enumerate() {
+        let label = format!("judge:verdicts[{i}]");
+        if !matched.contains(&v.slug) {
+            out.problem(
+                &label,
+                format!(
+                    "`{}` is not one of the lessons the judge was shown ({}); a verdict is about a lesson that matched the run",
+                    v.slug.escape_debug(),
+                    if matched.is_empty() { "none".to_string() } else { matched.join(", ") }
+                ),
+            );
+        } else if !judged.insert(v.slug.as_str()) {
+            out.problem(&label, format!("a second verdict on `{}`", v.slug));
+        }
+        if let Some(note) = &v.note {
+            check_note(bank, &format!("{label}.note"), note, &mut out);
+        }
+    }
+    let max = bank.config.distill.max_candidates;
+    if answer.candidates.len() > max {
+        out.problem(
+            "judge",
+            format!(
+                "{} candidates for one run; at most {max} are admitted per run (`[distill] max-candidates` in lesson.toml)",
+                answer.candidates.len()
+            ),
+        );
+    }
+    let mut prepared = Vec::new();
+    for (i, value) in answer.candidates.into_iter().enumerate() {
+        let label = format!("judge:candidates[{i}]");
+        let Value::Object(mut object) = value else {
+            out.problem(
+                &label,
+                format!(
+                    "{}, not an object with a lesson's fields",
+                    add::json_type(&value)
+                ),
+            );
+            continue;
+        };
+        let conflicts = match conflicts(object.remove("conflicts_with")) {
+            Ok(c) => c,
+            Err(message) => {
+                out.problem(&label, message);
+                continue;
+            }
+        };
+        for (slug, note) in &conflicts {
+            if crate::curate::find(bank, slug).is_err() {
+                out.problem(
+                    &label,
+                    format!(
+                        "it conflicts with `{}`, which is not a lesson of the bank",
+                        slug.escape_debug()
+                    ),
+                );
+            }
+            if let Some(note) = note {
+                check_note(bank, &format!("{label}.conflicts_with"), note, &mut out);
+            }
+        }
+        let mut candidate = Candidate::from_json(label.clone(), object);
+        candidate.conflicts_with = conflicts;
+        let Some(p) = add::prepare(bank, &candidate, intake, &mut out) else {
+            continue;
+        };
+        let cites_run = p
+            .lesson
+            .evidence
+            .iter()
+            .any(|e| e.kind.value == run.kind && e.reference.value == run.id);
+        if !cites_run {
+            out.problem(
+                &label,
+                format!(
+                    "no evidence item cites the run (kind: {}, ref: {}); a distilled lesson points back to the run it came from",
+                    run.kind.as_str(),
+                    run.id
+                ),
+            );
+            continue;
+        }
+        if let Some(how) = suppression(&p.doc) {
+            out.problem(
+                &label,
+                format!("it suppresses lint rules ({how}); a distilled lesson passes every rule"),
+            );
+            continue;
+        }
+        prepared.push(p);
+    }
+    (answer.verdicts, prepared, out)
+}
+
+/// `conflicts_with`: absent, or a list of slugs / `{slug, note}`.
+fn conflicts(value: Option<Value>) -> Result<Vec<(String, Option<String>)>, String> {
+    let Some(value) = value else {
+        return Ok(Vec::new());
+    };
+    let refs: Vec<protocol::ConflictRef> = serde_json::from_value(value).map_err(|_| {
+        "`conflicts_with` is not a list of slugs (or of {slug, note} objects)".to_string()
+    })?;
+    Ok(refs.into_iter().map(protocol::ConflictRef::parts).collect())
+}
+
+/// A judge's note goes into a lesson or a ledger: one line, at most [`MAX_NOTE`] characters,
+/// no secrets.
+fn check_note(bank: &Bank, label: &str, note: &str, out: &mut Rejection) {
+    if note.chars().any(char::is_control) {
+        out.problem(
+            label,
+            "the note holds a line break or control character; a note is one line",
+        );
+    }
+    let n = note.chars().count();
+    if n > MAX_NOTE {
+        out.problem(
+            label,
+            format!("the note has {n} characters; at most {MAX_NOTE}"),
+        );
+    }
+    let doc = Document::parse(Source::new(PathBuf::from(label), note.to_string()), None);
+    let secrets: Vec<Diagnostic> = add::secret_scan(&doc, bank);
+    if !secrets.is_empty() {
+        out.diagnostics.extend(secrets);
+        out.sources.push(doc.source);
+    }
+}
+
+/// How a rendered candidate suppresses lint rules, if it does.
+fn suppression(doc: &Document) -> Option<&'static str> {
+    if let (Some(yaml), Some(root)) = (&doc.yaml, doc.root_map()) {
+        let allow = yaml
+            .get(root, "metadata")
+            .and_then(|(_, m)| yaml.get(m, "lesson"))
+            .and_then(|(_, l)| yaml.get(l, "allow"));
+        if allow.is_some() {
+            return Some("`metadata.lesson.allow`");
+        }
+    }
+    let body = doc.body.as_ref()?;
+    body.comments
+        .iter()
+        .any(|c| doc.source.text[c.clone()].contains("lesson-allow"))
+        .then_some("a `lesson-allow` comment")
+}

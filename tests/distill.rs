@@ -1,0 +1,208 @@
+//! `lesson distill` driven by a fake judge (`tests/judge/fake_judge.py`, its behaviour chosen by
+//! its arguments) through every branch of the contract: verdicts, new lessons, duplicates,
+//! conflicts, each gate failure, a judge that crashes, hangs or prints garbage, and a run
+//! distilled twice. Each test snapshots the transcript and the byte diff of the bank, and
+//! checks the bank's bytes where nothing may change.
+
+mod sandbox;
+
+use sandbox::{diff, Sandbox};
+
+const FIXTURE: &str = "tests/fixtures/edits";
+const RUN_ID: &str = "r_2026-11-22_d1";
+
+/// A run that retried a rate-limited service: its request matches `retry-with-jitter`.
+fn run_json(outcome: &str) -> String {
+    format!(
+        r#"{{"id": "{RUN_ID}", "outcome": "{outcome}",
+  "request": "Retry calls to the shared service after it rate-limits us",
+  "tags": ["retries"],
+  "trajectory": ["GET /items", "429 Too Many Requests", "retried after 1.3 s", "200 OK"]}}
+"#
+    )
+}
+
+fn sandbox(outcome: &str) -> Sandbox {
+    let s = Sandbox::with_bank(FIXTURE);
+    s.write("run.json", &run_json(outcome));
+    s
+}
+
+/// `lesson distill --run run.json --judge 'python3 "$JUDGE" MODES'`.
+fn distill(s: &Sandbox, modes: &str, extra: &[&str]) -> sandbox::Run {
+    let judge = format!("python3 \"$JUDGE\" {modes}");
+    let mut args = vec!["distill", "--run", "run.json", "--judge", &judge];
+    args.extend(extra);
+    s.run(&args, None)
+}
+
+/// Distill with the run's `outcome` and `modes`; the transcript and the bank's diff.
+fn case(outcome: &str, modes: &str) -> String {
+    let s = sandbox(outcome);
+    let before = s.tree();
+    let run = distill(&s, modes, &[]);
+    assert_eq!(run.code, 0, "{run}");
+    let after = s.tree();
+    let lint = s.run(&["lint"], None);
+    assert_eq!(lint.code, 0, "the bank lints clean afterwards: {lint}");
+    format!("{run}--- diff\n{}", diff(&before, &after))
+}
+
+#[test]
+fn followed_and_succeeded_counts_a_success() {
+    insta::assert_snapshot!(case("success", "followed"));
+}
+
+#[test]
+fn contradicted_and_succeeded_counts_a_failure() {
+    insta::assert_snapshot!(case("success", "contradicted"));
+}
+
+#[test]
+fn followed_and_failed_adds_evidence_only() {
+    insta::assert_snapshot!(case("failure", "followed"));
+}
+
+#[test]
+fn a_new_lesson_starts_at_half_confidence_with_the_runs_counts() {
+    // the judge claims confidence 0.97 and 12 successes: kept as claims, not as counts
+    insta::assert_snapshot!(case("success", "new"));
+}
+
+#[test]
+fn a_duplicate_is_merged_into_the_existing_lesson() {
+    insta::assert_snapshot!(case("success", "duplicate"));
+}
+
+#[test]
+fn a_conflict_keeps_both_lessons_and_marks_them() {
+    insta::assert_snapshot!(case("success", "conflict"));
+}
+
+#[test]
+fn the_judge_sees_the_run_and_the_matched_lessons() {
+    let s = sandbox("success");
+    let run = distill(&s, "", &[]);
+    assert_eq!(run.code, 0, "{run}");
+    let calls = s.judge_calls();
+    assert_eq!(calls.len(), 1);
+    insta::assert_snapshot!(format!(
+        "{run}--- request\n{}",
+        serde_json::to_string_pretty(&calls[0]).unwrap()
+    ));
+}
+
+/// Run `modes` and check that the bank is byte for byte as it was; the transcript.
+fn refused(modes: &str, extra: &[&str], code: i32) -> String {
+    let s = sandbox("success");
+    let before = s.tree();
+    let run = distill(&s, modes, extra);
+    assert_eq!(run.code, code, "{run}");
+    assert!(
+        s.tree() == before,
+        "the bank changed: {}",
+        diff(&before, &s.tree())
+    );
+    run.to_string()
+}
+
+#[test]
+fn every_gate_fails_closed() {
+    // each beside a valid verdict or candidate: one failure and nothing at all is written
+    for (mode, valid) in [
+        ("schema", "followed"),
+        ("uncited", "followed"),
+        ("too-many", "followed"),
+        ("secret", "followed"),
+        ("stranger", "followed"),
+        ("secret-note", "new"),
+    ] {
+        let out = refused(&format!("{valid} {mode}"), &[], 1);
+        insta::assert_snapshot!(format!("gate-{mode}"), out);
+    }
+}
+
+#[test]
+fn a_judge_that_crashes_hangs_or_prints_garbage_changes_nothing() {
+    insta::assert_snapshot!("judge-crash", refused("crash", &[], 2));
+    insta::assert_snapshot!("judge-garbage", refused("garbage", &[], 2));
+    insta::assert_snapshot!("judge-hang", refused("hang", &["--timeout", "1"], 2));
+}
+
+#[test]
+fn a_run_distilled_twice_changes_nothing_the_second_time() {
+    let s = sandbox("success");
+    let first = distill(&s, "followed new duplicate conflict", &[]);
+    assert_eq!(first.code, 0, "{first}");
+    let after_first = s.tree();
+    let second = distill(&s, "followed new duplicate conflict", &[]);
+    assert_eq!(second.code, 0, "{second}");
+    assert!(s.tree() == after_first, "{}", diff(&after_first, &s.tree()));
+    assert_eq!(s.judge_calls().len(), 1, "the judge is not asked again");
+    insta::assert_snapshot!(format!("{first}{second}"));
+}
+
+#[test]
+fn the_judge_runs_without_the_lock_and_its_answer_merges_with_what_happened_meanwhile() {
+    // the judge itself records an outcome on the lesson it judges: with the lock held during
+    // the judge's call, that record would wait for it and the judge would time out
+    let s = sandbox("success");
+    let before = s.tree();
+    let run = distill(&s, "record-meanwhile followed", &["--timeout", "60"]);
+    assert_eq!(run.code, 0, "{run}");
+    insta::assert_snapshot!(format!("{run}--- diff\n{}", diff(&before, &s.tree())));
+}
+
+#[test]
+fn a_bad_run_file_is_refused_before_the_judge_is_called() {
+    let s = sandbox("success");
+    let before = s.tree();
+    let mut out = String::new();
+    for (name, text) in [
+        ("no-id.json", r#"{"outcome": "success"}"#),
+        ("bad-outcome.json", r#"{"id": "r1", "outcome": "partial"}"#),
+        ("not-json.json", "id: r1\n"),
+    ] {
+        s.write(name, text);
+        let judge = "python3 \"$JUDGE\" new";
+        out.push_str(
+            &s.run(&["distill", "--run", name, "--judge", judge], None)
+                .to_string(),
+        );
+    }
+    assert!(s.tree() == before);
+    assert!(s.judge_calls().is_empty());
+    insta::assert_snapshot!(out);
+}
+
+#[test]
+fn a_run_recorded_by_hand_is_not_recorded_twice() {
+    // `lesson record` cited the run before: the same verdict is a retry, another one is refused
+    // (one run is one observation) and reported, and the rest of the answer still applies
+    let mut out = String::new();
+    for (by_hand, verdict) in [
+        ("--followed", "followed"),
+        ("--contradicted", "followed new"),
+    ] {
+        let s = sandbox("success");
+        let evidence = format!("run:{RUN_ID}");
+        let record = s.run(
+            &[
+                "record",
+                "retry-with-jitter",
+                by_hand,
+                "--run-outcome",
+                "success",
+                "--evidence",
+                &evidence,
+            ],
+            None,
+        );
+        assert_eq!(record.code, 0, "{record}");
+        let before = s.tree();
+        let run = distill(&s, verdict, &[]);
+        assert_eq!(run.code, 0, "{run}");
+        out.push_str(&format!("{run}--- diff\n{}", diff(&before, &s.tree())));
+    }
+    insta::assert_snapshot!(out);
+}

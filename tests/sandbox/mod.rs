@@ -1,0 +1,161 @@
+//! A temp directory holding a bank (`lessons/`), the `lesson` binary run in it, and the bank's
+//! bytes before and after, for the tests of commands that write (add, distill).
+
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+pub const NOW: &str = "2026-11-22T12:00:00Z";
+
+/// What one run of the binary did.
+pub struct Run {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl fmt::Display for Run {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "exit: {}\n--- stdout\n{}--- stderr\n{}",
+            self.code, self.stdout, self.stderr
+        )
+    }
+}
+
+/// Every file of a bank but its lock directory, with its bytes.
+pub type Tree = BTreeMap<PathBuf, Vec<u8>>;
+
+pub struct Sandbox {
+    pub tmp: tempfile::TempDir,
+}
+
+impl Sandbox {
+    /// A sandbox whose `lessons/` is a copy of `fixture`, with a current `_index.md`.
+    pub fn with_bank(fixture: &str) -> Sandbox {
+        let sandbox = Sandbox {
+            tmp: tempfile::tempdir().unwrap(),
+        };
+        copy_dir(Path::new(fixture), &sandbox.bank());
+        let index = sandbox.run(&["index"], None);
+        assert_eq!(index.code, 0, "{index}");
+        sandbox
+    }
+
+    pub fn bank(&self) -> PathBuf {
+        self.tmp.path().join("lessons")
+    }
+
+    /// Write a file beside the bank (a candidate, a run).
+    pub fn write(&self, name: &str, text: &str) {
+        std::fs::write(self.tmp.path().join(name), text).unwrap();
+    }
+
+    /// Run `lesson ARGS` in the sandbox, with `stdin` piped in when given.
+    pub fn run(&self, args: &[&str], stdin: Option<&[u8]>) -> Run {
+        let judge = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/judge/fake_judge.py");
+        let mut child = Command::new(env!("CARGO_BIN_EXE_lesson"))
+            .args(args)
+            .current_dir(self.tmp.path())
+            .env("LESSON_NOW", NOW)
+            .env("LESSON_BY", "tester")
+            .env("JUDGE", judge)
+            .env("LESSON_BIN", env!("CARGO_BIN_EXE_lesson"))
+            .env("FAKE_JUDGE_LOG", self.tmp.path().join("judge.log"))
+            .env_remove("LESSON_DIR")
+            .stdin(if stdin.is_some() {
+                Stdio::piped()
+            } else {
+                Stdio::null()
+            })
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        if let Some(input) = stdin {
+            child.stdin.take().unwrap().write_all(input).unwrap();
+        }
+        let out = child.wait_with_output().unwrap();
+        let redact = |b: &[u8]| {
+            String::from_utf8_lossy(b).replace(&self.tmp.path().display().to_string(), "[TMP]")
+        };
+        Run {
+            code: out.status.code().unwrap_or(-1),
+            stdout: redact(&out.stdout),
+            stderr: redact(&out.stderr),
+        }
+    }
+
+    /// The bank's files (without `.lesson/`), relative to the sandbox.
+    pub fn tree(&self) -> Tree {
+        let mut tree = Tree::new();
+        for entry in walkdir::WalkDir::new(self.bank())
+            .into_iter()
+            .filter_entry(|e| e.file_name() != ".lesson")
+            .filter_map(Result::ok)
+            .filter(|e| e.file_type().is_file())
+        {
+            let rel = entry.path().strip_prefix(self.tmp.path()).unwrap();
+            tree.insert(rel.to_path_buf(), std::fs::read(entry.path()).unwrap());
+        }
+        tree
+    }
+
+    /// The requests the fake judge was sent, one per call.
+    pub fn judge_calls(&self) -> Vec<serde_json::Value> {
+        std::fs::read_to_string(self.tmp.path().join("judge.log"))
+            .unwrap_or_default()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    }
+}
+
+/// Unified diffs (one line of context, CR shown as `␍`) of every file that changed between two
+/// trees; a new file is a diff from nothing.
+pub fn diff(before: &Tree, after: &Tree) -> String {
+    let mut paths: Vec<&PathBuf> = before.keys().chain(after.keys()).collect();
+    paths.sort();
+    paths.dedup();
+    let mut out = String::new();
+    for path in paths {
+        let text = |t: &Tree| {
+            t.get(path)
+                .map(|b| String::from_utf8_lossy(b).into_owned())
+                .unwrap_or_default()
+        };
+        let (old, new) = (text(before), text(after));
+        if old == new {
+            continue;
+        }
+        let name = path.display().to_string();
+        let diff = similar::TextDiff::from_lines(&old, &new)
+            .unified_diff()
+            .context_radius(1)
+            .header(&format!("a/{name}"), &format!("b/{name}"))
+            .to_string()
+            .replace('\r', "␍");
+        out.push_str(&diff);
+    }
+    if out.is_empty() {
+        out.push_str("(no file changed)\n");
+    }
+    out
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    for entry in walkdir::WalkDir::new(from) {
+        let entry = entry.unwrap();
+        let target = to.join(entry.path().strip_prefix(from).unwrap());
+        if entry.file_type().is_dir() {
+            std::fs::create_dir_all(&target).unwrap();
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}
