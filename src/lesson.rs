@@ -290,6 +290,11 @@ pub struct Lesson {
     /// Soft TTL.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub expires_at: Option<Spanned<Expiry>>,
+    /// Slugs of lessons whose advice this one contradicts, as `lesson distill` and `lesson add`
+    /// record them in `metadata.lesson.conflicts_with`: retrieval marks the pair when both are
+    /// returned.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub conflicts_with: Vec<Spanned<String>>,
 }
 
 impl Lesson {
@@ -332,6 +337,11 @@ impl Lesson {
                     span: s.span,
                 })
             }),
+            conflicts_with: yaml
+                .get(root, "metadata")
+                .and_then(|(_, metadata)| yaml.get(metadata, "lesson"))
+                .map(|(_, ours)| strings(yaml, ours, "conflicts_with"))
+                .unwrap_or_default(),
         })
     }
 

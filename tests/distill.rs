@@ -80,6 +80,24 @@ fn a_conflict_keeps_both_lessons_and_marks_them() {
 }
 
 #[test]
+fn search_marks_a_judged_conflict_between_two_successes() {
+    // both lessons are `success`: only the declared `conflicts_with` can pair them
+    let s = sandbox("success");
+    assert_eq!(distill(&s, "conflict", &[]).code, 0);
+    let search = s.run(
+        &[
+            "search",
+            "retry calls after a rate limit",
+            "--format",
+            "text",
+        ],
+        None,
+    );
+    assert_eq!(search.code, 0, "{search}");
+    insta::assert_snapshot!(search.to_string());
+}
+
+#[test]
 fn the_judge_sees_the_run_and_the_matched_lessons() {
     let s = sandbox("success");
     let run = distill(&s, "", &[]);

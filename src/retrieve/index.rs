@@ -1137,6 +1137,7 @@ impl Index {
             },
             caution: l.failures > l.successes,
             conflicts_with: Vec::new(),
+            declared_conflicts: l.conflicts_with.clone(),
         }))
     }
 

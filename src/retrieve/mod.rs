@@ -11,9 +11,10 @@
 //! 4. **Score**: `similarity × confidence × count factor × recency` ([`score`]).
 //! 5. Top K, ties by slug then path.
 //!
-//! Two hits **conflict** when they share a tag and one's outcome is `success` while the other's
-//! is `failure`. Their targets need no separate check: both passed the targets gate for this
-//! caller, so they apply to the same caller. A hit is a **caution** when its lesson failed more
+//! Two hits **conflict** when one declares the other in `metadata.lesson.conflicts_with` (as
+//! `lesson distill` and `lesson add` record a judged contradiction), or when they share a tag and
+//! one's outcome is `success` while the other's is `failure`. Their targets need no separate
+//! check: both passed the targets gate for this caller, so they apply to the same caller. A hit is a **caution** when its lesson failed more
 //! often than it worked (`failure_count > success_count`).
 //!
 //! [`Bank::retrieve`] builds an index in memory from a loaded bank; [`Retriever`] keeps the
@@ -210,10 +211,17 @@ pub struct Hit {
     pub caution: bool,
     /// Slugs of the other hits it conflicts with.
     pub conflicts_with: Vec<String>,
+    /// The lessons its `metadata.lesson.conflicts_with` names.
+    #[serde(skip)]
+    pub declared_conflicts: Vec<String>,
 }
 
-/// Whether two hits conflict: a shared tag and opposite outcomes (success vs failure).
+/// Whether two hits conflict: one names the other in `metadata.lesson.conflicts_with`, or a
+/// shared tag and opposite outcomes (success vs failure).
 pub fn conflict(a: &Hit, b: &Hit) -> bool {
+    if a.declared_conflicts.contains(&b.slug) || b.declared_conflicts.contains(&a.slug) {
+        return true;
+    }
     let opposite = matches!(
         (a.outcome, b.outcome),
         (Outcome::Success, Outcome::Failure) | (Outcome::Failure, Outcome::Success)

@@ -78,6 +78,8 @@ pub struct LessonFields {
     pub supersedes: Vec<String>,
     /// `expires_at`, nanoseconds since the epoch.
     pub expires_ns: Option<i64>,
+    /// `metadata.lesson.conflicts_with`: the lessons it declares it contradicts.
+    pub conflicts_with: Vec<String>,
     /// One line of advice for the prompt: the first item of "What to do (or avoid)", else the
     /// trigger description, shortened.
     pub gist: String,
@@ -149,6 +151,7 @@ impl LessonFields {
                 .expires_at
                 .as_ref()
                 .map(|e| clamp_ns(e.value.at.as_nanosecond())),
+            conflicts_with: l.conflicts_with.iter().map(|s| s.value.clone()).collect(),
             gist,
             body,
         }
