@@ -7,6 +7,10 @@
 //! xtask bench-helper fts5-query DB QUERY [K]     print the K (10) best hits as JSON
 //! xtask bench-helper tantivy-build BANK DIR      index BANK's lessons into a new tantivy DIR
 //! xtask bench-helper tantivy-query DIR QUERY [K] print the K (10) best hits as JSON
+//! xtask bench-helper lesson-warm BANK K RUNS QUERY...
+//!                                                open BANK with the lesson library once, run
+//!                                                every query once untimed, then RUNS timed
+//!                                                rounds; print the timings as JSON
 //! ```
 
 use std::io::Write;
@@ -18,7 +22,7 @@ use crate::baseline::{bm25, fts5, lesson_docs, Hit};
 use crate::bench::json::Json;
 
 /// The usage line of the helper.
-pub const USAGE: &str = "Usage: xtask bench-helper (fts5-build BANK DB | fts5-query DB QUERY [K] | tantivy-build BANK DIR | tantivy-query DIR QUERY [K])";
+pub const USAGE: &str = "Usage: xtask bench-helper (fts5-build BANK DB | fts5-query DB QUERY [K] | tantivy-build BANK DIR | tantivy-query DIR QUERY [K] | lesson-warm BANK K RUNS QUERY...)";
 
 /// Run one helper command.
 pub fn run(args: &[String]) -> anyhow::Result<()> {
@@ -46,6 +50,14 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
             let searcher = bm25::Searcher::open(Path::new(arg(1)?))?;
             print_hits(&searcher.search(arg(2)?, k()?)?)?;
         }
+        "lesson-warm" => {
+            let number = |i: usize| -> anyhow::Result<usize> {
+                arg(i)?
+                    .parse()
+                    .with_context(|| format!("argument {i} must be a number"))
+            };
+            lesson_warm(Path::new(arg(1)?), number(2)?, number(3)?, &args[4..])?;
+        }
         other => bail!("unknown helper `{other}`\n{USAGE}"),
     }
     Ok(())
@@ -63,6 +75,65 @@ fn print_hits(hits: &[Hit]) -> anyhow::Result<()> {
             })
             .collect(),
     );
+    std::io::stdout()
+        .lock()
+        .write_all(json.render().as_bytes())?;
+    Ok(())
+}
+
+/// The warm in-process query: what a runtime pays per turn when it keeps a
+/// [`lesson::retrieve::Retriever`] open. Opening it (load the index and check it against the
+/// files) is timed once; every query then runs once untimed and `runs` times timed, each a
+/// [`Retriever::search`](lesson::retrieve::Retriever::search) on the index as opened. Prints
+/// `{"open_s", "queries": [{"query", "hits", "top", "runs_s": [...]}]}`.
+fn lesson_warm(bank: &Path, k: usize, runs: usize, queries: &[String]) -> anyhow::Result<()> {
+    use lesson::retrieve::{Request, Retriever};
+    use std::time::Instant;
+
+    let now = lesson::bank::now_from_env()?;
+    let start = Instant::now();
+    let mut retriever =
+        Retriever::open(bank).with_context(|| format!("cannot open {}", bank.display()))?;
+    let open = start.elapsed();
+    let request = |q: &str| Request::new(q).k(k).now(now);
+    let mut results = Vec::with_capacity(queries.len());
+    for q in queries {
+        let found = retriever.search(&request(q))?;
+        results.push((
+            found.hits.len(),
+            found.hits.first().map(|h| h.slug.clone()),
+            Vec::new(),
+        ));
+    }
+    for _ in 0..runs {
+        for (q, (_, _, times)) in queries.iter().zip(&mut results) {
+            let request = request(q);
+            let start = Instant::now();
+            let found = retriever.search(&request)?;
+            times.push(Json::Num(start.elapsed().as_secs_f64()));
+            std::hint::black_box(found);
+        }
+    }
+    let json = Json::Obj(vec![
+        ("open_s", Json::Num(open.as_secs_f64())),
+        (
+            "queries",
+            Json::Arr(
+                queries
+                    .iter()
+                    .zip(results)
+                    .map(|(q, (hits, top, times))| {
+                        Json::Obj(vec![
+                            ("query", Json::str(q)),
+                            ("hits", Json::Int(hits as u64)),
+                            ("top", top.map_or(Json::Null, |t| Json::str(&t))),
+                            ("runs_s", Json::Arr(times)),
+                        ])
+                    })
+                    .collect(),
+            ),
+        ),
+    ]);
     std::io::stdout()
         .lock()
         .write_all(json.render().as_bytes())?;

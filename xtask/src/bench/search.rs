@@ -8,7 +8,9 @@
 //! also times the search after one file was touched (mtime only) and after one file was edited,
 //! which is the cost of bringing the index up to date without a watcher; then it starts
 //! `lesson watch` and times the search with a watcher vouching for the index, and the time
-//! from a file change to the watcher publishing the index that reflects it.
+//! from a file change to the watcher publishing the index that reflects it. Last, the warm
+//! in-process query: `xtask bench-helper lesson-warm` opens the bank once with the lesson
+//! library and times each query on the open `Retriever`, as a runtime would use it.
 //!
 //! Every tool runs on a copy of the generated bank (`target/bench/search/<n>/bank`), so the
 //! indexes, the edits and the watcher never touch the bank the other benches read.
@@ -531,12 +533,106 @@ fn measure_bank(
     } else {
         rows.extend(measure_watcher(at, p, queries, runs, &mut notes)?);
     }
-    rows.push(Row::skipped(
-        "lesson in-process (warm)",
-        "not measured: xtask does not link the lesson library (no `lesson::retrieve` API yet)"
-            .into(),
-    ));
+    if p.lesson_skipped.is_none() {
+        rows.push(measure_warm(at, p, queries, runs, &mut notes)?);
+    } else {
+        rows.push(Row::skipped(
+            "lesson in-process (warm)",
+            "needs `lesson search`".into(),
+        ));
+    }
     Ok((rows, notes))
+}
+
+/// The warm in-process query: `xtask bench-helper lesson-warm` opens the bank once with the
+/// lesson library and times each query `runs` times on the open [`lesson::retrieve::Retriever`].
+/// Each sample's peak RSS is the helper's whole peak (the open index and every query).
+fn measure_warm(
+    at: &Places,
+    p: &Programs,
+    queries: &[String],
+    runs: usize,
+    notes: &mut Vec<String>,
+) -> anyhow::Result<Row> {
+    let n = at.lessons;
+    let mut args = os(&[
+        &"bench-helper",
+        &"lesson-warm",
+        &at.bank,
+        &K.to_string(),
+        &runs.to_string(),
+    ]);
+    args.extend(queries.iter().map(OsString::from));
+    let mut cmd = Cmd::new(
+        &p.xtask,
+        args,
+        format!(
+            "xtask bench-helper lesson-warm {} {K} {runs} <queries>",
+            at.bank.display()
+        ),
+    );
+    cmd.command.env("LESSON_NOW", NOW);
+    let output = at.output("lesson-warm");
+    let process = timed(&mut cmd, &output, &[0])?;
+    let stdout = std::fs::read_to_string(&output.stdout)
+        .with_context(|| format!("cannot read {}", output.stdout.display()))?;
+    let json: serde_json::Value =
+        serde_json::from_str(&stdout).context("lesson-warm printed no JSON")?;
+    let secs_of = |v: &serde_json::Value| Duration::from_secs_f64(v.as_f64().unwrap_or(0.0));
+    let open = secs_of(&json["open_s"]);
+    let mut row = Row::new("lesson in-process (warm)", cmd.shown);
+    for (q, entry) in queries
+        .iter()
+        .zip(json["queries"].as_array().into_iter().flatten())
+    {
+        let samples: Vec<Sample> = entry["runs_s"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|t| Sample {
+                wall: secs_of(t),
+                user: secs_of(t),
+                sys: Duration::ZERO,
+                max_rss_kib: process.max_rss_kib,
+            })
+            .collect();
+        let hits = entry["hits"].as_u64().unwrap_or(0) as usize;
+        if hits == 0 {
+            notes.push(format!("lesson in-process found nothing for {q:?}"));
+        }
+        row.query.samples.extend(&samples);
+        row.per_query.push((
+            q.clone(),
+            PerQuery {
+                measured: Measured { samples },
+                hits,
+            },
+        ));
+    }
+    if let Some(st) = row.query.stats() {
+        log(
+            n,
+            "in-process (warm), median query",
+            &st_sample(&st, process.max_rss_kib),
+        );
+    }
+    notes.push(format!(
+        "lesson in-process (warm): Retriever::open (load the index, check the files) took {}, once; \
+         the query column is one Retriever::search on the open index (no file check), \
+         timed inside the process (the xtask binary, system allocator)",
+        ms(open)
+    ));
+    Ok(row)
+}
+
+/// A sample that stands for a summary, for [`log`].
+fn st_sample(st: &Stats, max_rss_kib: u64) -> Sample {
+    Sample {
+        wall: st.median,
+        user: st.cpu_median,
+        sys: Duration::ZERO,
+        max_rss_kib,
+    }
 }
 
 /// Restores a file's bytes when dropped, so that an edited bank goes back to its stamp even when
@@ -1056,7 +1152,9 @@ fn render(
           lesson with watcher: the same queries while `lesson watch` vouches for the index;\n\
           lesson watch: change to index: in the query column, the median time from writing a lesson\n\
           to the watcher publishing the index that reflects it, minus the debounce; in the query RSS\n\
-          column, the watcher's peak RSS.\n";
+          column, the watcher's peak RSS.\n\
+          lesson in-process (warm): one query on a Retriever the process keeps open (the library,\n\
+          as a runtime would use it), timed inside the process; its RSS is the process's peak.\n";
     for r in results {
         let lesson = r.query_median(Tool::Lesson.name());
         let line = match lesson {
@@ -1085,6 +1183,15 @@ fn render(
                 x(over(Some(w), r.query_median(Tool::Tantivy.name()))),
                 r.query_median("lesson watch: change to index")
                     .map_or_else(|| "-".into(), ms),
+            );
+        }
+        if let Some(w) = r.query_median("lesson in-process (warm)") {
+            let x = |v: Option<f64>| v.map_or_else(|| "-".into(), ratio);
+            s += &format!(
+                "         in-process, warm: a query {} = {} rg, {} tantivy's one-shot process\n",
+                ms(w),
+                x(over(Some(w), r.query_median(Tool::Rg.name()))),
+                x(over(Some(w), r.query_median(Tool::Tantivy.name()))),
             );
         }
         for row in &r.rows {
