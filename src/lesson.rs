@@ -290,9 +290,8 @@ pub struct Lesson {
     /// Soft TTL.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub expires_at: Option<Spanned<Expiry>>,
-    /// Slugs of lessons whose advice this one contradicts, as `lesson distill` and `lesson add`
-    /// record them in `metadata.lesson.conflicts_with`: retrieval marks the pair when both are
-    /// returned.
+    /// Slugs of lessons whose advice this one contradicts, as `lesson distill` records them in
+    /// `metadata.lesson.conflicts_with`: retrieval marks the pair when both are returned.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub conflicts_with: Vec<Spanned<String>>,
 }

@@ -12,10 +12,11 @@
 //! 5. Top K, ties by slug then path.
 //!
 //! Two hits **conflict** when one declares the other in `metadata.lesson.conflicts_with` (as
-//! `lesson distill` and `lesson add` record a judged contradiction), or when they share a tag and
-//! one's outcome is `success` while the other's is `failure`. Their targets need no separate
-//! check: both passed the targets gate for this caller, so they apply to the same caller. A hit is a **caution** when its lesson failed more
-//! often than it worked (`failure_count > success_count`).
+//! `lesson distill` records a judged contradiction), or when they share a tag and one's outcome
+//! is `success` while the other's is `failure`. Their targets need no separate check: both
+//! passed the targets gate for this caller, so they apply to the same caller. A hit is a
+//! **caution** when its lesson failed more often than it worked
+//! (`failure_count > success_count`).
 //!
 //! [`Bank::retrieve`] builds an index in memory from a loaded bank; [`Retriever`] keeps the
 //! persisted index in the bank's `.lesson/` current and searches it without parsing unchanged
