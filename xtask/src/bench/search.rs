@@ -610,11 +610,13 @@ fn measure_warm(
         ));
     }
     if let Some(st) = row.query.stats() {
-        log(
-            n,
-            "in-process (warm), median query",
-            &st_sample(&st, process.max_rss_kib),
-        );
+        let median = Sample {
+            wall: st.median,
+            user: st.cpu_median,
+            sys: Duration::ZERO,
+            max_rss_kib: process.max_rss_kib,
+        };
+        log(n, "in-process (warm), median query", &median);
     }
     notes.push(format!(
         "lesson in-process (warm): Retriever::open (load the index, check the files) took {}, once; \
@@ -623,16 +625,6 @@ fn measure_warm(
         ms(open)
     ));
     Ok(row)
-}
-
-/// A sample that stands for a summary, for [`log`].
-fn st_sample(st: &Stats, max_rss_kib: u64) -> Sample {
-    Sample {
-        wall: st.median,
-        user: st.cpu_median,
-        sys: Duration::ZERO,
-        max_rss_kib,
-    }
 }
 
 /// Restores a file's bytes when dropped, so that an edited bank goes back to its stamp even when
@@ -1155,16 +1147,22 @@ fn render(
           column, the watcher's peak RSS.\n\
           lesson in-process (warm): one query on a Retriever the process keeps open (the library,\n\
           as a runtime would use it), timed inside the process; its RSS is the process's peak.\n";
+    let x = |v: Option<f64>| v.map_or_else(|| "-".into(), ratio);
     for r in results {
+        // a query time as ratios to rg's and tantivy's medians
+        let vs = |t: Duration| {
+            (
+                x(over(Some(t), r.query_median(Tool::Rg.name()))),
+                x(over(Some(t), r.query_median(Tool::Tantivy.name()))),
+            )
+        };
         let lesson = r.query_median(Tool::Lesson.name());
         let line = match lesson {
             Some(l) => {
-                let x = |v: Option<f64>| v.map_or_else(|| "-".into(), ratio);
+                let (rg, tantivy) = vs(l);
                 format!(
-                    "lesson search {} = {} rg, {} tantivy; build {} tantivy's",
+                    "lesson search {} = {rg} rg, {tantivy} tantivy; build {} tantivy's",
                     ms(l),
-                    x(over(Some(l), r.query_median(Tool::Rg.name()))),
-                    x(over(Some(l), r.query_median(Tool::Tantivy.name()))),
                     x(over(
                         r.build_median(Tool::Lesson.name()),
                         r.build_median(Tool::Tantivy.name())
@@ -1175,23 +1173,19 @@ fn render(
         };
         s += &format!("{:>7} lessons: {line}\n", r.bank.lessons);
         if let Some(w) = r.query_median("lesson with watcher") {
-            let x = |v: Option<f64>| v.map_or_else(|| "-".into(), ratio);
+            let (rg, tantivy) = vs(w);
             s += &format!(
-                "         with a watcher: lesson search {} = {} rg, {} tantivy; a change reaches the index {} after the debounce\n",
+                "         with a watcher: lesson search {} = {rg} rg, {tantivy} tantivy; a change reaches the index {} after the debounce\n",
                 ms(w),
-                x(over(Some(w), r.query_median(Tool::Rg.name()))),
-                x(over(Some(w), r.query_median(Tool::Tantivy.name()))),
                 r.query_median("lesson watch: change to index")
                     .map_or_else(|| "-".into(), ms),
             );
         }
         if let Some(w) = r.query_median("lesson in-process (warm)") {
-            let x = |v: Option<f64>| v.map_or_else(|| "-".into(), ratio);
+            let (rg, tantivy) = vs(w);
             s += &format!(
-                "         in-process, warm: a query {} = {} rg, {} tantivy's one-shot process\n",
+                "         in-process, warm: a query {} = {rg} rg, {tantivy} tantivy's one-shot process\n",
                 ms(w),
-                x(over(Some(w), r.query_median(Tool::Rg.name()))),
-                x(over(Some(w), r.query_median(Tool::Tantivy.name()))),
             );
         }
         for row in &r.rows {
