@@ -174,7 +174,6 @@ impl Bank {
         if !root.is_dir() {
             return Err(BankError::NotFound(root.display().to_string()));
         }
-        let has_config = root.join(CONFIG_FILE).is_file();
         let config = Config::load(root)?;
         let exclude = exclude_set(&config)?;
         let limit = config.lint.size_limit;
@@ -186,44 +185,50 @@ impl Bank {
                 Document::parse_frontmatter(source, problem)
             };
             let result = visit(&config, &mut doc);
-            (doc, result)
+            Some((doc, result))
         };
-        // the walk runs on its own thread and hands over batches of paths as it finds them, so
-        // files are parsed while the directories are still being read
-        let (batches, walk_problems) = std::thread::scope(|scope| {
-            let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<PathBuf>>(64);
-            let exclude = &exclude;
-            let walker = scope.spawn(move || {
-                const BATCH: usize = 256;
-                let mut batch = Vec::with_capacity(BATCH);
-                let mut problems = Vec::new();
-                crate::walk::walk(
-                    root,
-                    exclude,
-                    &mut |f| {
-                        batch.push(f.path);
-                        if batch.len() == BATCH {
-                            let full = std::mem::replace(&mut batch, Vec::with_capacity(BATCH));
-                            let _ = tx.send(full);
-                        }
-                    },
-                    &mut problems,
-                );
-                if !batch.is_empty() {
-                    let _ = tx.send(batch);
-                }
-                problems
-            });
-            // each batch stays in its own vector: the documents are moved once more, into path
-            // order, rather than through the growth and concatenation of one big collection
-            let batches: Vec<Vec<Option<(Document, T)>>> = rx
-                .into_iter()
-                .par_bridge()
-                .map(|batch| batch.into_iter().map(|path| Some(parse(path))).collect())
-                .collect();
-            (batches, walker.join().expect("the walk does not panic"))
-        });
+        let (batches, walk_problems) = parse_files(root, &exclude, parse);
         let (documents, visited) = in_path_order(batches);
+        let bank = Bank::assemble(root, overlay, now, config, documents, walk_problems);
+        Ok((bank, visited))
+    }
+
+    /// Read every lesson file's frontmatter and keep only what `keep` makes of each document
+    /// (the documents themselves are let go one by one as they are parsed): for a command that
+    /// needs one small row per lesson, such as `lesson index`, on a bank of any size. The
+    /// returned bank has no documents; the rows come in no particular order.
+    pub fn scan<T: Send>(
+        root: &Path,
+        now: jiff::Timestamp,
+        keep: impl Fn(&Config, Document) -> Option<T> + Sync,
+    ) -> Result<(Bank, Vec<T>), BankError> {
+        if !root.is_dir() {
+            return Err(BankError::NotFound(root.display().to_string()));
+        }
+        let config = Config::load(root)?;
+        let exclude = exclude_set(&config)?;
+        let limit = config.lint.size_limit;
+        let overlay = Overlay::new();
+        let parse = |path: PathBuf| {
+            let (source, problem) = read(path, &overlay, limit);
+            keep(&config, Document::parse_frontmatter(source, problem))
+        };
+        let (batches, walk_problems) = parse_files(root, &exclude, parse);
+        let rows = batches.into_iter().flatten().flatten().collect();
+        let bank = Bank::assemble(root, &overlay, now, config, Vec::new(), walk_problems);
+        Ok((bank, rows))
+    }
+
+    /// The bank around its documents: `_index.md` read, supersession mapped.
+    fn assemble(
+        root: &Path,
+        overlay: &Overlay,
+        now: jiff::Timestamp,
+        config: Config,
+        documents: Vec<Document>,
+        walk_problems: Vec<WalkProblem>,
+    ) -> Bank {
+        let limit = config.lint.size_limit;
         let index_path = root.join(INDEX_FILE);
         let index = if let Some(text) = overlay.get(&index_path) {
             Some(Source::new(index_path, text.clone()))
@@ -236,8 +241,8 @@ impl Bank {
         };
         let mut bank = Bank {
             root: root.to_path_buf(),
+            has_config: root.join(CONFIG_FILE).is_file(),
             config,
-            has_config,
             documents,
             index,
             walk_problems,
@@ -245,7 +250,7 @@ impl Bank {
             superseded_by: foldhash::HashMap::default(),
         };
         bank.superseded_by = bank.supersession_map();
-        Ok((bank, visited))
+        bank
     }
 
     /// Every parsed lesson with its document, in path order.
@@ -311,6 +316,49 @@ fn read(path: PathBuf, overlay: &Overlay, limit: u64) -> (Source, Option<ReadPro
         Some(text) => Source::from_bytes(path, text.clone().into_bytes()),
         None => Source::read(&path.clone(), path, limit),
     }
+}
+
+/// Walk `root` and hand each lesson file's path to `parse`, in parallel, while the walk goes on:
+/// the walk runs on its own thread and hands over batches of paths as it finds them, so files are
+/// parsed while the directories are still being read. The results come back batch by batch, in
+/// no particular order.
+fn parse_files<R: Send>(
+    root: &Path,
+    exclude: &GlobSet,
+    parse: impl Fn(PathBuf) -> R + Sync,
+) -> (Vec<Vec<R>>, Vec<WalkProblem>) {
+    std::thread::scope(|scope| {
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<PathBuf>>(64);
+        let walker = scope.spawn(move || {
+            const BATCH: usize = 256;
+            let mut batch = Vec::with_capacity(BATCH);
+            let mut problems = Vec::new();
+            crate::walk::walk(
+                root,
+                exclude,
+                &mut |f| {
+                    batch.push(f.path);
+                    if batch.len() == BATCH {
+                        let full = std::mem::replace(&mut batch, Vec::with_capacity(BATCH));
+                        let _ = tx.send(full);
+                    }
+                },
+                &mut problems,
+            );
+            if !batch.is_empty() {
+                let _ = tx.send(batch);
+            }
+            problems
+        });
+        // each batch stays in its own vector: what is kept is moved once more (into path order,
+        // say) rather than through the growth and concatenation of one big collection
+        let batches: Vec<Vec<R>> = rx
+            .into_iter()
+            .par_bridge()
+            .map(|batch| batch.into_iter().map(&parse).collect())
+            .collect();
+        (batches, walker.join().expect("the walk does not panic"))
+    })
 }
 
 /// Documents (with what their visit returned) sorted by the bytes of their paths: the order

@@ -5,11 +5,12 @@
 //! ([`Counts`]); the filter `cell` makes a value safe for a markdown table cell.
 
 use std::fmt::Write as _;
+use std::path::Path;
 
 use rayon::prelude::*;
 use serde::Serialize;
 
-use crate::bank::{Bank, Status};
+use crate::bank::{Bank, BankError, Status};
 use crate::document::Document;
 use crate::lesson::Lesson;
 use crate::template::{Template, TemplateError};
@@ -113,26 +114,105 @@ pub fn entries(bank: &Bank) -> Vec<Entry> {
 }
 
 fn entry(bank: &Bank, doc: &Document, lesson: &Lesson) -> Entry {
-    let path = relative_link(bank, doc);
-    let slug = lesson.slug.value.clone();
+    let row = Row::new(&bank.root, doc, lesson, bank.now);
     let status = bank.status(lesson);
-    let superseded_by = match &status {
-        Status::Superseded(by) => by.clone(),
-        _ => Vec::new(),
-    };
-    Entry {
-        link: link(&slug, &path),
-        slug,
-        path,
-        title: lesson.title.value.clone(),
-        outcome: lesson.outcome.value.as_str().to_string(),
-        confidence: format!("{:.2}", lesson.confidence()),
-        success_count: lesson.successes(),
-        failure_count: lesson.failures(),
-        status: status_text(&status),
-        state: status.label(),
-        superseded_by,
+    row.into_entry(status)
+}
+
+/// What the index shows of one lesson before the rest of the bank is known (its status needs
+/// every lesson's `supersedes`): a few short strings, where a loaded document holds its whole
+/// model.
+#[derive(Debug)]
+struct Row {
+    slug: String,
+    path: String,
+    title: String,
+    outcome: &'static str,
+    confidence: f64,
+    success_count: u64,
+    failure_count: u64,
+    expired: bool,
+    supersedes: Vec<String>,
+}
+
+impl Row {
+    fn new(root: &Path, doc: &Document, lesson: &Lesson, now: jiff::Timestamp) -> Row {
+        Row {
+            slug: lesson.slug.value.clone(),
+            path: relative_link(root, &doc.source.path),
+            title: lesson.title.value.clone(),
+            outcome: lesson.outcome.value.as_str(),
+            confidence: lesson.confidence(),
+            success_count: lesson.successes(),
+            failure_count: lesson.failures(),
+            expired: lesson.is_expired(now),
+            supersedes: lesson.supersedes.iter().map(|s| s.value.clone()).collect(),
+        }
     }
+
+    fn into_entry(self, status: Status) -> Entry {
+        let superseded_by = match &status {
+            Status::Superseded(by) => by.clone(),
+            _ => Vec::new(),
+        };
+        Entry {
+            link: link(&self.slug, &self.path),
+            slug: self.slug,
+            path: self.path,
+            title: self.title,
+            outcome: self.outcome.to_string(),
+            confidence: format!("{:.2}", self.confidence),
+            success_count: self.success_count,
+            failure_count: self.failure_count,
+            status: status_text(&status),
+            state: status.label(),
+            superseded_by,
+        }
+    }
+}
+
+/// The bank at `root` and its index entries (sorted as [`entries`] sorts them), read without
+/// holding any lesson's model: each file becomes a [`Row`] as it is parsed. The bank has no
+/// documents (see [`Bank::scan`]); it is there for its root, configuration and `_index.md`.
+/// `lesson index` on a bank of 100,000 lessons holds a few megabytes instead of hundreds.
+pub fn scan(root: &Path, now: jiff::Timestamp) -> Result<(Bank, Vec<Entry>), BankError> {
+    let (bank, rows) = Bank::scan(root, now, |_, doc| {
+        let lesson = doc.lesson.as_ref()?;
+        Some(Row::new(root, &doc, lesson, now))
+    })?;
+    // the same statuses as [`Bank::status`] gives: superseded (by the sorted slugs of every
+    // lesson naming it, itself aside) wins over expired
+    let mut superseded_by: foldhash::HashMap<&str, Vec<&str>> = foldhash::HashMap::default();
+    for row in &rows {
+        for old in &row.supersedes {
+            if *old != row.slug {
+                superseded_by
+                    .entry(old.as_str())
+                    .or_default()
+                    .push(row.slug.as_str());
+            }
+        }
+    }
+    for by in superseded_by.values_mut() {
+        by.sort_unstable();
+        by.dedup();
+    }
+    let statuses: Vec<Status> = rows
+        .iter()
+        .map(|row| match superseded_by.get(row.slug.as_str()) {
+            Some(by) => Status::Superseded(by.iter().map(|s| s.to_string()).collect()),
+            None if row.expired => Status::Expired,
+            None => Status::Active,
+        })
+        .collect();
+    drop(superseded_by);
+    let mut entries: Vec<Entry> = rows
+        .into_par_iter()
+        .zip(statuses)
+        .map(|(row, status)| row.into_entry(status))
+        .collect();
+    entries.par_sort_unstable_by(|a, b| (&a.slug, &a.path).cmp(&(&b.slug, &b.path)));
+    Ok((bank, entries))
 }
 
 /// `[slug](path)` as an entry's `link`: the slug escaped for link text, the path
@@ -145,11 +225,10 @@ pub fn link(slug: &str, path: &str) -> String {
     ))
 }
 
-/// The document's path relative to the bank root, with `/` separators.
-pub fn relative_link(bank: &Bank, doc: &Document) -> String {
-    let path = &doc.source.path;
+/// A lesson file's path relative to the bank root, with `/` separators.
+pub fn relative_link(root: &Path, path: &Path) -> String {
     // the common case, `<root>/<name>` in UTF-8 on a `/` system, without walking components
-    if let (Some(full), Some(root)) = (path.to_str(), bank.root.to_str()) {
+    if let (Some(full), Some(root)) = (path.to_str(), root.to_str()) {
         if let Some(rest) = full.strip_prefix(root).and_then(|r| r.strip_prefix('/')) {
             if std::path::MAIN_SEPARATOR == '/'
                 && !rest.starts_with('/')
@@ -160,7 +239,7 @@ pub fn relative_link(bank: &Bank, doc: &Document) -> String {
             }
         }
     }
-    let rel = path.strip_prefix(&bank.root).unwrap_or(path);
+    let rel = path.strip_prefix(root).unwrap_or(path);
     rel.components()
         .map(|c| c.as_os_str().to_string_lossy())
         .collect::<Vec<_>>()

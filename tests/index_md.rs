@@ -76,6 +76,40 @@ fn direct_rendering_equals_the_template_engine_on_fixture_banks() {
     assert!(rows > 40, "only {rows} rows compared");
 }
 
+/// `lesson index` reads the bank into rows ([`lesson::index_md::scan`]) rather than loading it:
+/// the entries must be the loaded bank's, status for status, on every fixture bank (the rule
+/// fixtures hold supersession cycles, self-supersession, lessons superseded twice, duplicate
+/// slugs, expired lessons and files that are not lessons).
+#[test]
+fn scanned_entries_equal_the_loaded_banks_on_fixture_banks() {
+    let mut roots = vec![std::path::PathBuf::from("lessons")];
+    for dir in ["tests/fixtures/banks", "tests/fixtures/rules"] {
+        roots.extend(
+            std::fs::read_dir(dir)
+                .unwrap()
+                .map(|e| e.unwrap().path())
+                .filter(|p| p.is_dir()),
+        );
+    }
+    let mut superseded = 0;
+    for root in &roots {
+        let bank = Bank::load_with(root, &Overlay::new(), now()).unwrap();
+        let (scanned, entries) = lesson::index_md::scan(root, now()).unwrap();
+        assert_eq!(
+            entries,
+            lesson::index_md::entries(&bank),
+            "{}",
+            root.display()
+        );
+        assert_eq!(scanned.index.map(|s| s.text), bank.index.map(|s| s.text));
+        superseded += entries.iter().filter(|e| e.state == "superseded").count();
+    }
+    assert!(
+        superseded > 5,
+        "only {superseded} superseded entries compared"
+    );
+}
+
 mod props {
     use lesson::index_md::{render_entries, Entry};
     use proptest::prelude::*;
@@ -110,7 +144,40 @@ mod props {
             })
     }
 
+    /// A bank of `n` lessons drawn from a few slugs (so some collide), each superseding a few
+    /// of them (itself included, now and then), some expired.
+    fn bank() -> impl Strategy<Value = Vec<(usize, Vec<usize>, bool)>> {
+        proptest::collection::vec(
+            (
+                0usize..6,
+                proptest::collection::vec(0usize..6, 0..3),
+                any::<bool>(),
+            ),
+            0..12,
+        )
+    }
+
     proptest! {
+        #[test]
+        fn scanned_entries_equal_the_loaded_banks(lessons in bank()) {
+            let dir = tempfile::tempdir().unwrap();
+            for (i, (slug, supersedes, expired)) in lessons.iter().enumerate() {
+                let supersedes: Vec<String> = supersedes.iter().map(|s| format!("s{s}")).collect();
+                let expires = if *expired { "2020-01-01T00:00:00Z" } else { "2099-01-01T00:00:00Z" };
+                let text = format!(
+                    "---\nschema: learning/v1\nslug: s{slug}\ntitle: Lesson {i}.\ntrigger:\n  description: when {i}\noutcome: success\nevidence:\n  - kind: run\n    ref: r{i}\nsupersedes: [{}]\nexpires_at: {expires}\nsuccess_count: {i}\n---\n\n# Lesson {i}.\n",
+                    supersedes.join(", ")
+                );
+                // two files may carry one slug: the second is named after its position
+                let name = if i % 3 == 0 { format!("s{slug}.md") } else { format!("f{i}.md") };
+                std::fs::write(dir.path().join(name), text).unwrap();
+            }
+            let now = super::now();
+            let bank = lesson::Bank::load_with(dir.path(), &Default::default(), now).unwrap();
+            let (_, scanned) = lesson::index_md::scan(dir.path(), now).unwrap();
+            prop_assert_eq!(scanned, lesson::index_md::entries(&bank));
+        }
+
         #[test]
         fn direct_rendering_equals_the_template_engine(entries in proptest::collection::vec(entry(), 0..40)) {
             let engine = render_entries(&super::builtin(), entries.clone(), false).unwrap();

@@ -4,10 +4,12 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::ExitCode;
 
+use anyhow::Context;
 use clap::Args;
 use lesson::edit::write_atomic;
 use lesson::index_md;
 use lesson::lint::fix;
+use lesson::template::Template;
 
 /// Flags of `lesson index`.
 #[derive(Debug, Args)]
@@ -23,8 +25,7 @@ pub struct IndexArgs {
 /// Run `lesson index`.
 pub fn run(root: &Path, args: IndexArgs) -> anyhow::Result<ExitCode> {
     if args.check || args.stdout {
-        let bank = super::load_models(root)?;
-        let rendered = index_md::render(&bank)?;
+        let (bank, rendered, _) = render(root)?;
         if args.stdout {
             print!("{rendered}");
             super::release(bank);
@@ -51,14 +52,12 @@ pub fn run(root: &Path, args: IndexArgs) -> anyhow::Result<ExitCode> {
     }
     let mut lock = super::lock(root)?;
     let line = lock.with(|| -> anyhow::Result<String> {
-        let bank = super::load_models(root)?;
-        let rendered = index_md::render(&bank)?;
+        let (bank, rendered, n) = render(root)?;
         let path = bank.index_path();
         if index_md::is_current(&bank, &rendered) {
             return Ok(format!("{} is up to date", path.display()));
         }
         write_atomic(root, &path, rendered.as_bytes())?;
-        let n = bank.lessons().count();
         super::release(bank);
         Ok(format!(
             "wrote {} ({n} lesson{})",
@@ -68,4 +67,16 @@ pub fn run(root: &Path, args: IndexArgs) -> anyhow::Result<ExitCode> {
     })??;
     println!("{line}");
     Ok(ExitCode::SUCCESS)
+}
+
+/// The bank at `root` (without its documents: see [`index_md::scan`]), its `_index.md` as it
+/// should read, and how many lessons that lists.
+fn render(root: &Path) -> anyhow::Result<(lesson::Bank, String, usize)> {
+    let now = lesson::bank::now_from_env()?;
+    let (bank, entries) = index_md::scan(root, now)
+        .with_context(|| format!("cannot load the bank at {}", root.display()))?;
+    let n = entries.len();
+    let template = Template::load(&bank.root, index_md::TEMPLATE, index_md::BUILTIN_TEMPLATE)?;
+    let rendered = index_md::render_entries(&template, entries, true)?;
+    Ok((bank, rendered, n))
 }

@@ -125,12 +125,6 @@ fn load_lessons(root: &Path) -> anyhow::Result<lesson::Bank> {
         .with_context(|| format!("cannot load the bank at {}", root.display()))
 }
 
-/// Load a bank's lessons without keeping any file's text, for commands that only read fields.
-fn load_models(root: &Path) -> anyhow::Result<lesson::Bank> {
-    lesson::Bank::load_models(root)
-        .with_context(|| format!("cannot load the bank at {}", root.display()))
-}
-
 /// Take the bank's lock for a read-modify-write. A missing bank is an error here, not a
 /// directory to create.
 fn lock(root: &Path) -> anyhow::Result<lesson::edit::BankLock> {
