@@ -109,7 +109,12 @@ pub fn run(root: &Path, args: LintArgs) -> anyhow::Result<ExitCode> {
         let text = if args.diff {
             String::new()
         } else {
-            report::render(format, &fixed.remaining, &Sources::of(&fixed.bank), options)
+            report::render(
+                format,
+                &fixed.remaining,
+                &Sources::for_diagnostics(&fixed.bank, &fixed.remaining),
+                options,
+            )
         };
         write!(out, "{text}")?;
         (fixed.remaining, Some(note), checked)
@@ -119,7 +124,12 @@ pub fn run(root: &Path, args: LintArgs) -> anyhow::Result<ExitCode> {
         write!(
             out,
             "{}",
-            report::render(format, &diagnostics, &Sources::of(&bank), options)
+            report::render(
+                format,
+                &diagnostics,
+                &Sources::for_diagnostics(&bank, &diagnostics),
+                options
+            )
         )?;
         let checked = bank.documents.len();
         super::release(bank);

@@ -55,6 +55,26 @@ impl<'a> Sources<'a> {
         sources
     }
 
+    /// The files of a bank that `diagnostics` point into, and its `_index.md`: what a report
+    /// needs, without a map of every file of a large bank that is clean.
+    pub fn for_diagnostics(bank: &'a Bank, diagnostics: &[Diagnostic]) -> Self {
+        if diagnostics.is_empty() {
+            return Sources::default();
+        }
+        let wanted: std::collections::HashSet<&Path> =
+            diagnostics.iter().map(|d| d.path.as_path()).collect();
+        let mut sources: Sources<'a> = bank
+            .documents
+            .iter()
+            .map(|d| &d.source)
+            .filter(|s| wanted.contains(s.path.as_path()))
+            .collect();
+        if let Some(index) = &bank.index {
+            sources.map.insert(index.path.as_path(), index);
+        }
+        sources
+    }
+
     /// The source of `path`, if it was read.
     pub fn get(&self, path: &Path) -> Option<&'a Source> {
         self.map.get(path).copied()
