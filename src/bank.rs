@@ -171,23 +171,17 @@ impl Bank {
         full: bool,
         visit: impl Fn(&Config, &mut Document) -> T + Sync,
     ) -> Result<(Bank, Vec<T>), BankError> {
-        if !root.is_dir() {
-            return Err(BankError::NotFound(root.display().to_string()));
-        }
-        let config = Config::load(root)?;
-        let exclude = exclude_set(&config)?;
-        let limit = config.lint.size_limit;
-        let parse = |path: PathBuf| {
-            let (source, problem) = read(path, overlay, limit);
+        let parse = |config: &Config, path: PathBuf| {
+            let (source, problem) = read(path, overlay, config.lint.size_limit);
             let mut doc = if full {
                 Document::parse(source, problem)
             } else {
                 Document::parse_frontmatter(source, problem)
             };
-            let result = visit(&config, &mut doc);
+            let result = visit(config, &mut doc);
             Some((doc, result))
         };
-        let (batches, walk_problems) = parse_files(root, &exclude, parse);
+        let (config, batches, walk_problems) = parse_files(root, parse)?;
         let (documents, visited) = in_path_order(batches);
         let bank = Bank::assemble(root, overlay, now, config, documents, walk_problems);
         Ok((bank, visited))
@@ -196,24 +190,20 @@ impl Bank {
     /// Read every lesson file's frontmatter and keep only what `keep` makes of each document
     /// (the documents themselves are let go one by one as they are parsed): for a command that
     /// needs one small row per lesson, such as `lesson index`, on a bank of any size. The
-    /// returned bank has no documents; the rows come in no particular order.
+    /// returned bank has no documents, so it knows no supersession ([`Bank::status`] says
+    /// nothing true of a lesson): statuses are the caller's to derive from its rows, which come in
+    /// no particular order.
     pub fn scan<T: Send>(
         root: &Path,
         now: jiff::Timestamp,
         keep: impl Fn(&Config, Document) -> Option<T> + Sync,
     ) -> Result<(Bank, Vec<T>), BankError> {
-        if !root.is_dir() {
-            return Err(BankError::NotFound(root.display().to_string()));
-        }
-        let config = Config::load(root)?;
-        let exclude = exclude_set(&config)?;
-        let limit = config.lint.size_limit;
         let overlay = Overlay::new();
-        let parse = |path: PathBuf| {
-            let (source, problem) = read(path, &overlay, limit);
-            keep(&config, Document::parse_frontmatter(source, problem))
+        let parse = |config: &Config, path: PathBuf| {
+            let (source, problem) = read(path, &overlay, config.lint.size_limit);
+            keep(config, Document::parse_frontmatter(source, problem))
         };
-        let (batches, walk_problems) = parse_files(root, &exclude, parse);
+        let (config, batches, walk_problems) = parse_files(root, parse)?;
         let rows = batches.into_iter().flatten().flatten().collect();
         let bank = Bank::assemble(root, &overlay, now, config, Vec::new(), walk_problems);
         Ok((bank, rows))
@@ -318,16 +308,23 @@ fn read(path: PathBuf, overlay: &Overlay, limit: u64) -> (Source, Option<ReadPro
     }
 }
 
-/// Walk `root` and hand each lesson file's path to `parse`, in parallel, while the walk goes on:
-/// the walk runs on its own thread and hands over batches of paths as it finds them, so files are
-/// parsed while the directories are still being read. The results come back batch by batch, in
-/// no particular order.
+/// What [`parse_files`] gives: the configuration, the results batch by batch, the walk's problems.
+type Parsed<R> = (Config, Vec<Vec<R>>, Vec<WalkProblem>);
+
+/// Load the bank's configuration, walk `root` and hand each lesson file's path to `parse`, in
+/// parallel, while the walk goes on: the walk runs on its own thread and hands over batches of
+/// paths as it finds them, so files are parsed while the directories are still being read. The
+/// results come back batch by batch, in no particular order.
 fn parse_files<R: Send>(
     root: &Path,
-    exclude: &GlobSet,
-    parse: impl Fn(PathBuf) -> R + Sync,
-) -> (Vec<Vec<R>>, Vec<WalkProblem>) {
-    std::thread::scope(|scope| {
+    parse: impl Fn(&Config, PathBuf) -> R + Sync,
+) -> Result<Parsed<R>, BankError> {
+    if !root.is_dir() {
+        return Err(BankError::NotFound(root.display().to_string()));
+    }
+    let config = Config::load(root)?;
+    let exclude = &exclude_set(&config)?;
+    let (batches, problems) = std::thread::scope(|scope| {
         let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<PathBuf>>(64);
         let walker = scope.spawn(move || {
             const BATCH: usize = 256;
@@ -355,10 +352,11 @@ fn parse_files<R: Send>(
         let batches: Vec<Vec<R>> = rx
             .into_iter()
             .par_bridge()
-            .map(|batch| batch.into_iter().map(&parse).collect())
+            .map(|batch| batch.into_iter().map(|path| parse(&config, path)).collect())
             .collect();
         (batches, walker.join().expect("the walk does not panic"))
-    })
+    });
+    Ok((config, batches, problems))
 }
 
 /// Documents (with what their visit returned) sorted by the bytes of their paths: the order

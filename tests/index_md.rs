@@ -44,6 +44,20 @@ fn bank_override_is_used_and_its_errors_name_the_file() {
     assert!(err.starts_with(&expected), "{err}");
 }
 
+/// The project's bank and every fixture bank.
+fn fixture_banks() -> Vec<std::path::PathBuf> {
+    let mut roots = vec![std::path::PathBuf::from("lessons")];
+    for dir in ["tests/fixtures/banks", "tests/fixtures/rules"] {
+        roots.extend(
+            std::fs::read_dir(dir)
+                .unwrap()
+                .map(|e| e.unwrap().path())
+                .filter(|p| p.is_dir()),
+        );
+    }
+    roots
+}
+
 fn builtin() -> lesson::template::Template {
     lesson::template::Template::builtin(
         lesson::index_md::TEMPLATE,
@@ -55,15 +69,7 @@ fn builtin() -> lesson::template::Template {
 /// reference. Every fixture bank and the project's bank, through both.
 #[test]
 fn direct_rendering_equals_the_template_engine_on_fixture_banks() {
-    let mut roots = vec![std::path::PathBuf::from("lessons")];
-    for dir in ["tests/fixtures/banks", "tests/fixtures/rules"] {
-        roots.extend(
-            std::fs::read_dir(dir)
-                .unwrap()
-                .map(|e| e.unwrap().path())
-                .filter(|p| p.is_dir()),
-        );
-    }
+    let roots = fixture_banks();
     let mut rows = 0;
     for root in &roots {
         let bank = Bank::load_with(root, &Overlay::new(), now()).unwrap();
@@ -82,15 +88,7 @@ fn direct_rendering_equals_the_template_engine_on_fixture_banks() {
 /// slugs, expired lessons and files that are not lessons).
 #[test]
 fn scanned_entries_equal_the_loaded_banks_on_fixture_banks() {
-    let mut roots = vec![std::path::PathBuf::from("lessons")];
-    for dir in ["tests/fixtures/banks", "tests/fixtures/rules"] {
-        roots.extend(
-            std::fs::read_dir(dir)
-                .unwrap()
-                .map(|e| e.unwrap().path())
-                .filter(|p| p.is_dir()),
-        );
-    }
+    let roots = fixture_banks();
     let mut superseded = 0;
     for root in &roots {
         let bank = Bank::load_with(root, &Overlay::new(), now()).unwrap();
