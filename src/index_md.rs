@@ -174,7 +174,7 @@ impl Row {
 /// The bank at `root` and its index entries (sorted as [`entries`] sorts them), read without
 /// holding any lesson's model: each file becomes a [`Row`] as it is parsed. The bank has no
 /// documents (see [`Bank::scan`]); it is there for its root, configuration and `_index.md`.
-/// `lesson index` on a bank of 100,000 lessons holds a few megabytes instead of hundreds.
+/// On the 100,000-lesson bench bank this halves `lesson index`'s peak memory (170 MiB, from 404).
 pub fn scan(root: &Path, now: jiff::Timestamp) -> Result<(Bank, Vec<Entry>), BankError> {
     let (bank, rows) = Bank::scan(root, now, |_, doc| {
         let lesson = doc.lesson.as_ref()?;
