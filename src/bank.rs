@@ -183,7 +183,7 @@ impl Bank {
         };
         let (config, batches, walk_problems) = parse_files(root, parse)?;
         let (documents, visited) = in_path_order(batches);
-        let bank = Bank::assemble(root, overlay, now, config, documents, walk_problems);
+        let bank = Bank::assemble(root, overlay, now, config, documents, walk_problems, true);
         Ok((bank, visited))
     }
 
@@ -192,10 +192,11 @@ impl Bank {
     /// needs one small row per lesson, such as `lesson index`, on a bank of any size. The
     /// returned bank has no documents, so it knows no supersession ([`Bank::status`] says
     /// nothing true of a lesson): statuses are the caller's to derive from its rows, which come in
-    /// no particular order.
+    /// no particular order. Its `_index.md` is read only when `with_index` asks for it.
     pub fn scan<T: Send>(
         root: &Path,
         now: jiff::Timestamp,
+        with_index: bool,
         keep: impl Fn(&Config, Document) -> Option<T> + Sync,
     ) -> Result<(Bank, Vec<T>), BankError> {
         let overlay = Overlay::new();
@@ -205,7 +206,15 @@ impl Bank {
         };
         let (config, batches, walk_problems) = parse_files(root, parse)?;
         let rows = batches.into_iter().flatten().flatten().collect();
-        let bank = Bank::assemble(root, &overlay, now, config, Vec::new(), walk_problems);
+        let bank = Bank::assemble(
+            root,
+            &overlay,
+            now,
+            config,
+            Vec::new(),
+            walk_problems,
+            with_index,
+        );
         Ok((bank, rows))
     }
 
@@ -217,10 +226,13 @@ impl Bank {
         config: Config,
         documents: Vec<Document>,
         walk_problems: Vec<WalkProblem>,
+        with_index: bool,
     ) -> Bank {
         let limit = config.lint.size_limit;
         let index_path = root.join(INDEX_FILE);
-        let index = if let Some(text) = overlay.get(&index_path) {
+        let index = if !with_index {
+            None
+        } else if let Some(text) = overlay.get(&index_path) {
             Some(Source::new(index_path, text.clone()))
         } else if index_path.is_file() {
             let (source, problem) =

@@ -4,6 +4,7 @@
 //! Its context is `lessons` (a list of [`Entry`], sorted by slug then path) and `counts`
 //! ([`Counts`]); the filter `cell` makes a value safe for a markdown table cell.
 
+use std::borrow::Cow;
 use std::fmt::Write as _;
 use std::path::Path;
 
@@ -104,81 +105,138 @@ pub fn status_text(status: &Status) -> String {
 
 /// Every lesson of the bank as an index entry, sorted by slug, then path.
 pub fn entries(bank: &Bank) -> Vec<Entry> {
-    let mut entries: Vec<Entry> = bank
+    rows(bank).into_par_iter().map(Row::into_entry).collect()
+}
+
+/// Every lesson of the bank as a row with its status, sorted by slug, then path. The rows
+/// borrow the lessons' slugs and titles.
+fn rows(bank: &Bank) -> Vec<Row<'_>> {
+    let mut rows: Vec<Row> = bank
         .documents
         .par_iter()
-        .filter_map(|doc| Some(entry(bank, doc, doc.lesson.as_ref()?)))
+        .filter_map(|doc| {
+            let lesson = doc.lesson.as_ref()?;
+            let mut row = Row::new(&bank.root, doc, lesson, bank.now);
+            row.status = bank.status(lesson);
+            Some(row)
+        })
         .collect();
-    entries.par_sort_unstable_by(|a, b| (&a.slug, &a.path).cmp(&(&b.slug, &b.path)));
-    entries
+    sort(&mut rows);
+    rows
 }
 
-fn entry(bank: &Bank, doc: &Document, lesson: &Lesson) -> Entry {
-    let row = Row::new(&bank.root, doc, lesson, bank.now);
-    let status = bank.status(lesson);
-    row.into_entry(status)
+fn sort(rows: &mut [Row]) {
+    rows.par_sort_unstable_by(|a, b| (&a.slug, &a.path).cmp(&(&b.slug, &b.path)));
 }
 
-/// What the index shows of one lesson before the rest of the bank is known (its status needs
-/// every lesson's `supersedes`): a few short strings, where a loaded document holds its whole
-/// model.
+/// What the index shows of one lesson: a few short strings, where a loaded document holds its
+/// whole model. Borrowed from a loaded lesson, or owned when read by [`scan`] (whose documents
+/// are let go as they are parsed).
 #[derive(Debug)]
-struct Row {
-    slug: String,
+struct Row<'a> {
+    slug: Cow<'a, str>,
     path: String,
-    title: String,
+    title: Cow<'a, str>,
     outcome: &'static str,
     confidence: f64,
     success_count: u64,
     failure_count: u64,
     expired: bool,
+    /// What the row supersedes (kept by [`scan`] only, which works out the statuses itself).
     supersedes: Vec<String>,
+    status: Status,
 }
 
-impl Row {
-    fn new(root: &Path, doc: &Document, lesson: &Lesson, now: jiff::Timestamp) -> Row {
+impl<'a> Row<'a> {
+    fn new(root: &Path, doc: &Document, lesson: &'a Lesson, now: jiff::Timestamp) -> Row<'a> {
         Row {
-            slug: lesson.slug.value.clone(),
+            slug: Cow::Borrowed(&lesson.slug.value),
             path: relative_link(root, &doc.source.path),
-            title: lesson.title.value.clone(),
+            title: Cow::Borrowed(&lesson.title.value),
             outcome: lesson.outcome.value.as_str(),
             confidence: lesson.confidence(),
             success_count: lesson.successes(),
             failure_count: lesson.failures(),
             expired: lesson.is_expired(now),
-            supersedes: lesson.supersedes.iter().map(|s| s.value.clone()).collect(),
+            supersedes: Vec::new(),
+            status: Status::Active,
         }
     }
 
-    fn into_entry(self, status: Status) -> Entry {
-        let superseded_by = match &status {
+    /// The row, owning its strings.
+    fn owned(doc: &Document, lesson: &Lesson, root: &Path, now: jiff::Timestamp) -> Row<'static> {
+        let row = Row::new(root, doc, lesson, now);
+        Row {
+            slug: Cow::Owned(row.slug.into_owned()),
+            title: Cow::Owned(row.title.into_owned()),
+            supersedes: lesson.supersedes.iter().map(|s| s.value.clone()).collect(),
+            ..row
+        }
+    }
+
+    fn into_entry(self) -> Entry {
+        let superseded_by = match &self.status {
             Status::Superseded(by) => by.clone(),
             _ => Vec::new(),
         };
         Entry {
             link: link(&self.slug, &self.path),
-            slug: self.slug,
+            slug: self.slug.into_owned(),
             path: self.path,
-            title: self.title,
+            title: self.title.into_owned(),
             outcome: self.outcome.to_string(),
             confidence: format!("{:.2}", self.confidence),
             success_count: self.success_count,
             failure_count: self.failure_count,
-            status: status_text(&status),
-            state: status.label(),
+            status: status_text(&self.status),
+            state: self.status.label(),
             superseded_by,
         }
     }
 }
 
-/// The bank at `root` and its index entries (sorted as [`entries`] sorts them), read without
-/// holding any lesson's model: each file becomes a [`Row`] as it is parsed. The bank has no
-/// documents (see [`Bank::scan`]); it is there for its root, configuration and `_index.md`.
-/// On the 100,000-lesson bench bank this halves `lesson index`'s peak memory (170 MiB, from 404).
-pub fn scan(root: &Path, now: jiff::Timestamp) -> Result<(Bank, Vec<Entry>), BankError> {
-    let (bank, rows) = Bank::scan(root, now, |_, doc| {
+/// The index of a bank as [`scan`] reads it: one row per lesson, with its status, sorted by
+/// slug, then path.
+#[derive(Debug)]
+pub struct Scanned {
+    rows: Vec<Row<'static>>,
+}
+
+impl Scanned {
+    /// How many lessons there are.
+    pub fn len(&self) -> usize {
+        self.rows.len()
+    }
+
+    /// Whether there is none.
+    pub fn is_empty(&self) -> bool {
+        self.rows.is_empty()
+    }
+
+    /// The rows as index entries (what a template sees).
+    pub fn into_entries(self) -> Vec<Entry> {
+        self.rows.into_par_iter().map(Row::into_entry).collect()
+    }
+
+    /// Render `_index.md` with `template`.
+    pub fn render(&self, template: &Template) -> Result<String, IndexError> {
+        render_rows(template, &self.rows)
+    }
+}
+
+/// The bank at `root` and its index rows, read without holding any lesson's model: each file
+/// becomes a row as it is parsed. The bank has no documents (see [`Bank::scan`]); it is there
+/// for its root and configuration, and has `_index.md` when `with_index` asks for it. On the
+/// 100,000-lesson bench bank `lesson index --stdout` peaks at 120 MiB (404 when it loaded the
+/// bank).
+pub fn scan(
+    root: &Path,
+    now: jiff::Timestamp,
+    with_index: bool,
+) -> Result<(Bank, Scanned), BankError> {
+    let (bank, mut rows) = Bank::scan(root, now, with_index, |_, doc| {
         let lesson = doc.lesson.as_ref()?;
-        Some(Row::new(root, &doc, lesson, now))
+        Some(Row::owned(&doc, lesson, root, now))
     })?;
     // the same statuses as [`Bank::status`] gives: superseded (by the sorted slugs of every
     // lesson naming it, itself aside) wins over expired
@@ -189,7 +247,7 @@ pub fn scan(root: &Path, now: jiff::Timestamp) -> Result<(Bank, Vec<Entry>), Ban
                 superseded_by
                     .entry(old.as_str())
                     .or_default()
-                    .push(row.slug.as_str());
+                    .push(&row.slug);
             }
         }
     }
@@ -197,32 +255,36 @@ pub fn scan(root: &Path, now: jiff::Timestamp) -> Result<(Bank, Vec<Entry>), Ban
         by.sort_unstable();
         by.dedup();
     }
-    let statuses: Vec<Status> = rows
+    let statuses: Vec<Option<Status>> = rows
         .iter()
-        .map(|row| match superseded_by.get(row.slug.as_str()) {
-            Some(by) => Status::Superseded(by.iter().map(|s| s.to_string()).collect()),
-            None if row.expired => Status::Expired,
-            None => Status::Active,
+        .map(|row| match superseded_by.get(&*row.slug) {
+            Some(by) => Some(Status::Superseded(
+                by.iter().map(|s| s.to_string()).collect(),
+            )),
+            None if row.expired => Some(Status::Expired),
+            None => None,
         })
         .collect();
     drop(superseded_by);
-    let mut entries: Vec<Entry> = rows
-        .into_par_iter()
-        .zip(statuses)
-        .map(|(row, status)| row.into_entry(status))
-        .collect();
-    entries.par_sort_unstable_by(|a, b| (&a.slug, &a.path).cmp(&(&b.slug, &b.path)));
-    Ok((bank, entries))
+    for (row, status) in rows.iter_mut().zip(statuses) {
+        if let Some(status) = status {
+            row.status = status;
+        }
+    }
+    sort(&mut rows);
+    Ok((bank, Scanned { rows }))
 }
 
 /// `[slug](path)` as an entry's `link`: the slug escaped for link text, the path
 /// percent-encoded, the whole made safe for a table cell.
 pub fn link(slug: &str, path: &str) -> String {
-    crate::template::table_cell(&format!(
-        "[{}]({})",
-        escape_link_text(slug),
-        encode_link_target(path)
-    ))
+    let mut text = String::with_capacity(slug.len() + path.len() + 4);
+    text.push('[');
+    push_link_text(&mut text, slug);
+    text.push_str("](");
+    push_link_target(&mut text, path);
+    text.push(')');
+    crate::template::table_cell(&text)
 }
 
 /// A lesson file's path relative to the bank root, with `/` separators.
@@ -246,34 +308,34 @@ pub fn relative_link(root: &Path, path: &Path) -> String {
         .join("/")
 }
 
-fn escape_link_text(s: &str) -> String {
+/// Append `s` as link text: brackets and backslashes escaped.
+fn push_link_text(out: &mut String, s: &str) {
     if !s.bytes().any(|b| matches!(b, b'[' | b']' | b'\\')) {
-        return s.to_string();
+        out.push_str(s);
+        return;
     }
-    let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         if matches!(c, '[' | ']' | '\\') {
             out.push('\\');
         }
         out.push(c);
     }
-    out
 }
 
-/// Percent-encode every byte of a relative path but unreserved characters and `/`.
-fn encode_link_target(path: &str) -> String {
+/// Append `path` as a link target: every byte but unreserved characters and `/`
+/// percent-encoded.
+fn push_link_target(out: &mut String, path: &str) {
     if path.bytes().all(unreserved) {
-        return path.to_string();
+        out.push_str(path);
+        return;
     }
-    let mut out = String::with_capacity(path.len());
     for b in path.bytes() {
         if unreserved(b) {
             out.push(b as char);
         } else {
-            out.push_str(&format!("%{b:02X}"));
+            let _ = write!(out, "%{b:02X}");
         }
     }
-    out
 }
 
 fn unreserved(b: u8) -> bool {
@@ -282,12 +344,16 @@ fn unreserved(b: u8) -> bool {
 
 /// Count entries by status.
 pub fn counts(entries: &[Entry]) -> Counts {
+    counts_of(entries.iter().map(|e| e.state))
+}
+
+fn counts_of<'s>(states: impl ExactSizeIterator<Item = &'s str>) -> Counts {
     let mut c = Counts {
-        total: entries.len(),
+        total: states.len(),
         ..Counts::default()
     };
-    for e in entries {
-        match e.state {
+    for state in states {
+        match state {
             "active" => c.active += 1,
             "superseded" => c.superseded += 1,
             _ => c.expired += 1,
@@ -304,7 +370,36 @@ pub fn render(bank: &Bank) -> Result<String, IndexError> {
 
 /// Render `_index.md` with a given template.
 pub fn render_with(bank: &Bank, template: &Template) -> Result<String, IndexError> {
-    render_entries(template, entries(bank), true)
+    let rows = rows(bank);
+    let rendered = render_rows(template, &rows);
+    // a large bank's rows are many small strings: they are let go side by side
+    rows.into_par_iter().for_each(drop);
+    rendered
+}
+
+fn render_rows(template: &Template, rows: &[Row]) -> Result<String, IndexError> {
+    if builtin(template) {
+        return Ok(render_builtin(rows));
+    }
+    let entries = rows
+        .par_iter()
+        .map(|row| {
+            Row {
+                slug: Cow::Borrowed(&*row.slug),
+                path: row.path.clone(),
+                title: Cow::Borrowed(&*row.title),
+                supersedes: Vec::new(),
+                status: row.status.clone(),
+                ..*row
+            }
+            .into_entry()
+        })
+        .collect();
+    render_entries(template, entries, false)
+}
+
+fn builtin(template: &Template) -> bool {
+    template.path.is_none() && template.is_source(BUILTIN_TEMPLATE)
 }
 
 /// Render `lessons` (sorted by slug, then path, as [`entries`] makes them; a watcher makes them
@@ -315,26 +410,113 @@ pub fn render_entries(
     lessons: Vec<Entry>,
     direct: bool,
 ) -> Result<String, IndexError> {
-    let counts = counts(&lessons);
-    if direct && template.path.is_none() && template.is_source(BUILTIN_TEMPLATE) {
-        return Ok(render_builtin(&lessons, counts));
+    if direct && builtin(template) {
+        return Ok(render_builtin(&lessons));
     }
+    let counts = counts(&lessons);
     Ok(template.render(Context {
         lessons: minijinja::Value::from_object(Lazy(lessons)),
         counts,
     })?)
 }
 
+/// The cells of one row of the built-in template's table: an [`Entry`] (what the template
+/// sees) or a [`Row`] (written straight from the lesson, without building the entry).
+trait Cells: Sync {
+    fn state(&self) -> &'static str;
+    /// Append the `link` cell, made safe for the table (`scratch` is a buffer to compose it in).
+    fn link(&self, out: &mut String, scratch: &mut String);
+    fn title(&self) -> &str;
+    fn outcome(&self) -> &str;
+    fn confidence(&self, out: &mut String);
+    fn success_count(&self) -> u64;
+    fn failure_count(&self) -> u64;
+    /// Append the `status` cell's text (unescaped for the table).
+    fn status(&self, out: &mut String);
+}
+
+impl Cells for Entry {
+    fn state(&self) -> &'static str {
+        self.state
+    }
+    fn link(&self, out: &mut String, _: &mut String) {
+        out.push_str(&self.link);
+    }
+    fn title(&self) -> &str {
+        &self.title
+    }
+    fn outcome(&self) -> &str {
+        &self.outcome
+    }
+    fn confidence(&self, out: &mut String) {
+        out.push_str(&self.confidence);
+    }
+    fn success_count(&self) -> u64 {
+        self.success_count
+    }
+    fn failure_count(&self) -> u64 {
+        self.failure_count
+    }
+    fn status(&self, out: &mut String) {
+        out.push_str(&self.status);
+    }
+}
+
+impl Cells for Row<'_> {
+    fn state(&self) -> &'static str {
+        self.status.label()
+    }
+    fn link(&self, out: &mut String, scratch: &mut String) {
+        scratch.clear();
+        scratch.push('[');
+        push_link_text(scratch, &self.slug);
+        scratch.push_str("](");
+        push_link_target(scratch, &self.path);
+        scratch.push(')');
+        crate::template::push_table_cell(out, scratch);
+    }
+    fn title(&self) -> &str {
+        &self.title
+    }
+    fn outcome(&self) -> &str {
+        self.outcome
+    }
+    fn confidence(&self, out: &mut String) {
+        let _ = write!(out, "{:.2}", self.confidence);
+    }
+    fn success_count(&self) -> u64 {
+        self.success_count
+    }
+    fn failure_count(&self) -> u64 {
+        self.failure_count
+    }
+    fn status(&self, out: &mut String) {
+        match &self.status {
+            Status::Superseded(by) => {
+                out.push_str("superseded by ");
+                for (i, slug) in by.iter().enumerate() {
+                    if i > 0 {
+                        out.push_str(", ");
+                    }
+                    out.push_str(slug);
+                }
+            }
+            other => out.push_str(other.label()),
+        }
+    }
+}
+
 /// What the built-in template renders, written directly: the same bytes (the tests compare
 /// the two on every fixture bank and on generated ones), with the rows written in parallel.
 /// A bank of 100,000 lessons spends most of `lesson index` in the template engine otherwise.
-fn render_builtin(lessons: &[Entry], counts: Counts) -> String {
+fn render_builtin<C: Cells>(lessons: &[C]) -> String {
+    let counts = counts_of(lessons.iter().map(Cells::state));
     // the template's text up to its first tag: the title and the comment
     let head = BUILTIN_TEMPLATE
         .split("{{")
         .next()
         .expect("split yields a first piece");
-    let mut out = String::with_capacity(head.len() + 512 + lessons.len() * 192);
+    let mut out = String::with_capacity(head.len() + 512);
     out.push_str(head);
     let _ = writeln!(
         out,
@@ -351,29 +533,34 @@ fn render_builtin(lessons: &[Entry], counts: Counts) -> String {
     }
     out.push_str("\n| slug | title | outcome | confidence | successes | failures | status |\n");
     out.push_str("| --- | --- | --- | ---: | ---: | ---: | --- |\n");
-    let rows: Vec<String> = lessons
+    let chunks: Vec<String> = lessons
         .par_chunks(1024)
         .map(|chunk| {
             let mut rows = String::with_capacity(chunk.len() * 192);
+            let mut cell = String::new();
             for l in chunk {
-                let _ = writeln!(
-                    rows,
-                    "| {} | {} | {} | {} | {} | {} | {} |",
-                    l.link,
-                    crate::template::table_cell(&l.title),
-                    l.outcome,
-                    l.confidence,
-                    l.success_count,
-                    l.failure_count,
-                    crate::template::table_cell(&l.status)
-                );
+                rows.push_str("| ");
+                l.link(&mut rows, &mut cell);
+                rows.push_str(" | ");
+                crate::template::push_table_cell(&mut rows, l.title());
+                rows.push_str(" | ");
+                rows.push_str(l.outcome());
+                rows.push_str(" | ");
+                l.confidence(&mut rows);
+                let _ = write!(rows, " | {} | {} | ", l.success_count(), l.failure_count());
+                cell.clear();
+                l.status(&mut cell);
+                crate::template::push_table_cell(&mut rows, &cell);
+                rows.push_str(" |\n");
             }
             rows
         })
         .collect();
-    for chunk in rows {
-        out.push_str(&chunk);
+    out.reserve_exact(chunks.iter().map(String::len).sum());
+    for chunk in &chunks {
+        out.push_str(chunk);
     }
+    chunks.into_par_iter().for_each(drop);
     out
 }
 
@@ -388,8 +575,12 @@ mod tests {
 
     #[test]
     fn link_targets_are_encoded_and_texts_escaped() {
-        assert_eq!(encode_link_target("sub/a b(1).md"), "sub/a%20b%281%29.md");
-        assert_eq!(escape_link_text("a[b]"), "a\\[b\\]");
+        let mut out = String::new();
+        push_link_target(&mut out, "sub/a b(1).md");
+        assert_eq!(out, "sub/a%20b%281%29.md");
+        out.clear();
+        push_link_text(&mut out, "a[b]");
+        assert_eq!(out, "a\\[b\\]");
     }
 
     #[test]

@@ -153,6 +153,16 @@ pub fn table_cell(s: &str) -> String {
     out
 }
 
+/// Append `s` to `out` made safe for a markdown table cell (what [`table_cell`] makes of it),
+/// without a copy when it needs no escaping.
+pub fn push_table_cell(out: &mut String, s: &str) {
+    if needs_cell_escape(s) {
+        out.push_str(&table_cell(s));
+    } else {
+        out.push_str(s);
+    }
+}
+
 /// Filter `cell`: a value made safe for a markdown table cell.
 fn cell(value: Value) -> Value {
     match value.as_str() {

@@ -78,6 +78,9 @@ fn direct_rendering_equals_the_template_engine_on_fixture_banks() {
         let engine = lesson::index_md::render_entries(&builtin(), entries.clone(), false).unwrap();
         let direct = lesson::index_md::render_entries(&builtin(), entries, true).unwrap();
         assert_eq!(direct, engine, "{}", root.display());
+        // and written from the lessons, without entries
+        let from_bank = lesson::index_md::render_with(&bank, &builtin()).unwrap();
+        assert_eq!(from_bank, engine, "{}", root.display());
     }
     assert!(rows > 40, "only {rows} rows compared");
 }
@@ -92,7 +95,9 @@ fn scanned_entries_equal_the_loaded_banks_on_fixture_banks() {
     let mut superseded = 0;
     for root in &roots {
         let bank = Bank::load_with(root, &Overlay::new(), now()).unwrap();
-        let (scanned, entries) = lesson::index_md::scan(root, now()).unwrap();
+        let (scanned, rows) = lesson::index_md::scan(root, now(), true).unwrap();
+        let rendered = rows.render(&builtin()).unwrap();
+        let entries = rows.into_entries();
         assert_eq!(
             entries,
             lesson::index_md::entries(&bank),
@@ -100,6 +105,9 @@ fn scanned_entries_equal_the_loaded_banks_on_fixture_banks() {
             root.display()
         );
         assert_eq!(scanned.index.map(|s| s.text), bank.index.map(|s| s.text));
+        // written from the rows, as from the entries through the template engine
+        let engine = lesson::index_md::render_entries(&builtin(), entries.clone(), false).unwrap();
+        assert_eq!(rendered, engine, "{}", root.display());
         superseded += entries.iter().filter(|e| e.state == "superseded").count();
     }
     assert!(
@@ -172,8 +180,14 @@ mod props {
             }
             let now = super::now();
             let bank = lesson::Bank::load_with(dir.path(), &Default::default(), now).unwrap();
-            let (_, scanned) = lesson::index_md::scan(dir.path(), now).unwrap();
-            prop_assert_eq!(scanned, lesson::index_md::entries(&bank));
+            let (_, rows) = lesson::index_md::scan(dir.path(), now, false).unwrap();
+            let rendered = rows.render(&super::builtin()).unwrap();
+            let scanned = rows.into_entries();
+            let engine = render_entries(&super::builtin(), scanned.clone(), false).unwrap();
+            prop_assert_eq!(&rendered, &engine);
+            prop_assert_eq!(&scanned, &lesson::index_md::entries(&bank));
+            // and written from the loaded bank's lessons
+            prop_assert_eq!(lesson::index_md::render_with(&bank, &super::builtin()).unwrap(), engine);
         }
 
         #[test]

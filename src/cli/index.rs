@@ -25,7 +25,8 @@ pub struct IndexArgs {
 /// Run `lesson index`.
 pub fn run(root: &Path, args: IndexArgs) -> anyhow::Result<ExitCode> {
     if args.check || args.stdout {
-        let (bank, rendered, _) = render(root)?;
+        // printing needs no `_index.md`: it is read to check it only
+        let (bank, rendered, _) = render(root, args.check)?;
         if args.stdout {
             print!("{rendered}");
             super::release(bank);
@@ -52,7 +53,7 @@ pub fn run(root: &Path, args: IndexArgs) -> anyhow::Result<ExitCode> {
     }
     let mut lock = super::lock(root)?;
     let line = lock.with(|| -> anyhow::Result<String> {
-        let (bank, rendered, n) = render(root)?;
+        let (bank, rendered, n) = render(root, true)?;
         let path = bank.index_path();
         if index_md::is_current(&bank, &rendered) {
             return Ok(format!("{} is up to date", path.display()));
@@ -71,12 +72,13 @@ pub fn run(root: &Path, args: IndexArgs) -> anyhow::Result<ExitCode> {
 
 /// The bank at `root` (without its documents: see [`index_md::scan`]), its `_index.md` as it
 /// should read, and how many lessons that lists.
-fn render(root: &Path) -> anyhow::Result<(lesson::Bank, String, usize)> {
+fn render(root: &Path, with_index: bool) -> anyhow::Result<(lesson::Bank, String, usize)> {
     let now = lesson::bank::now_from_env()?;
-    let (bank, entries) = index_md::scan(root, now)
+    let (bank, scanned) = index_md::scan(root, now, with_index)
         .with_context(|| format!("cannot load the bank at {}", root.display()))?;
-    let n = entries.len();
+    let n = scanned.len();
     let template = Template::load(&bank.root, index_md::TEMPLATE, index_md::BUILTIN_TEMPLATE)?;
-    let rendered = index_md::render_entries(&template, entries, true)?;
+    let rendered = scanned.render(&template)?;
+    super::release(scanned);
     Ok((bank, rendered, n))
 }

@@ -112,10 +112,10 @@ fn load(root: &Path) -> anyhow::Result<lesson::Bank> {
     lesson::Bank::load(root).with_context(|| format!("cannot load the bank at {}", root.display()))
 }
 
-/// Let go of a bank the process is done with without freeing it: the process exits next, and
-/// freeing 100,000 parsed lessons piece by piece (from threads other than the ones that
-/// allocated them) costs more than the OS reclaiming the memory at once.
-fn release(bank: lesson::Bank) {
+/// Let go of a bank (or its rows) the process is done with without freeing it: the process
+/// exits next, and freeing 100,000 parsed lessons piece by piece (from threads other than the
+/// ones that allocated them) costs more than the OS reclaiming the memory at once.
+fn release<T>(bank: T) {
     std::mem::forget(bank);
 }
 
