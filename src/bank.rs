@@ -182,8 +182,13 @@ impl Bank {
             Some((doc, result))
         };
         let (config, batches, walk_problems) = parse_files(root, parse)?;
-        let (documents, visited) = in_path_order(batches);
-        let bank = Bank::assemble(root, overlay, now, config, documents, walk_problems, true);
+        // `_index.md` is read while the documents are put in order
+        let limit = config.lint.size_limit;
+        let ((documents, visited), index) = rayon::join(
+            || in_path_order(root, batches),
+            || read_index(root, overlay, limit),
+        );
+        let bank = Bank::assemble(root, config, documents, index, walk_problems, now);
         Ok((bank, visited))
     }
 
@@ -205,42 +210,28 @@ impl Bank {
             keep(config, Document::parse_frontmatter(source, problem))
         };
         let (config, batches, walk_problems) = parse_files(root, parse)?;
-        let rows = batches.into_iter().flatten().flatten().collect();
-        let bank = Bank::assemble(
-            root,
-            &overlay,
-            now,
-            config,
-            Vec::new(),
-            walk_problems,
-            with_index,
+        let limit = config.lint.size_limit;
+        let (rows, index) = rayon::join(
+            || batches.into_iter().flatten().flatten().collect(),
+            || {
+                with_index
+                    .then(|| read_index(root, &overlay, limit))
+                    .flatten()
+            },
         );
+        let bank = Bank::assemble(root, config, Vec::new(), index, walk_problems, now);
         Ok((bank, rows))
     }
 
-    /// The bank around its documents: `_index.md` read, supersession mapped.
+    /// The bank around its documents: supersession mapped.
     fn assemble(
         root: &Path,
-        overlay: &Overlay,
-        now: jiff::Timestamp,
         config: Config,
         documents: Vec<Document>,
+        index: Option<Source>,
         walk_problems: Vec<WalkProblem>,
-        with_index: bool,
+        now: jiff::Timestamp,
     ) -> Bank {
-        let limit = config.lint.size_limit;
-        let index_path = root.join(INDEX_FILE);
-        let index = if !with_index {
-            None
-        } else if let Some(text) = overlay.get(&index_path) {
-            Some(Source::new(index_path, text.clone()))
-        } else if index_path.is_file() {
-            let (source, problem) =
-                Source::read(&index_path, index_path.clone(), limit.max(64 << 20));
-            problem.is_none().then_some(source)
-        } else {
-            None
-        };
         let mut bank = Bank {
             root: root.to_path_buf(),
             has_config: root.join(CONFIG_FILE).is_file(),
@@ -259,7 +250,7 @@ impl Bank {
     pub fn lessons(&self) -> impl Iterator<Item = (&Document, &Lesson)> {
         self.documents
             .iter()
-            .filter_map(|d| d.lesson.as_ref().map(|l| (d, l)))
+            .filter_map(|d| d.lesson.as_deref().map(|l| (d, l)))
     }
 
     /// Lessons by slug; the first file wins when slugs collide.
@@ -371,35 +362,73 @@ fn parse_files<R: Send>(
     Ok((config, batches, problems))
 }
 
+/// The bank's `_index.md` (from the overlay when it has it), if it exists and can be read.
+fn read_index(root: &Path, overlay: &Overlay, limit: u64) -> Option<Source> {
+    let path = root.join(INDEX_FILE);
+    if let Some(text) = overlay.get(&path) {
+        Some(Source::new(path, text.clone()))
+    } else if path.is_file() {
+        let (source, problem) = Source::read(&path, path.clone(), limit.max(64 << 20));
+        problem.is_none().then_some(source)
+    } else {
+        None
+    }
+}
+
 /// Documents (with what their visit returned) sorted by the bytes of their paths: the order
-/// of [`lesson_paths`]. Sorts positions, then moves each document once.
-fn in_path_order<T>(mut batches: Vec<Vec<Option<(Document, T)>>>) -> (Vec<Document>, Vec<T>) {
-    let mut order: Vec<(&[u8], u32, u32)> = batches
+/// of [`lesson_paths`]. Sorts positions, then moves each document once, in parallel: each
+/// batch behind a lock that a move holds for a moment (there are hundreds of batches and two
+/// or so threads taking from them).
+fn in_path_order<T: Send>(
+    root: &Path,
+    batches: Vec<Vec<Option<(Document, T)>>>,
+) -> (Vec<Document>, Vec<T>) {
+    fn path<T>(item: &Option<(Document, T)>) -> &[u8] {
+        let (doc, _) = item.as_ref().expect("filled by the parse");
+        doc.source.path.as_os_str().as_encoded_bytes()
+    }
+    // every path starts with the root's: positions are sorted by the 8 bytes after it first,
+    // which decide most comparisons without reaching into the paths
+    let root = root.as_os_str().as_encoded_bytes();
+    let skip = if batches
+        .iter()
+        .flatten()
+        .all(|item| path(item).starts_with(root))
+    {
+        root.len()
+    } else {
+        0
+    };
+    let mut order: Vec<(u64, &[u8], u32, u32)> = batches
         .iter()
         .enumerate()
         .flat_map(|(b, batch)| {
             batch.iter().enumerate().map(move |(i, item)| {
-                let (doc, _) = item.as_ref().expect("filled by the parse");
-                (
-                    doc.source.path.as_os_str().as_encoded_bytes(),
-                    b as u32,
-                    i as u32,
-                )
+                let path = path(item);
+                let mut head = [0u8; 8];
+                let rest = &path[skip..];
+                let n = rest.len().min(8);
+                head[..n].copy_from_slice(&rest[..n]);
+                (u64::from_be_bytes(head), path, b as u32, i as u32)
             })
         })
         .collect();
-    order.par_sort_unstable_by(|a, b| a.0.cmp(b.0));
+    order.par_sort_unstable_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
     let order: Vec<(usize, usize)> = order
         .into_iter()
-        .map(|(_, b, i)| (b as usize, i as usize))
+        .map(|(_, _, b, i)| (b as usize, i as usize))
         .collect();
+    let batches: Vec<std::sync::Mutex<_>> =
+        batches.into_iter().map(std::sync::Mutex::new).collect();
     let mut documents = Vec::with_capacity(order.len());
     let mut visited = Vec::with_capacity(order.len());
-    for (b, i) in order {
-        let (doc, result) = batches[b][i].take().expect("each position once");
-        documents.push(doc);
-        visited.push(result);
-    }
+    order
+        .par_iter()
+        .map(|&(b, i)| {
+            let mut batch = batches[b].lock().unwrap_or_else(|e| e.into_inner());
+            batch[i].take().expect("each position once")
+        })
+        .unzip_into_vecs(&mut documents, &mut visited);
     (documents, visited)
 }
 
@@ -437,6 +466,46 @@ pub fn lesson_paths(root: &Path, exclude: &GlobSet) -> (Vec<PathBuf>, Vec<WalkPr
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Documents come in the byte order of their paths whatever order the walk finds them
+    /// in: names that share their first eight bytes, a file beside a directory of the same
+    /// stem, non-ASCII names.
+    #[test]
+    fn documents_are_in_path_byte_order() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path();
+        let names = [
+            "a.md",
+            "a/b.md",
+            "a/a/a.md",
+            "a-b.md",
+            "ab.md",
+            "aaaaaaa.md",
+            "aaaaaaaa.md",
+            "aaaaaaaab.md",
+            "aaaaaaaa/x.md",
+            "Z.md",
+            "\u{e9}.md",
+            "z/\u{e9}t\u{e9}.md",
+        ];
+        for name in names {
+            let path = root.join(name);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(&path, "# not a lesson\n").unwrap();
+        }
+        let bank = Bank::load_with(root, &Overlay::new(), jiff::Timestamp::UNIX_EPOCH).unwrap();
+        let got: Vec<&[u8]> = bank
+            .documents
+            .iter()
+            .map(|d| d.source.path.as_os_str().as_encoded_bytes())
+            .collect();
+        let mut want: Vec<Vec<u8>> = names
+            .iter()
+            .map(|n| root.join(n).into_os_string().into_encoded_bytes())
+            .collect();
+        want.sort();
+        assert_eq!(got, want.iter().map(Vec::as_slice).collect::<Vec<_>>());
+    }
 
     #[test]
     fn discovery_order() {

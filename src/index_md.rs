@@ -219,7 +219,7 @@ impl Scanned {
     }
 
     /// Render `_index.md` with `template`.
-    pub fn render(&self, template: &Template) -> Result<String, IndexError> {
+    pub fn render(&self, template: &Template) -> Result<Rendered, IndexError> {
         render_rows(template, &self.rows)
     }
 }
@@ -362,14 +362,84 @@ fn counts_of<'s>(states: impl ExactSizeIterator<Item = &'s str>) -> Counts {
     c
 }
 
+/// `_index.md` as rendered, in pieces: the built-in template's rows are written in parallel
+/// chunks, which are compared with the file (or written) without being joined first. On a
+/// bank of 100,000 lessons, joining them cost more than writing them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rendered {
+    pieces: Vec<String>,
+}
+
+impl Rendered {
+    /// The length in bytes.
+    pub fn len(&self) -> usize {
+        self.pieces.iter().map(String::len).sum()
+    }
+
+    /// Whether it renders to nothing.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Whether `text` is exactly this.
+    pub fn matches(&self, text: &str) -> bool {
+        if text.len() != self.len() {
+            return false;
+        }
+        let mut at = 0;
+        let spans: Vec<(usize, &String)> = self
+            .pieces
+            .iter()
+            .map(|piece| {
+                at += piece.len();
+                (at - piece.len(), piece)
+            })
+            .collect();
+        let text = text.as_bytes();
+        spans
+            .par_iter()
+            .all(|(at, piece)| &text[*at..*at + piece.len()] == piece.as_bytes())
+    }
+
+    /// Write it out.
+    pub fn write_to(&self, out: &mut impl std::io::Write) -> std::io::Result<()> {
+        self.pieces
+            .iter()
+            .try_for_each(|piece| out.write_all(piece.as_bytes()))
+    }
+
+    /// The text in one string.
+    pub fn into_string(self) -> String {
+        if self.pieces.len() == 1 {
+            return self.pieces.into_iter().next().unwrap_or_default();
+        }
+        let mut out = String::with_capacity(self.len());
+        for piece in &self.pieces {
+            out.push_str(piece);
+        }
+        self.pieces.into_par_iter().for_each(drop);
+        out
+    }
+}
+
 /// Render `_index.md` for the bank, with the bank's template override when it has one.
 pub fn render(bank: &Bank) -> Result<String, IndexError> {
+    Ok(render_parts(bank)?.into_string())
+}
+
+/// Render `_index.md` for the bank in pieces (see [`Rendered`]), with the bank's template
+/// override when it has one.
+pub fn render_parts(bank: &Bank) -> Result<Rendered, IndexError> {
     let template = Template::load(&bank.root, TEMPLATE, BUILTIN_TEMPLATE)?;
-    render_with(bank, &template)
+    render_parts_with(bank, &template)
 }
 
 /// Render `_index.md` with a given template.
 pub fn render_with(bank: &Bank, template: &Template) -> Result<String, IndexError> {
+    Ok(render_parts_with(bank, template)?.into_string())
+}
+
+fn render_parts_with(bank: &Bank, template: &Template) -> Result<Rendered, IndexError> {
     let rows = rows(bank);
     let rendered = render_rows(template, &rows);
     // a large bank's rows are many small strings: they are let go side by side
@@ -377,7 +447,7 @@ pub fn render_with(bank: &Bank, template: &Template) -> Result<String, IndexErro
     rendered
 }
 
-fn render_rows(template: &Template, rows: &[Row]) -> Result<String, IndexError> {
+fn render_rows(template: &Template, rows: &[Row]) -> Result<Rendered, IndexError> {
     if builtin(template) {
         return Ok(render_builtin(rows));
     }
@@ -395,7 +465,8 @@ fn render_rows(template: &Template, rows: &[Row]) -> Result<String, IndexError> 
             .into_entry()
         })
         .collect();
-    render_entries(template, entries, false)
+    let text = render_entries(template, entries, false)?;
+    Ok(Rendered { pieces: vec![text] })
 }
 
 fn builtin(template: &Template) -> bool {
@@ -411,7 +482,7 @@ pub fn render_entries(
     direct: bool,
 ) -> Result<String, IndexError> {
     if direct && builtin(template) {
-        return Ok(render_builtin(&lessons));
+        return Ok(render_builtin(&lessons).into_string());
     }
     let counts = counts(&lessons);
     Ok(template.render(Context {
@@ -509,7 +580,7 @@ impl Cells for Row<'_> {
 /// What the built-in template renders, written directly: the same bytes (the tests compare
 /// the two on every fixture bank and on generated ones), with the rows written in parallel.
 /// A bank of 100,000 lessons spends most of `lesson index` in the template engine otherwise.
-fn render_builtin<C: Cells>(lessons: &[C]) -> String {
+fn render_builtin<C: Cells>(lessons: &[C]) -> Rendered {
     let counts = counts_of(lessons.iter().map(Cells::state));
     // the template's text up to its first tag: the title and the comment
     let head = BUILTIN_TEMPLATE
@@ -529,39 +600,32 @@ fn render_builtin<C: Cells>(lessons: &[C]) -> String {
     );
     if lessons.is_empty() {
         out.push_str("\nNo lessons yet: add one with `lesson new`.\n");
-        return out;
+        return Rendered { pieces: vec![out] };
     }
     out.push_str("\n| slug | title | outcome | confidence | successes | failures | status |\n");
     out.push_str("| --- | --- | --- | ---: | ---: | ---: | --- |\n");
-    let chunks: Vec<String> = lessons
-        .par_chunks(1024)
-        .map(|chunk| {
-            let mut rows = String::with_capacity(chunk.len() * 192);
-            let mut cell = String::new();
-            for l in chunk {
-                rows.push_str("| ");
-                l.link(&mut rows, &mut cell);
-                rows.push_str(" | ");
-                crate::template::push_table_cell(&mut rows, l.title());
-                rows.push_str(" | ");
-                rows.push_str(l.outcome());
-                rows.push_str(" | ");
-                l.confidence(&mut rows);
-                let _ = write!(rows, " | {} | {} | ", l.success_count(), l.failure_count());
-                cell.clear();
-                l.status(&mut cell);
-                crate::template::push_table_cell(&mut rows, &cell);
-                rows.push_str(" |\n");
-            }
-            rows
-        })
-        .collect();
-    out.reserve_exact(chunks.iter().map(String::len).sum());
-    for chunk in &chunks {
-        out.push_str(chunk);
-    }
-    chunks.into_par_iter().for_each(drop);
-    out
+    let mut pieces = vec![out];
+    pieces.par_extend(lessons.par_chunks(1024).map(|chunk| {
+        let mut rows = String::with_capacity(chunk.len() * 192);
+        let mut cell = String::new();
+        for l in chunk {
+            rows.push_str("| ");
+            l.link(&mut rows, &mut cell);
+            rows.push_str(" | ");
+            crate::template::push_table_cell(&mut rows, l.title());
+            rows.push_str(" | ");
+            rows.push_str(l.outcome());
+            rows.push_str(" | ");
+            l.confidence(&mut rows);
+            let _ = write!(rows, " | {} | {} | ", l.success_count(), l.failure_count());
+            cell.clear();
+            l.status(&mut cell);
+            crate::template::push_table_cell(&mut rows, &cell);
+            rows.push_str(" |\n");
+        }
+        rows
+    }));
+    Rendered { pieces }
 }
 
 /// Whether the bank's `_index.md` exists and equals `rendered`.

@@ -38,7 +38,7 @@ fn lesson_text(slug: &str, title: &str, description: &str, tags: &[&str]) -> Str
 }
 
 fn parse(text: &str) -> Lesson {
-    Document::parse(Source::new("candidate.md", text.to_string()), None)
+    *Document::parse(Source::new("candidate.md", text.to_string()), None)
         .lesson
         .expect("the candidate parses")
 }

@@ -96,7 +96,7 @@ fn scanned_entries_equal_the_loaded_banks_on_fixture_banks() {
     for root in &roots {
         let bank = Bank::load_with(root, &Overlay::new(), now()).unwrap();
         let (scanned, rows) = lesson::index_md::scan(root, now(), true).unwrap();
-        let rendered = rows.render(&builtin()).unwrap();
+        let rendered = rows.render(&builtin()).unwrap().into_string();
         let entries = rows.into_entries();
         assert_eq!(
             entries,
@@ -114,6 +114,36 @@ fn scanned_entries_equal_the_loaded_banks_on_fixture_banks() {
         superseded > 5,
         "only {superseded} superseded entries compared"
     );
+}
+
+/// A large bank's index is rendered in chunks of rows, compared with the file piece by piece:
+/// equal to the template engine's text across chunk boundaries, and a change of one byte
+/// anywhere (or of the length) is a mismatch.
+#[test]
+fn rendered_pieces_match_the_engine_across_chunks() {
+    let dir = tempfile::tempdir().unwrap();
+    for i in 0..2500 {
+        let text = format!(
+            "---\nschema: learning/v1\nslug: l{i:04}\ntitle: Lesson {i} | piped\ntrigger:\n  description: when {i}\noutcome: mixed\nevidence:\n  - kind: run\n    ref: r{i}\nconfidence: 0.{i}\nsuccess_count: {i}\n---\n\n# Lesson {i} | piped\n"
+        );
+        std::fs::write(dir.path().join(format!("l{i:04}.md")), text).unwrap();
+    }
+    let (_, rows) = lesson::index_md::scan(dir.path(), now(), false).unwrap();
+    let parts = rows.render(&builtin()).unwrap();
+    let engine = lesson::index_md::render_entries(&builtin(), rows.into_entries(), false).unwrap();
+    assert!(parts.matches(&engine));
+    let mut probes = 0;
+    for at in (0..engine.len()).step_by(499) {
+        let mut other = engine.clone().into_bytes();
+        other[at] = if other[at] == b'x' { b'y' } else { b'x' };
+        let other = String::from_utf8_lossy(&other);
+        assert!(!parts.matches(&other), "a change at byte {at} went unseen");
+        probes += 1;
+    }
+    assert!(probes > 300, "{probes}");
+    assert!(!parts.matches(&engine[..engine.len() - 1]));
+    assert!(!parts.matches(&format!("{engine}\n")));
+    assert_eq!(parts.into_string(), engine);
 }
 
 mod props {
@@ -181,10 +211,11 @@ mod props {
             let now = super::now();
             let bank = lesson::Bank::load_with(dir.path(), &Default::default(), now).unwrap();
             let (_, rows) = lesson::index_md::scan(dir.path(), now, false).unwrap();
-            let rendered = rows.render(&super::builtin()).unwrap();
+            let parts = rows.render(&super::builtin()).unwrap();
             let scanned = rows.into_entries();
             let engine = render_entries(&super::builtin(), scanned.clone(), false).unwrap();
-            prop_assert_eq!(&rendered, &engine);
+            prop_assert!(parts.matches(&engine));
+            prop_assert_eq!(&parts.into_string(), &engine);
             prop_assert_eq!(&scanned, &lesson::index_md::entries(&bank));
             // and written from the loaded bank's lessons
             prop_assert_eq!(lesson::index_md::render_with(&bank, &super::builtin()).unwrap(), engine);

@@ -1,13 +1,14 @@
 //! `lesson index [--check|--stdout]`: write, check or print `_index.md`.
 
 use std::collections::BTreeMap;
+use std::io::Write as _;
 use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::Args;
 use lesson::edit::write_atomic;
-use lesson::index_md;
+use lesson::index_md::{self, Rendered};
 use lesson::lint::fix;
 use lesson::template::Template;
 
@@ -28,17 +29,25 @@ pub fn run(root: &Path, args: IndexArgs) -> anyhow::Result<ExitCode> {
         // printing needs no `_index.md`: it is read to check it only
         let (bank, rendered, _) = render(root, args.check)?;
         if args.stdout {
-            print!("{rendered}");
+            let mut out = std::io::stdout().lock();
+            match rendered.write_to(&mut out).and_then(|()| out.flush()) {
+                // a reader that stops early (`| head`) is not a failure
+                Err(err) if err.kind() != std::io::ErrorKind::BrokenPipe => {
+                    return Err(err).context("cannot write the index to standard output");
+                }
+                _ => {}
+            }
             super::release(bank);
             return Ok(ExitCode::SUCCESS);
         }
-        if index_md::is_current(&bank, &rendered) {
+        if is_current(&bank, &rendered) {
             super::release(bank);
             return Ok(ExitCode::SUCCESS);
         }
         let path = bank.index_path();
         let before = bank.index.as_ref().map_or("", |s| s.text.as_str());
-        let changes = BTreeMap::from([(path.clone(), (before.to_string(), rendered))]);
+        let changes =
+            BTreeMap::from([(path.clone(), (before.to_string(), rendered.into_string()))]);
         print!("{}", fix::unified_diff(&changes));
         let what = if bank.index.is_some() {
             "is out of date"
@@ -55,10 +64,10 @@ pub fn run(root: &Path, args: IndexArgs) -> anyhow::Result<ExitCode> {
     let line = lock.with(|| -> anyhow::Result<String> {
         let (bank, rendered, n) = render(root, true)?;
         let path = bank.index_path();
-        if index_md::is_current(&bank, &rendered) {
+        if is_current(&bank, &rendered) {
             return Ok(format!("{} is up to date", path.display()));
         }
-        write_atomic(root, &path, rendered.as_bytes())?;
+        write_atomic(root, &path, rendered.into_string().as_bytes())?;
         super::release(bank);
         Ok(format!(
             "wrote {} ({n} lesson{})",
@@ -70,9 +79,15 @@ pub fn run(root: &Path, args: IndexArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+fn is_current(bank: &lesson::Bank, rendered: &Rendered) -> bool {
+    bank.index
+        .as_ref()
+        .is_some_and(|s| rendered.matches(&s.text))
+}
+
 /// The bank at `root` (without its documents: see [`index_md::scan`]), its `_index.md` as it
 /// should read, and how many lessons that lists.
-fn render(root: &Path, with_index: bool) -> anyhow::Result<(lesson::Bank, String, usize)> {
+fn render(root: &Path, with_index: bool) -> anyhow::Result<(lesson::Bank, Rendered, usize)> {
     let now = lesson::bank::now_from_env()?;
     let (bank, scanned) = index_md::scan(root, now, with_index)
         .with_context(|| format!("cannot load the bank at {}", root.display()))?;

@@ -433,7 +433,7 @@ pub fn prepare(
     Some(Prepared {
         label: label.to_string(),
         doc,
-        lesson,
+        lesson: *lesson,
         counts,
         conflicts_with: candidate.conflicts_with.clone(),
     })

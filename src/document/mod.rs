@@ -24,7 +24,7 @@ pub struct Document {
     /// YAML problems: syntax errors, duplicate keys, limits.
     pub yaml_errors: Vec<YamlError>,
     /// The typed lesson, when the required fields are present with the right types.
-    pub lesson: Option<Lesson>,
+    pub lesson: Option<Box<Lesson>>,
     /// The markdown body (the whole file when there is no frontmatter).
     pub body: Option<Body>,
     /// Whether [`Document::slim`] dropped the tree and the body.
@@ -66,7 +66,7 @@ impl Document {
         let body_start = match &split {
             Split::Yaml(f) => {
                 let (yaml, errors) = Yaml::parse(&text[f.content.clone()], f.content.start);
-                doc.lesson = yaml.as_ref().and_then(Lesson::from_yaml);
+                doc.lesson = yaml.as_ref().and_then(Lesson::from_yaml).map(Box::new);
                 doc.yaml = if full { yaml } else { None };
                 doc.yaml_errors = errors;
                 Some(f.body_start)

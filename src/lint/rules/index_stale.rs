@@ -46,8 +46,8 @@ fn check(bank: &Bank, out: &mut Vec<Diagnostic>) {
             .clone()
             .unwrap_or_else(|| Source::new(bank.index_path(), String::new()))
     };
-    let rendered = match crate::index_md::render(bank) {
-        Ok(text) => text,
+    let rendered = match crate::index_md::render_parts(bank) {
+        Ok(rendered) => rendered,
         Err(err) => {
             out.push(Diagnostic::new(
                 &RULE,
@@ -58,9 +58,14 @@ fn check(bank: &Bank, out: &mut Vec<Diagnostic>) {
             return;
         }
     };
-    if crate::index_md::is_current(bank, &rendered) {
+    if bank
+        .index
+        .as_ref()
+        .is_some_and(|s| rendered.matches(&s.text))
+    {
         return;
     }
+    let rendered = rendered.into_string();
     let source = source();
     let fix = Fix::safe(
         "regenerate `_index.md`",
