@@ -297,6 +297,19 @@ pub struct Lesson {
 }
 
 impl Lesson {
+    /// Let go of what only the file rules read (the trigger's description, tags and targets,
+    /// the evidence, the schema id, `conflicts_with`), keeping what the bank rules and the
+    /// index read: slug, title, outcome, confidence, counts, `supersedes`, `expires_at`. For a
+    /// clean file in a lint report, so that a large bank is not held whole.
+    pub fn keep_bank_fields(&mut self) {
+        self.schema.value = String::new();
+        self.trigger.description.value = String::new();
+        self.trigger.tags = Vec::new();
+        self.trigger.targets = Vec::new();
+        self.evidence = Vec::new();
+        self.conflicts_with = Vec::new();
+    }
+
     /// Build the model from a frontmatter tree. `None` when a required field is missing or of
     /// the wrong type, or an enum value is unknown (the lint rules say which).
     pub fn from_yaml(yaml: &Yaml) -> Option<Lesson> {

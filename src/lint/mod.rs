@@ -242,8 +242,9 @@ pub fn lint_at(
 }
 
 /// Like [`lint_at`] for a report only: a file its rules found nothing in (and that suppresses
-/// nothing) keeps just its frontmatter's text, which is all the bank rules point into, so a
-/// large clean bank is never held in memory whole. The returned bank's trimmed documents
+/// nothing) keeps just its frontmatter's text, which is all the bank rules point into, and of
+/// its lesson what they read ([`crate::Lesson::keep_bank_fields`]), so a large clean bank is never
+/// held in memory whole. The returned bank's trimmed documents
 /// ([`Document::is_trimmed`]) are not the files' text: never fix or edit from them.
 pub fn lint_report(
     root: &Path,
@@ -268,6 +269,9 @@ fn lint_pass(
         let pass = file_pass(doc, config, now, &checks, selection);
         if trim && pass.diagnostics.is_empty() && pass.allows.is_empty() {
             doc.trim();
+            if let Some(lesson) = doc.lesson.as_deref_mut() {
+                lesson.keep_bank_fields();
+            }
         } else {
             doc.slim();
         }
