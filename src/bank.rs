@@ -281,6 +281,11 @@ impl Bank {
         map
     }
 
+    /// Whether some lesson is superseded by more than one other.
+    pub(crate) fn has_lesson_superseded_twice(&self) -> bool {
+        self.superseded_by.values().any(|by| by.len() > 1)
+    }
+
     /// The slugs of lessons that supersede `slug`, sorted.
     pub fn superseded_by(&self, slug: &str) -> &[String] {
         self.superseded_by.get(slug).map_or(&[], Vec::as_slice)

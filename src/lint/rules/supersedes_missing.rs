@@ -44,16 +44,25 @@ fn check(bank: &Bank, out: &mut Vec<Diagnostic>) {
     {
         return;
     }
-    // an entry may name a lesson's slug or, for a file that does not parse, its name
-    let mut names: HashSet<&str> = HashSet::with_capacity(bank.documents.len());
+    // an entry may name a lesson's slug or, for a file that does not parse, its name: the
+    // names entries ask for are few, so they are the set, and each file is looked up in it
+    let mut names: HashSet<&str> = bank
+        .lessons()
+        .flat_map(|(_, lesson)| lesson.supersedes.iter().map(|e| e.value.as_str()))
+        .collect();
+    let mut found: HashSet<&str> = HashSet::with_capacity(names.len());
     for doc in &bank.documents {
-        if let Some(stem) = doc.stem() {
-            names.insert(stem);
-        }
-        if let Some(lesson) = &doc.lesson {
-            names.insert(lesson.slug.value.as_str());
+        for name in doc
+            .stem()
+            .into_iter()
+            .chain(doc.lesson.as_ref().map(|l| l.slug.value.as_str()))
+        {
+            if let Some(name) = names.take(name) {
+                found.insert(name);
+            }
         }
     }
+    let names = found;
     // the slugs a misspelt entry is compared with, built at the first miss
     let mut slugs: Option<Vec<&str>> = None;
     let mut budget = SUGGESTION_BUDGET;
