@@ -502,8 +502,9 @@ trait Cells: Sync {
     fn confidence(&self, out: &mut String);
     fn success_count(&self) -> u64;
     fn failure_count(&self) -> u64;
-    /// Append the `status` cell's text (unescaped for the table).
-    fn status(&self, out: &mut String);
+    /// Append the `status` cell, made safe for the table (`scratch` is a buffer to compose it
+    /// in).
+    fn status(&self, out: &mut String, scratch: &mut String);
 }
 
 impl Cells for Entry {
@@ -528,8 +529,8 @@ impl Cells for Entry {
     fn failure_count(&self) -> u64 {
         self.failure_count
     }
-    fn status(&self, out: &mut String) {
-        out.push_str(&self.status);
+    fn status(&self, out: &mut String, _: &mut String) {
+        crate::template::push_table_cell(out, &self.status);
     }
 }
 
@@ -538,6 +539,17 @@ impl Cells for Row<'_> {
         self.status.label()
     }
     fn link(&self, out: &mut String, scratch: &mut String) {
+        // the common case: a slug and a path with nothing to escape or encode
+        let plain =
+            |b: u8| b.is_ascii() && !matches!(b, b'[' | b']' | b'\\' | b'|' | b'\n' | b'\r');
+        if self.slug.bytes().all(plain) && self.path.bytes().all(unreserved) {
+            out.push('[');
+            out.push_str(&self.slug);
+            out.push_str("](");
+            out.push_str(&self.path);
+            out.push(')');
+            return;
+        }
         scratch.clear();
         scratch.push('[');
         push_link_text(scratch, &self.slug);
@@ -553,7 +565,7 @@ impl Cells for Row<'_> {
         self.outcome
     }
     fn confidence(&self, out: &mut String) {
-        let _ = write!(out, "{:.2}", self.confidence);
+        push_two_decimals(out, self.confidence);
     }
     fn success_count(&self) -> u64 {
         self.success_count
@@ -561,20 +573,60 @@ impl Cells for Row<'_> {
     fn failure_count(&self) -> u64 {
         self.failure_count
     }
-    fn status(&self, out: &mut String) {
+    fn status(&self, out: &mut String, scratch: &mut String) {
         match &self.status {
             Status::Superseded(by) => {
-                out.push_str("superseded by ");
+                scratch.clear();
+                scratch.push_str("superseded by ");
                 for (i, slug) in by.iter().enumerate() {
                     if i > 0 {
-                        out.push_str(", ");
+                        scratch.push_str(", ");
                     }
-                    out.push_str(slug);
+                    scratch.push_str(slug);
                 }
+                crate::template::push_table_cell(out, scratch);
             }
             other => out.push_str(other.label()),
         }
     }
+}
+
+/// Append `x` as `format!("{x:.2}")` writes it. A value within a millionth of a hundredth is
+/// written from its integer hundredths (its rounding is then not in doubt: the nearest rounding
+/// boundaries are half a hundredth away); any other value goes through the formatter.
+fn push_two_decimals(out: &mut String, x: f64) {
+    let scaled = x * 100.0;
+    let hundredths = scaled.round();
+    if x.is_finite()
+        && x.is_sign_positive()
+        && hundredths < 1e15
+        && (scaled - hundredths).abs() < 1e-6
+    {
+        let hundredths = hundredths as u64;
+        push_u64(out, hundredths / 100);
+        out.push('.');
+        if hundredths % 100 < 10 {
+            out.push('0');
+        }
+        push_u64(out, hundredths % 100);
+    } else {
+        let _ = write!(out, "{x:.2}");
+    }
+}
+
+/// Append `n` in decimal.
+fn push_u64(out: &mut String, mut n: u64) {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.push_str(std::str::from_utf8(&digits[at..]).expect("ASCII digits"));
 }
 
 /// What the built-in template renders, written directly: the same bytes (the tests compare
@@ -617,10 +669,12 @@ fn render_builtin<C: Cells>(lessons: &[C]) -> Rendered {
             rows.push_str(l.outcome());
             rows.push_str(" | ");
             l.confidence(&mut rows);
-            let _ = write!(rows, " | {} | {} | ", l.success_count(), l.failure_count());
-            cell.clear();
-            l.status(&mut cell);
-            crate::template::push_table_cell(&mut rows, &cell);
+            rows.push_str(" | ");
+            push_u64(&mut rows, l.success_count());
+            rows.push_str(" | ");
+            push_u64(&mut rows, l.failure_count());
+            rows.push_str(" | ");
+            l.status(&mut rows, &mut cell);
             rows.push_str(" |\n");
         }
         rows
@@ -636,6 +690,47 @@ pub fn is_current(bank: &Bank, rendered: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn two_decimals_and_integers_are_written_as_the_formatter_writes_them() {
+        let mut values = vec![
+            0.0,
+            -0.0,
+            0.5,
+            0.85,
+            0.005,
+            0.015,
+            0.125,
+            0.994999,
+            0.995,
+            0.9999999,
+            1.0,
+            1e-9,
+            -0.25,
+            12345.678,
+            1e15,
+            1e300,
+            f64::NAN,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            f64::MIN_POSITIVE,
+        ];
+        // every thousandth in [0, 2] and values beside it
+        for i in 0..=2000 {
+            let x = f64::from(i) / 1000.0;
+            values.extend([x, x + 1e-7, x - 1e-7, x + 1e-9, f64::from(i) * 0.001]);
+        }
+        for x in values {
+            let mut out = String::new();
+            push_two_decimals(&mut out, x);
+            assert_eq!(out, format!("{x:.2}"), "{x:e}");
+        }
+        for n in [0, 1, 9, 10, 99, 100, 12345, u64::MAX] {
+            let mut out = String::new();
+            push_u64(&mut out, n);
+            assert_eq!(out, n.to_string());
+        }
+    }
 
     #[test]
     fn link_targets_are_encoded_and_texts_escaped() {
