@@ -39,6 +39,11 @@ struct Parser<'a> {
     /// Index of the current line.
     at: usize,
     nodes: Vec<Node>,
+    /// The entries of the mappings being read, innermost last: each mapping takes its own off
+    /// the top in one exact allocation when it ends (rather than growing a vector of its own).
+    pairs: Vec<(NodeId, NodeId)>,
+    /// The same for the items of the sequences being read.
+    items: Vec<NodeId>,
 }
 
 /// Parse `content` (which starts at byte `base` of the file) when it is in the fast subset.
@@ -49,15 +54,18 @@ pub fn parse(content: &str, base: usize) -> Option<Yaml> {
     {
         return None;
     }
+    // a `\r` other than in a line's `\r\n` is looked for line by line only when there is one
+    let has_cr = memchr::memchr(b'\r', bytes).is_some();
+    let mut newlines = memchr::memchr_iter(b'\n', bytes);
     let mut lines = Vec::with_capacity(bytes.len() / 24 + 1);
     let mut start = 0;
     while start < bytes.len() {
-        let nl = memchr::memchr(b'\n', &bytes[start..]).map_or(bytes.len(), |i| start + i);
+        let nl = newlines.next().unwrap_or(bytes.len());
         let mut end = nl;
         if end > start && bytes[end - 1] == b'\r' {
             end -= 1;
         }
-        if memchr::memchr(b'\r', &bytes[start..end]).is_some() {
+        if has_cr && memchr::memchr(b'\r', &bytes[start..end]).is_some() {
             return None;
         }
         let indent = bytes[start..end].iter().take_while(|&&b| b == b' ').count();
@@ -75,6 +83,8 @@ pub fn parse(content: &str, base: usize) -> Option<Yaml> {
         lines,
         at: 0,
         nodes: Vec::with_capacity(64),
+        pairs: Vec::with_capacity(32),
+        items: Vec::with_capacity(16),
     };
     p.skip_blank();
     let first = p.line()?;
@@ -115,16 +125,16 @@ impl<'a> Parser<'a> {
         self.push(NodeKind::Scalar { value, style }, start, end)
     }
 
-    /// A block collection spans its first child's start to its last child's end.
-    fn collection(&mut self, kind: NodeKind, children: &[NodeId]) -> NodeId {
-        let start = self.nodes[children[0]].span.start - self.base;
-        let end = children
-            .iter()
-            .map(|&c| self.nodes[c].span.end)
-            .max()
-            .expect("a collection here has children")
-            - self.base;
-        self.push(kind, start, end)
+    /// Where a block collection stands (relative to the content): from its first child's start
+    /// to its children's furthest end.
+    fn span_of(&self, children: impl Iterator<Item = NodeId>) -> (usize, usize) {
+        let mut span: Option<(usize, usize)> = None;
+        for c in children {
+            let s = &self.nodes[c].span;
+            span = Some(span.map_or((s.start, s.end), |(start, end)| (start, end.max(s.end))));
+        }
+        let (start, end) = span.expect("a collection here has children");
+        (start - self.base, end - self.base)
     }
 
     /// A block mapping whose keys stand at column `indent`; the first key starts at byte
@@ -133,14 +143,13 @@ impl<'a> Parser<'a> {
         if depth > MAX_DEPTH {
             return None;
         }
-        let mut entries: Vec<(NodeId, NodeId)> = Vec::new();
-        let mut children = Vec::new();
+        let base = self.pairs.len();
         let mut key_start = first;
         loop {
             let line = self.line()?;
             let (key, rest) = self.key(key_start, line.end)?;
             let key_text = &self.text[key.clone()];
-            if entries
+            if self.pairs[base..]
                 .iter()
                 .any(|&(k, _)| self.nodes[k].kind.scalar_value() == Some(key_text))
             {
@@ -151,8 +160,7 @@ impl<'a> Parser<'a> {
                 Some(rest) => self.inline_value(rest, line.end, indent)?,
                 None => self.nested_value(indent, depth)?,
             };
-            entries.push((key_id, value));
-            children.extend([key_id, value]);
+            self.pairs.push((key_id, value));
             self.skip_blank();
             match self.line() {
                 Some(next) if next.indent == indent && !self.is_item(next) => {
@@ -162,7 +170,9 @@ impl<'a> Parser<'a> {
                 _ => break,
             }
         }
-        Some(self.collection(NodeKind::Map(entries), &children))
+        let entries: Vec<(NodeId, NodeId)> = self.pairs.drain(base..).collect();
+        let (start, end) = self.span_of(entries.iter().flat_map(|&(k, v)| [k, v]));
+        Some(self.push(NodeKind::Map(entries), start, end))
     }
 
     /// A block sequence whose `- ` stand at column `indent`.
@@ -170,7 +180,7 @@ impl<'a> Parser<'a> {
         if depth > MAX_DEPTH {
             return None;
         }
-        let mut items = Vec::new();
+        let base = self.items.len();
         while let Some(line) = self.line() {
             if line.indent != indent || !self.is_item(line) {
                 break;
@@ -190,17 +200,18 @@ impl<'a> Parser<'a> {
             } else {
                 self.inline_value(content, line.end, indent)?
             };
-            items.push(item);
+            self.items.push(item);
             self.skip_blank();
             if self.line().is_some_and(|next| next.indent > indent) {
                 return None;
             }
         }
-        if items.is_empty() {
+        if self.items.len() == base {
             return None;
         }
-        let children = items.clone();
-        Some(self.collection(NodeKind::Seq(items), &children))
+        let items: Vec<NodeId> = self.items.drain(base..).collect();
+        let (start, end) = self.span_of(items.iter().copied());
+        Some(self.push(NodeKind::Seq(items), start, end))
     }
 
     fn is_item(&self, line: Line) -> bool {
@@ -379,5 +390,25 @@ impl NodeKind {
             NodeKind::Scalar { value, .. } => Some(value),
             _ => None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A `\r` that is not part of a line's `\r\n` is left to saphyr, wherever it stands; a
+    /// `\r\n` line ending is read here.
+    #[test]
+    fn a_stray_carriage_return_goes_to_the_full_parser() {
+        for text in ["a: b\rc\n", "a: b\r\n c\rd\r\n", "a:\r b\n"] {
+            assert_eq!(parse(text, 0), None, "{text:?}");
+        }
+        let yaml = parse("a: b\r\nc: d\r\n", 0).expect("CRLF is in the fast subset");
+        let root = yaml.root.expect("a mapping");
+        assert_eq!(
+            yaml.get(root, "c").map(|(_, v)| yaml.str(v)),
+            Some(Some("d"))
+        );
     }
 }
