@@ -406,6 +406,9 @@ fn ascii_words(s: &str) -> bool {
 /// Whether two headings are equal but for case and whitespace (`fold(a) == fold(b)`, without
 /// allocating).
 pub fn fold_eq(a: &str, b: &str) -> bool {
+    if a == b {
+        return true;
+    }
     if ascii_words(a) && ascii_words(b) {
         let mut a = a.split_ascii_whitespace();
         let mut b = b.split_ascii_whitespace();

@@ -108,6 +108,10 @@ fn check_document(doc: &Document, out: &mut Vec<Diagnostic>) {
 
 /// Whether two texts have the same words (`fold_whitespace(a) == fold_whitespace(b)`).
 fn same_words(a: &str, b: &str) -> bool {
+    if a == b {
+        // the H1 as written is most often the title as written
+        return true;
+    }
     if ascii_words(a) && ascii_words(b) {
         a.split_ascii_whitespace().eq(b.split_ascii_whitespace())
     } else {
