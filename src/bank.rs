@@ -212,7 +212,11 @@ impl Bank {
         let (config, batches, walk_problems) = parse_files(root, parse)?;
         let limit = config.lint.size_limit;
         let (rows, index) = rayon::join(
-            || batches.into_iter().flatten().flatten().collect(),
+            || {
+                let mut rows = Vec::with_capacity(batches.iter().map(Vec::len).sum());
+                rows.extend(batches.into_iter().flatten().flatten());
+                rows
+            },
             || {
                 with_index
                     .then(|| read_index(root, &overlay, limit))
@@ -404,20 +408,18 @@ fn in_path_order<T: Send>(
     } else {
         0
     };
-    let mut order: Vec<(u64, &[u8], u32, u32)> = batches
-        .iter()
-        .enumerate()
-        .flat_map(|(b, batch)| {
-            batch.iter().enumerate().map(move |(i, item)| {
-                let path = path(item);
-                let mut head = [0u8; 8];
-                let rest = &path[skip..];
-                let n = rest.len().min(8);
-                head[..n].copy_from_slice(&rest[..n]);
-                (u64::from_be_bytes(head), path, b as u32, i as u32)
-            })
+    let mut order: Vec<(u64, &[u8], u32, u32)> =
+        Vec::with_capacity(batches.iter().map(Vec::len).sum());
+    order.extend(batches.iter().enumerate().flat_map(|(b, batch)| {
+        batch.iter().enumerate().map(move |(i, item)| {
+            let path = path(item);
+            let mut head = [0u8; 8];
+            let rest = &path[skip..];
+            let n = rest.len().min(8);
+            head[..n].copy_from_slice(&rest[..n]);
+            (u64::from_be_bytes(head), path, b as u32, i as u32)
         })
-        .collect();
+    }));
     order.par_sort_unstable_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
     let order: Vec<(usize, usize)> = order
         .into_iter()

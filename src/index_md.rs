@@ -111,14 +111,14 @@ pub fn entries(bank: &Bank) -> Vec<Entry> {
 /// Every lesson of the bank as a row with its status, sorted by slug, then path. The rows
 /// borrow the lessons' slugs and titles.
 fn rows(bank: &Bank) -> Vec<Row<'_>> {
-    let mut rows: Vec<Row> = bank
-        .documents
+    // the lessons first, so that the rows are written in place into one vector of the exact
+    // size (a filtered parallel collection grows vectors piece by piece, then joins them)
+    let lessons: Vec<(&Document, &Lesson)> = bank.lessons().collect();
+    let mut rows: Vec<Row> = lessons
         .par_iter()
-        .filter_map(|doc| {
-            let lesson = doc.lesson.as_ref()?;
-            let mut row = Row::new(&bank.root, doc, lesson, bank.now);
-            row.status = bank.status(lesson);
-            Some(row)
+        .map(|&(doc, lesson)| Row {
+            status: bank.status(lesson),
+            ..Row::new(&bank.root, doc, lesson, bank.now)
         })
         .collect();
     sort(&mut rows);
