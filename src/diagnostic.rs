@@ -155,6 +155,14 @@ impl Diagnostic {
         }
     }
 
+    /// Work out the line and column of the range again, in `source` (the text of the file it
+    /// points into, read again).
+    pub(crate) fn place_in(&mut self, source: &Source) {
+        let ((line, column), (end_line, end_column)) = source.range_positions(&self.range);
+        (self.line, self.column, self.end_line, self.end_column) =
+            (line, column, end_line, end_column);
+    }
+
     /// Attach a help line.
     pub fn with_help(mut self, help: impl Into<String>) -> Self {
         self.help = Some(help.into());

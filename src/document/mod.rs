@@ -29,9 +29,17 @@ pub struct Document {
     pub body: Option<Body>,
     /// Whether [`Document::slim`] dropped the tree and the body.
     slimmed: bool,
-    /// Whether [`Document::trim`] dropped the body's text too.
+    /// Whether [`Document::forget_text`] dropped the text: what the document holds is no longer
+    /// known to be the file's text, even once read again.
     trimmed: bool,
+    /// Whether [`Document::forget_text`] dropped all of it.
+    forgotten: bool,
 }
+
+/// How much of a file [`Document::reread`] and [`Document::full`] read again: the file was
+/// within the bank's size limit when it was parsed, and is read whole unless it has grown past
+/// this.
+const REREAD_LIMIT: u64 = 64 << 20;
 
 impl Document {
     /// Parse a source. Never fails: what cannot be parsed is recorded for the lint rules.
@@ -57,6 +65,7 @@ impl Document {
             body: None,
             slimmed: false,
             trimmed: false,
+            forgotten: false,
         };
         if doc.read_problem.is_some() {
             return doc;
@@ -89,27 +98,37 @@ impl Document {
         self.slimmed = true;
     }
 
-    /// Slim the document and drop its text after the frontmatter, for a document nothing will
-    /// point into again but at its frontmatter (a clean file in a lint report: bank rules point
-    /// at slugs, `supersedes` and `expires_at`). Without YAML frontmatter the text stays whole.
-    /// The text is no longer the file's: a trimmed document must never be the base of an edit.
-    pub fn trim(&mut self) {
-        self.slim();
-        if let Some(Split::Yaml(f)) = &self.split {
-            let end = f.body_start;
-            self.source.keep_prefix(end);
-            self.trimmed = true;
-        }
-    }
-
-    /// Slim the document and drop all its text, keeping the path and the typed lesson.
+    /// Slim the document and drop all its text, keeping the path and the typed lesson. The
+    /// rare user that must point into it again reads the file again ([`Document::reread`];
+    /// [`Document::full`] does).
     pub fn forget_text(&mut self) {
         self.slim();
         self.source.keep_prefix(0);
         self.trimmed = true;
+        self.forgotten = true;
     }
 
-    /// Whether [`Document::trim`] or [`Document::forget_text`] dropped text.
+    /// Whether [`Document::forget_text`] dropped the text.
+    pub fn is_forgotten(&self) -> bool {
+        self.forgotten
+    }
+
+    /// Give a document whose text was forgotten the text its file has now (unchanged when it
+    /// cannot be read). It stays trimmed: what was parsed is not known to be that text.
+    pub fn reread(&mut self) {
+        if !self.forgotten {
+            return;
+        }
+        let path = self.source.path.clone();
+        let (source, problem) = Source::read(&path, path.clone(), REREAD_LIMIT);
+        if problem.is_none() {
+            self.source = source;
+            self.forgotten = false;
+        }
+    }
+
+    /// Whether [`Document::forget_text`] dropped the text (read again or not, it must never be
+    /// the base of an edit).
     pub fn is_trimmed(&self) -> bool {
         self.trimmed
     }
@@ -117,7 +136,11 @@ impl Document {
     /// This document with its tree and body: itself, or parsed again if it was slimmed (for the
     /// rare bank rule that builds a fix from the tree).
     pub fn full(&self) -> std::borrow::Cow<'_, Document> {
-        if self.slimmed {
+        if self.forgotten {
+            let path = &self.source.path;
+            let (source, problem) = Source::read(path, path.clone(), REREAD_LIMIT);
+            std::borrow::Cow::Owned(Document::parse(source, problem))
+        } else if self.slimmed {
             std::borrow::Cow::Owned(Document::parse(
                 self.source.clone(),
                 self.read_problem.clone(),

@@ -242,10 +242,11 @@ pub fn lint_at(
 }
 
 /// Like [`lint_at`] for a report only: a file its rules found nothing in (and that suppresses
-/// nothing) keeps just its frontmatter's text, which is all the bank rules point into, and of
-/// its lesson what they read ([`crate::Lesson::keep_bank_fields`]), so a large clean bank is never
-/// held in memory whole. The returned bank's trimmed documents
-/// ([`Document::is_trimmed`]) are not the files' text: never fix or edit from them.
+/// nothing) keeps no text, and of its lesson what the bank rules read
+/// ([`crate::Lesson::keep_bank_fields`]), so a large clean bank is never held in memory whole.
+/// The rare such file a bank rule then finds something in is read again, and the finding placed
+/// in that text. The returned bank's trimmed documents ([`Document::is_trimmed`]) are not the
+/// parsed text: never fix or edit from them.
 pub fn lint_report(
     root: &Path,
     now: jiff::Timestamp,
@@ -265,10 +266,11 @@ fn lint_pass(
     let config = Config::load(root)?;
     let levels = levels(&config, selection);
     let checks = file_checks(|r| levels.get(r.code).copied().flatten().is_some());
-    let (bank, passes) = Bank::load_visiting(root, overlay, now, |config, doc| {
+    let (mut bank, passes) = Bank::load_visiting(root, overlay, now, |config, doc| {
         let pass = file_pass(doc, config, now, &checks, selection);
         if trim && pass.diagnostics.is_empty() && pass.allows.is_empty() {
-            doc.trim();
+            // a bank rule seldom points into a clean file: that file is read again then
+            doc.forget_text();
             if let Some(lesson) = doc.lesson.as_deref_mut() {
                 lesson.keep_bank_fields();
             }
@@ -277,8 +279,32 @@ fn lint_pass(
         }
         pass
     })?;
-    let diagnostics = finish(&bank, passes, &levels, selection);
+    let mut diagnostics = finish(&bank, passes, &levels, selection);
+    if trim {
+        reread_pointed_into(&mut bank, &mut diagnostics);
+    }
     Ok((bank, diagnostics))
+}
+
+/// Read again the files whose text [`lint_report`] let go and that a bank rule found something
+/// in, and place those findings in their text (a finding made on a forgotten text points at
+/// its first line).
+fn reread_pointed_into(bank: &mut Bank, diagnostics: &mut [Diagnostic]) {
+    let pointed: std::collections::HashSet<&Path> =
+        diagnostics.iter().map(|d| d.path.as_path()).collect();
+    let mut reread = Vec::new();
+    for (i, doc) in bank.documents.iter_mut().enumerate() {
+        if doc.is_forgotten() && pointed.contains(doc.source.path.as_path()) {
+            doc.reread();
+            reread.push(i);
+        }
+    }
+    for i in reread {
+        let source = &bank.documents[i].source;
+        for d in diagnostics.iter_mut().filter(|d| d.path == source.path) {
+            d.place_in(source);
+        }
+    }
 }
 
 /// The bank rules, then suppressions and levels over everything, sorted.
