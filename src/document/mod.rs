@@ -20,13 +20,13 @@ pub struct Document {
     /// Where the frontmatter is (`None` when the file could not be read).
     pub split: Option<Split>,
     /// The frontmatter tree, when its syntax is valid (and the document was parsed in full).
-    pub yaml: Option<Yaml>,
+    pub yaml: Option<Box<Yaml>>,
     /// YAML problems: syntax errors, duplicate keys, limits.
     pub yaml_errors: Vec<YamlError>,
     /// The typed lesson, when the required fields are present with the right types.
     pub lesson: Option<Box<Lesson>>,
     /// The markdown body (the whole file when there is no frontmatter).
-    pub body: Option<Body>,
+    pub body: Option<Box<Body>>,
     /// Whether [`Document::slim`] dropped the tree and the body.
     slimmed: bool,
     /// Whether [`Document::forget_text`] dropped the text: what the document holds is no longer
@@ -76,7 +76,7 @@ impl Document {
             Split::Yaml(f) => {
                 let (yaml, errors) = Yaml::parse(&text[f.content.clone()], f.content.start);
                 doc.lesson = yaml.as_ref().and_then(Lesson::from_yaml).map(Box::new);
-                doc.yaml = if full { yaml } else { None };
+                doc.yaml = if full { yaml.map(Box::new) } else { None };
                 doc.yaml_errors = errors;
                 Some(f.body_start)
             }
@@ -84,7 +84,7 @@ impl Document {
             Split::Unterminated { .. } | Split::Foreign { .. } => None,
         };
         if full {
-            doc.body = body_start.map(|start| Body::parse(text, start));
+            doc.body = body_start.map(|start| Box::new(Body::parse(text, start)));
         }
         doc.split = Some(split);
         doc
