@@ -126,9 +126,9 @@ fn unreadable_file_output() -> String {
     text
 }
 
-/// `lint_report` trims clean files to their frontmatter: on every fixture bank and with every
-/// rule on, it must find exactly what the whole-text lint finds, positions, fixes and rendered
-/// snippets included.
+/// `lint_report` keeps no text of clean files (and reads one again when a bank rule points into
+/// it): on every fixture bank and with every rule on, it must find exactly what the whole-text
+/// lint finds, positions, fixes and rendered snippets included.
 #[test]
 fn report_only_lint_finds_what_the_full_lint_finds() {
     let mut roots: Vec<PathBuf> = std::fs::read_dir(FIXTURES)
@@ -218,4 +218,42 @@ fn supersession_cycle_takes_the_first_file_of_a_slug() {
         cycle_codes(&[a, c, first_b]),
         ["a.md: supersession cycle: a -> b -> a"]
     );
+}
+
+/// A clean file keeps no text in a report-only lint: a file two bank rules point into is read
+/// again, and its findings are placed and ordered as the whole-text lint places and orders them
+/// (here the later line has the smaller code).
+#[test]
+fn report_only_lint_places_bank_findings_in_a_clean_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let original = std::fs::read_to_string("lessons/write-files-atomically.md").unwrap();
+    let text = original
+        .replacen("---\n", "---\nsupersedes: [no-such-lesson]\n", 1)
+        .replacen(
+            "slug: write-files-atomically\n",
+            "slug: write-files-atomically-now\n",
+            1,
+        );
+    assert_ne!(text, original);
+    let path = dir.path().join("write-files-atomically.md");
+    std::fs::write(&path, text).unwrap();
+    let all = Selection::default();
+    let (full_bank, full) = lint::lint_at(dir.path(), &Overlay::new(), now(), &all).unwrap();
+    let (lean_bank, lean) = lint::lint_report(dir.path(), now(), &all).unwrap();
+    let in_file: Vec<(&str, usize)> = lean
+        .iter()
+        .filter(|d| d.path == path)
+        .map(|d| (d.code, d.line))
+        .collect();
+    assert_eq!(in_file, [("B003", 2), ("B001", 4)]);
+    assert_eq!(format!("{full:?}"), format!("{lean:?}"));
+    let render = |bank: &Bank, d: &[lesson::diagnostic::Diagnostic]| {
+        report::render(
+            Format::Full,
+            d,
+            &Sources::of(bank),
+            RenderOptions::default(),
+        )
+    };
+    assert_eq!(render(&full_bank, &full), render(&lean_bank, &lean));
 }

@@ -287,23 +287,27 @@ fn lint_pass(
 }
 
 /// Read again the files whose text [`lint_report`] let go and that a bank rule found something
-/// in, and place those findings in their text (a finding made on a forgotten text points at
-/// its first line).
+/// in, and place those findings in their text (made on no text, they point at its start), then
+/// sort them by position again.
 fn reread_pointed_into(bank: &mut Bank, diagnostics: &mut [Diagnostic]) {
-    let pointed: std::collections::HashSet<&Path> =
-        diagnostics.iter().map(|d| d.path.as_path()).collect();
-    let mut reread = Vec::new();
-    for (i, doc) in bank.documents.iter_mut().enumerate() {
-        if doc.is_forgotten() && pointed.contains(doc.source.path.as_path()) {
-            doc.reread();
-            reread.push(i);
+    // the findings are sorted by path: one file's stand side by side
+    for found in diagnostics.chunk_by_mut(|a, b| a.path == b.path) {
+        let key = found[0].path.as_os_str().as_encoded_bytes();
+        let Ok(i) = bank
+            .documents
+            .binary_search_by(|doc| doc.source.path.as_os_str().as_encoded_bytes().cmp(key))
+        else {
+            continue;
+        };
+        let doc = &mut bank.documents[i];
+        if !doc.is_forgotten() {
+            continue;
         }
-    }
-    for i in reread {
-        let source = &bank.documents[i].source;
-        for d in diagnostics.iter_mut().filter(|d| d.path == source.path) {
-            d.place_in(source);
+        doc.reread();
+        for d in found.iter_mut() {
+            d.place_in(&doc.source);
         }
+        found.sort_by(|a, b| a.sort_key().cmp(&b.sort_key()));
     }
 }
 
