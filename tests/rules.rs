@@ -126,6 +126,16 @@ fn unreadable_file_output() -> String {
     text
 }
 
+/// The findings as the `full` format renders them, with the bank's texts.
+fn render_full(bank: &Bank, diagnostics: &[lesson::diagnostic::Diagnostic]) -> String {
+    report::render(
+        Format::Full,
+        diagnostics,
+        &Sources::of(bank),
+        RenderOptions::default(),
+    )
+}
+
 /// `lint_report` keeps no text of clean files (and reads one again when a bank rule points into
 /// it): on every fixture bank and with every rule on, it must find exactly what the whole-text
 /// lint finds, positions, fixes and rendered snippets included.
@@ -155,15 +165,10 @@ fn report_only_lint_finds_what_the_full_lint_finds() {
             "{}: the report-only lint differs",
             root.display()
         );
-        let render = |bank: &Bank, d: &[lesson::diagnostic::Diagnostic]| {
-            report::render(
-                Format::Full,
-                d,
-                &Sources::of(bank),
-                RenderOptions::default(),
-            )
-        };
-        assert_eq!(render(&full_bank, &full), render(&lean_bank, &lean));
+        assert_eq!(
+            render_full(&full_bank, &full),
+            render_full(&lean_bank, &lean)
+        );
         compared += full.len();
         trimmed += lean_bank
             .documents
@@ -247,13 +252,8 @@ fn report_only_lint_places_bank_findings_in_a_clean_file() {
         .collect();
     assert_eq!(in_file, [("B003", 2), ("B001", 4)]);
     assert_eq!(format!("{full:?}"), format!("{lean:?}"));
-    let render = |bank: &Bank, d: &[lesson::diagnostic::Diagnostic]| {
-        report::render(
-            Format::Full,
-            d,
-            &Sources::of(bank),
-            RenderOptions::default(),
-        )
-    };
-    assert_eq!(render(&full_bank, &full), render(&lean_bank, &lean));
+    assert_eq!(
+        render_full(&full_bank, &full),
+        render_full(&lean_bank, &lean)
+    );
 }
