@@ -10,6 +10,7 @@ use crate::config::{Config, ConfigError, CONFIG_FILE};
 use crate::document::Document;
 use crate::lesson::Lesson;
 use crate::source::{ReadProblem, Source};
+use crate::walk::RootDir;
 
 /// The generated index file.
 pub const INDEX_FILE: &str = "_index.md";
@@ -171,8 +172,8 @@ impl Bank {
         full: bool,
         visit: impl Fn(&Config, &mut Document) -> T + Sync,
     ) -> Result<(Bank, Vec<T>), BankError> {
-        let parse = |config: &Config, path: PathBuf| {
-            let (source, problem) = read(path, overlay, config.lint.size_limit);
+        let parse = |config: &Config, file: FoundFile| {
+            let (source, problem) = read(file, overlay, config.lint.size_limit);
             let mut doc = if full {
                 Document::parse(source, problem)
             } else {
@@ -205,8 +206,8 @@ impl Bank {
         keep: impl Fn(&Config, Document) -> Option<T> + Sync,
     ) -> Result<(Bank, Vec<T>), BankError> {
         let overlay = Overlay::new();
-        let parse = |config: &Config, path: PathBuf| {
-            let (source, problem) = read(path, &overlay, config.lint.size_limit);
+        let parse = |config: &Config, file: FoundFile| {
+            let (source, problem) = read(file, &overlay, config.lint.size_limit);
             keep(config, Document::parse_frontmatter(source, problem))
         };
         let (config, batches, walk_problems) = parse_files(root, parse)?;
@@ -313,10 +314,24 @@ impl Bank {
     }
 }
 
-fn read(path: PathBuf, overlay: &Overlay, limit: u64) -> (Source, Option<ReadProblem>) {
-    match overlay.get(&path) {
-        Some(text) => Source::from_bytes(path, text.clone().into_bytes()),
-        None => Source::read(&path.clone(), path, limit),
+/// A lesson file as [`parse_files`] hands it over: its path, and how to open it.
+struct FoundFile<'a> {
+    path: PathBuf,
+    /// Where the part of `path` below the root starts.
+    root_len: usize,
+    root: &'a RootDir,
+}
+
+fn read(file: FoundFile, overlay: &Overlay, limit: u64) -> (Source, Option<ReadProblem>) {
+    match overlay.get(&file.path) {
+        Some(text) => Source::from_bytes(file.path, text.clone().into_bytes()),
+        None => {
+            let opened = file.root.open_file(
+                &file.path,
+                crate::walk::below_root(&file.path, file.root_len),
+            );
+            Source::read_opened(opened, file.path, limit)
+        }
     }
 }
 
@@ -329,15 +344,16 @@ type Parsed<R> = (Config, Vec<Vec<R>>, Vec<WalkProblem>);
 /// results come back batch by batch, in no particular order.
 fn parse_files<R: Send>(
     root: &Path,
-    parse: impl Fn(&Config, PathBuf) -> R + Sync,
+    parse: impl Fn(&Config, FoundFile) -> R + Sync,
 ) -> Result<Parsed<R>, BankError> {
     if !root.is_dir() {
         return Err(BankError::NotFound(root.display().to_string()));
     }
     let config = Config::load(root)?;
     let exclude = &exclude_set(&config)?;
+    let root_dir = RootDir::open(root);
     let (batches, problems) = std::thread::scope(|scope| {
-        let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<PathBuf>>(64);
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<(PathBuf, usize)>>(64);
         let walker = scope.spawn(move || {
             const BATCH: usize = 256;
             let mut batch = Vec::with_capacity(BATCH);
@@ -346,7 +362,7 @@ fn parse_files<R: Send>(
                 root,
                 exclude,
                 &mut |f| {
-                    batch.push(f.path);
+                    batch.push((f.path, f.root_len));
                     if batch.len() == BATCH {
                         let full = std::mem::replace(&mut batch, Vec::with_capacity(BATCH));
                         let _ = tx.send(full);
@@ -364,7 +380,19 @@ fn parse_files<R: Send>(
         let batches: Vec<Vec<R>> = rx
             .into_iter()
             .par_bridge()
-            .map(|batch| batch.into_iter().map(|path| parse(&config, path)).collect())
+            .map(|batch| {
+                batch
+                    .into_iter()
+                    .map(|(path, root_len)| {
+                        let file = FoundFile {
+                            path,
+                            root_len,
+                            root: &root_dir,
+                        };
+                        parse(&config, file)
+                    })
+                    .collect()
+            })
             .collect();
         (batches, walker.join().expect("the walk does not panic"))
     });

@@ -64,6 +64,15 @@ impl Source {
     /// On a problem the returned `Source` holds as much text as can be shown (for an invalid
     /// UTF-8 file, the valid prefix), so that the diagnostic can still point into it.
     pub fn read(path: &Path, display: PathBuf, limit: u64) -> (Source, Option<ReadProblem>) {
+        Source::read_opened(std::fs::File::open(path), display, limit)
+    }
+
+    /// [`Source::read`] of a file already opened (or that failed to open), shown as `display`.
+    pub fn read_opened(
+        file: std::io::Result<std::fs::File>,
+        display: PathBuf,
+        limit: u64,
+    ) -> (Source, Option<ReadProblem>) {
         use std::io::Read;
         let failed = |err: std::io::Error| {
             let problem = ReadProblem::Io {
@@ -73,7 +82,7 @@ impl Source {
         };
         // this runs for every file of the bank: one open, reads into a buffer this thread keeps
         // until one returns nothing, one close (no fstat, as ripgrep), then one exact copy
-        let mut file = match std::fs::File::open(path) {
+        let mut file = match file {
             Ok(file) => file,
             Err(err) => return failed(err),
         };
