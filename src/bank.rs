@@ -7,7 +7,7 @@ use globset::{Glob, GlobSet, GlobSetBuilder};
 use rayon::prelude::*;
 
 use crate::config::{Config, ConfigError, CONFIG_FILE};
-use crate::document::Document;
+use crate::document::{name_hash, Document};
 use crate::lesson::Lesson;
 use crate::source::{ReadProblem, Source};
 use crate::walk::RootDir;
@@ -84,6 +84,8 @@ pub struct Bank {
     pub now: jiff::Timestamp,
     /// slug -> slugs of lessons that supersede it
     superseded_by: foldhash::HashMap<String, Vec<String>>,
+    /// The [`name_hash`] of every slug in `superseded_by`.
+    superseded_hashes: foldhash::HashSet<u64>,
 }
 
 /// File contents that replace what is on disk, keyed by display path (used by `--diff`).
@@ -246,8 +248,10 @@ impl Bank {
             walk_problems,
             now,
             superseded_by: foldhash::HashMap::default(),
+            superseded_hashes: foldhash::HashSet::default(),
         };
         bank.superseded_by = bank.supersession_map();
+        bank.superseded_hashes = bank.superseded_by.keys().map(|s| name_hash(s)).collect();
         bank
     }
 
@@ -270,7 +274,13 @@ impl Bank {
 
     fn supersession_map(&self) -> foldhash::HashMap<String, Vec<String>> {
         let mut map: foldhash::HashMap<String, Vec<String>> = foldhash::HashMap::default();
-        for (_, lesson) in self.lessons() {
+        // (each document's keys say whether its lesson supersedes anything)
+        let superseding = self
+            .documents
+            .iter()
+            .filter(|doc| doc.keys().supersedes)
+            .filter_map(|doc| doc.lesson.as_deref());
+        for lesson in superseding {
             for old in &lesson.supersedes {
                 if old.value != lesson.slug.value {
                     map.entry(old.value.clone())
@@ -298,7 +308,23 @@ impl Bank {
 
     /// A lesson's status: superseded wins over expired.
     pub fn status(&self, lesson: &Lesson) -> Status {
-        let by = self.superseded_by(&lesson.slug.value);
+        self.status_hashed(lesson, name_hash(&lesson.slug.value))
+    }
+
+    /// [`Bank::status`] of a document's lesson (`None` without one), looked up by the hash its
+    /// keys hold: a lesson that no other supersedes, almost every one, is known as such without
+    /// reading its slug.
+    pub fn status_of(&self, doc: &Document) -> Option<Status> {
+        let lesson = doc.lesson.as_deref()?;
+        Some(self.status_hashed(lesson, doc.keys().slug))
+    }
+
+    fn status_hashed(&self, lesson: &Lesson, hash: u64) -> Status {
+        let by = if self.superseded_hashes.contains(&hash) {
+            self.superseded_by(&lesson.slug.value)
+        } else {
+            &[]
+        };
         if !by.is_empty() {
             Status::Superseded(by.to_vec())
         } else if lesson.is_expired(self.now) {

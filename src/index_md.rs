@@ -117,7 +117,7 @@ fn rows(bank: &Bank) -> Vec<Row<'_>> {
     let mut rows: Vec<Row> = lessons
         .par_iter()
         .map(|&(doc, lesson)| Row {
-            status: bank.status(lesson),
+            status: bank.status_of(doc).unwrap_or(Status::Active),
             ..Row::new(&bank.root, doc, lesson, bank.now)
         })
         .collect();

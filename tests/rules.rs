@@ -257,3 +257,123 @@ fn report_only_lint_places_bank_findings_in_a_clean_file() {
         render_full(&lean_bank, &lean)
     );
 }
+
+/// The bank rules that name lessons (B001 slug-mismatch, B002 duplicate-slug, B003
+/// supersedes-missing) find exactly what a plain reading of their definitions finds, on
+/// generated banks where slugs repeat, differ from file names, and `supersedes` names slugs,
+/// the stems of files that do not parse, and nothing at all. (The rules read hashes the parse
+/// keeps; this checks them against the slugs themselves.)
+mod bank_rules_by_definition {
+    use super::*;
+    use proptest::prelude::*;
+    use std::collections::{BTreeSet, HashSet};
+
+    const NAMES: [&str; 6] = ["alpha", "beta", "gamma", "delta", "eps-ilon", "zeta"];
+
+    /// One file: its name (index into NAMES, plus a variant), and its lesson (slug index,
+    /// supersedes indices), or `None` for a file without frontmatter.
+    type File = (usize, u8, Option<(usize, Vec<usize>)>);
+
+    /// A written file: its path below the root, and its slug and `supersedes` entries.
+    type Written = (String, Option<(String, Vec<String>)>);
+
+    fn write(root: &Path, files: &[File]) -> Vec<Written> {
+        let mut written = Vec::new();
+        let mut taken = HashSet::new();
+        for (name, variant, lesson) in files {
+            let stem = format!("{}{}", NAMES[*name], "-x".repeat(*variant as usize % 2));
+            let dir = if variant / 2 % 2 == 0 { "" } else { "sub/" };
+            let rel = format!("{dir}{stem}.md");
+            if !taken.insert(rel.clone()) {
+                continue;
+            }
+            let lesson = lesson.as_ref().map(|(slug, supersedes)| {
+                let supersedes: Vec<String> = supersedes
+                    .iter()
+                    .map(|&i| NAMES.get(i).map_or("missing", |n| n).to_string())
+                    .collect();
+                (NAMES[*slug].to_string(), supersedes)
+            });
+            let text = match &lesson {
+                None => "no frontmatter\n".to_string(),
+                Some((slug, supersedes)) => format!(
+                    "---\nschema: learning/v1\nslug: {slug}\ntitle: T.\ntrigger:\n  description: d\n  tags: [t]\noutcome: success\nevidence:\n  - kind: run\n    ref: r\nsupersedes: [{}]\n---\n# T.\n",
+                    supersedes.join(", ")
+                ),
+            };
+            std::fs::create_dir_all(root.join(dir)).unwrap();
+            std::fs::write(root.join(&rel), text).unwrap();
+            written.push((rel, lesson));
+        }
+        written.sort();
+        written
+    }
+
+    fn file() -> impl Strategy<Value = File> {
+        let lesson = (
+            0..NAMES.len(),
+            proptest::collection::vec(0..NAMES.len() + 1, 0..3),
+        );
+        (
+            0..NAMES.len(),
+            0u8..4,
+            proptest::option::weighted(0.85, lesson),
+        )
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(48))]
+        #[test]
+        fn agree(files in proptest::collection::vec(file(), 1..16)) {
+            let tmp = tempfile::tempdir().unwrap();
+            let root = tmp.path();
+            let written = write(root, &files);
+            let bank = Bank::load_with(root, &Overlay::new(), now()).unwrap();
+            let found = |code: &str| -> BTreeSet<(String, String)> {
+                lint::lint(&bank, &selection(code))
+                    .into_iter()
+                    .filter(|d| d.code == code)
+                    .map(|d| {
+                        let rel = d.path.strip_prefix(root).unwrap().display().to_string();
+                        (rel, d.message)
+                    })
+                    .collect()
+            };
+            let stem = |rel: &str| Path::new(rel).file_stem().unwrap().to_str().unwrap().to_string();
+            let mut mismatch = BTreeSet::new();
+            let mut duplicate = BTreeSet::new();
+            let mut missing = BTreeSet::new();
+            let mut seen = HashSet::new();
+            let known: HashSet<String> = written
+                .iter()
+                .flat_map(|(rel, lesson)| {
+                    [Some(stem(rel)), lesson.as_ref().map(|(slug, _)| slug.clone())]
+                })
+                .flatten()
+                .collect();
+            for (rel, lesson) in &written {
+                let Some((slug, supersedes)) = lesson else { continue };
+                if *slug != stem(rel) {
+                    mismatch.insert((
+                        rel.clone(),
+                        format!("slug `{slug}` differs from the file name `{}.md`", stem(rel)),
+                    ));
+                }
+                if !seen.insert(slug.clone()) {
+                    duplicate.insert((rel.clone(), format!("slug `{slug}` is already used")));
+                }
+                for entry in supersedes {
+                    if entry != slug && !known.contains(entry) {
+                        missing.insert((
+                            rel.clone(),
+                            format!("supersedes `{entry}`, which is not in the bank"),
+                        ));
+                    }
+                }
+            }
+            prop_assert_eq!(found("B001"), mismatch);
+            prop_assert_eq!(found("B002"), duplicate);
+            prop_assert_eq!(found("B003"), missing);
+        }
+    }
+}

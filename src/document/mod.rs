@@ -34,6 +34,32 @@ pub struct Document {
     trimmed: bool,
     /// Whether [`Document::forget_text`] dropped all of it.
     forgotten: bool,
+    /// What the bank-wide rules ask of the file, worked out as it is parsed.
+    keys: Keys,
+}
+
+/// What the bank-wide rules ask of every document, worked out while the file is parsed (its
+/// lesson still in cache) and kept inline in the document: the rules then walk one contiguous
+/// array instead of reaching into a lesson's box and its strings for each of 100,000 files,
+/// and look at a lesson itself only where its keys say it may matter.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Keys {
+    /// [`name_hash`] of the lesson's slug; 0 without a lesson.
+    pub slug: u64,
+    /// [`name_hash`] of the file's stem; 0 when it has none.
+    pub stem: u64,
+    /// Whether the lesson has `supersedes` entries.
+    pub supersedes: bool,
+    /// Whether the lesson's slug is the file's stem.
+    pub slug_is_stem: bool,
+}
+
+/// The hash [`Keys`] hold of a slug or a file stem (fixed for the process): equal names have
+/// equal hashes, so a differing hash rules a match out without reading the names.
+pub fn name_hash(name: &str) -> u64 {
+    use std::hash::BuildHasher;
+    // never 0, which stands for "no name"
+    foldhash::fast::FixedState::with_seed(0x5eed).hash_one(name) | 1
 }
 
 /// How much of a file [`Document::reread`] and [`Document::full`] read again: the file was
@@ -66,7 +92,9 @@ impl Document {
             slimmed: false,
             trimmed: false,
             forgotten: false,
+            keys: Keys::default(),
         };
+        doc.keys.stem = doc.stem().map_or(0, name_hash);
         if doc.read_problem.is_some() {
             return doc;
         }
@@ -87,7 +115,18 @@ impl Document {
             doc.body = body_start.map(|start| Box::new(Body::parse(text, start)));
         }
         doc.split = Some(split);
+        if let Some(lesson) = &doc.lesson {
+            let slug = lesson.slug.value.as_str();
+            doc.keys.slug = name_hash(slug);
+            doc.keys.supersedes = !lesson.supersedes.is_empty();
+            doc.keys.slug_is_stem = doc.stem() == Some(slug);
+        }
         doc
+    }
+
+    /// What the bank-wide rules ask of this file, as parsed ([`Keys`]).
+    pub fn keys(&self) -> Keys {
+        self.keys
     }
 
     /// Drop the YAML tree and the body, keeping the text and the typed lesson (what a bank needs
@@ -522,6 +561,71 @@ mod tests {
                 .and_then(|s| s.to_str());
             assert_eq!(doc.stem(), want, "{path}");
         }
+    }
+
+    /// A document's keys say what its lesson and file name are, in both parse modes and after
+    /// its text is let go.
+    #[test]
+    fn keys_describe_the_lesson_and_the_file() {
+        let lesson = |slug: &str, supersedes: &str| {
+            format!(
+                "---\nschema: learning/v1\nslug: {slug}\ntitle: T.\ntrigger:\n  description: d\n\
+                 outcome: success\nevidence:\n  - kind: run\n    ref: r\n{supersedes}---\n# T.\n"
+            )
+        };
+        let cases = [
+            ("dir/a.md", lesson("a", ""), Some("a"), false, true),
+            (
+                "dir/a.md",
+                lesson("b", "supersedes: [a]\n"),
+                Some("b"),
+                true,
+                false,
+            ),
+            (
+                "dir/a.md",
+                lesson("a", "supersedes: []\n"),
+                Some("a"),
+                false,
+                true,
+            ),
+            (
+                "dir/a.md",
+                "no frontmatter\n".to_string(),
+                None,
+                false,
+                false,
+            ),
+            (
+                "dir/README",
+                lesson("README", ""),
+                Some("README"),
+                false,
+                true,
+            ),
+            ("dir/a.b.md", lesson("a", ""), Some("a"), false, false),
+        ];
+        for (path, text, slug, supersedes, slug_is_stem) in cases {
+            for full in [true, false] {
+                let mut doc = Document::parse_as(Source::new(path, text.clone()), None, full);
+                assert_eq!(
+                    doc.lesson.as_ref().map(|l| l.slug.value.as_str()),
+                    slug,
+                    "{text}"
+                );
+                let want = Keys {
+                    slug: slug.map_or(0, name_hash),
+                    stem: doc.stem().map_or(0, name_hash),
+                    supersedes,
+                    slug_is_stem,
+                };
+                assert_eq!(doc.keys(), want, "{path} {text}");
+                doc.forget_text();
+                assert_eq!(doc.keys(), want, "forgotten: {path} {text}");
+            }
+        }
+        assert_ne!(name_hash("a"), name_hash("b"));
+        assert_ne!(name_hash(""), 0);
     }
 
     #[test]

@@ -1,11 +1,10 @@
 //! `duplicate-slug` (B002).
 
-use foldhash::{HashMap, HashMapExt};
-
 use crate::bank::Bank;
 use crate::declare_rule;
 use crate::diagnostic::Diagnostic;
 use crate::document::Document;
+use crate::lesson::Lesson;
 use crate::lint::Check;
 
 declare_rule! {
@@ -37,24 +36,45 @@ declare_rule! {
 }
 
 fn check(bank: &Bank, out: &mut Vec<Diagnostic>) {
-    let mut first: HashMap<&str, &Document> = HashMap::with_capacity(bank.documents.len());
-    for (doc, lesson) in bank.lessons() {
-        let slug = lesson.slug.value.as_str();
-        let Some(original) = first.get(slug) else {
-            first.insert(slug, doc);
-            continue;
-        };
-        out.push(
-            Diagnostic::new(
-                &RULE,
-                &doc.source,
-                lesson.slug.span.clone(),
-                format!("slug `{slug}` is already used"),
-            )
-            .with_help(format!(
-                "`{}` has it first; give one of the two lessons another slug and file name",
-                original.source.path.display()
-            )),
-        );
+    // the lessons by the hash of their slug (kept in each document), then by position: equal
+    // slugs have equal hashes, so only lessons that share a hash have their slugs compared
+    let mut keyed: Vec<(u64, u32)> = bank
+        .documents
+        .iter()
+        .enumerate()
+        .filter(|(_, doc)| doc.lesson.is_some())
+        .map(|(i, doc)| (doc.keys().slug, i as u32))
+        .collect();
+    keyed.sort_unstable();
+    for group in keyed.chunk_by(|a, b| a.0 == b.0).filter(|g| g.len() > 1) {
+        // in path order: the first file with a slug has it, the later ones are reported
+        let mut first: Vec<(&str, &Document)> = Vec::new();
+        for &(_, i) in group {
+            let doc = &bank.documents[i as usize];
+            let Some(lesson) = doc.lesson.as_deref() else {
+                continue;
+            };
+            let slug = lesson.slug.value.as_str();
+            match first.iter().find(|(s, _)| *s == slug) {
+                None => first.push((slug, doc)),
+                Some(&(_, original)) => report(out, doc, lesson, original),
+            }
+        }
     }
+}
+
+fn report(out: &mut Vec<Diagnostic>, doc: &Document, lesson: &Lesson, original: &Document) {
+    let slug = lesson.slug.value.as_str();
+    out.push(
+        Diagnostic::new(
+            &RULE,
+            &doc.source,
+            lesson.slug.span.clone(),
+            format!("slug `{slug}` is already used"),
+        )
+        .with_help(format!(
+            "`{}` has it first; give one of the two lessons another slug and file name",
+            original.source.path.display()
+        )),
+    );
 }

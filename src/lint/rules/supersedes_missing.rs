@@ -5,6 +5,7 @@ use foldhash::{HashSet, HashSetExt};
 use crate::bank::Bank;
 use crate::declare_rule;
 use crate::diagnostic::Diagnostic;
+use crate::document::name_hash;
 use crate::lint::Check;
 
 declare_rule! {
@@ -38,20 +39,29 @@ const SUGGESTION_BUDGET: usize = 2_000_000;
 
 fn check(bank: &Bank, out: &mut Vec<Diagnostic>) {
     // most banks supersede little: the sets are built only when an entry needs them
-    if bank
-        .lessons()
-        .all(|(_, lesson)| lesson.supersedes.is_empty())
-    {
+    // (each document's keys say whether its lesson supersedes anything)
+    let superseding = || {
+        bank.documents
+            .iter()
+            .filter(|doc| doc.keys().supersedes)
+            .filter_map(|doc| doc.lesson.as_deref().map(|lesson| (doc, lesson)))
+    };
+    if superseding().next().is_none() {
         return;
     }
     // an entry may name a lesson's slug or, for a file that does not parse, its name: the
     // names entries ask for are few, so they are the set, and each file is looked up in it
-    let mut names: HashSet<&str> = bank
-        .lessons()
+    // (by the hashes of its names first, which its keys hold)
+    let mut names: HashSet<&str> = superseding()
         .flat_map(|(_, lesson)| lesson.supersedes.iter().map(|e| e.value.as_str()))
         .collect();
+    let hashes: HashSet<u64> = names.iter().map(|name| name_hash(name)).collect();
     let mut found: HashSet<&str> = HashSet::with_capacity(names.len());
     for doc in &bank.documents {
+        let keys = doc.keys();
+        if !hashes.contains(&keys.slug) && !hashes.contains(&keys.stem) {
+            continue;
+        }
         for name in doc
             .stem()
             .into_iter()
@@ -66,7 +76,7 @@ fn check(bank: &Bank, out: &mut Vec<Diagnostic>) {
     // the slugs a misspelt entry is compared with, built at the first miss
     let mut slugs: Option<Vec<&str>> = None;
     let mut budget = SUGGESTION_BUDGET;
-    for (doc, lesson) in bank.lessons() {
+    for (doc, lesson) in superseding() {
         for entry in &lesson.supersedes {
             let slug = entry.value.as_str();
             if slug == lesson.slug.value || names.contains(slug) || archived(bank, slug) {

@@ -7,7 +7,7 @@ use foldhash::{HashMap, HashSet};
 use crate::bank::Bank;
 use crate::declare_rule;
 use crate::diagnostic::Diagnostic;
-use crate::document::Document;
+use crate::document::{name_hash, Document};
 use crate::lesson::Lesson;
 use crate::lint::Check;
 
@@ -45,16 +45,26 @@ const PATH_SHOWN: usize = 8;
 fn check(bank: &Bank, out: &mut Vec<Diagnostic>) {
     // every lesson on a cycle supersedes another, so only those are nodes: the lessons that
     // win their slug (the first file, as in `Bank::by_slug`) and have `supersedes` entries
+    // (each document's keys say whether its lesson supersedes anything, and hash its slug)
     let superseding: HashSet<&str> = bank
-        .lessons()
-        .filter(|(_, lesson)| !lesson.supersedes.is_empty())
-        .map(|(_, lesson)| lesson.slug.value.as_str())
+        .documents
+        .iter()
+        .filter(|doc| doc.keys().supersedes)
+        .filter_map(|doc| doc.lesson.as_deref())
+        .map(|lesson| lesson.slug.value.as_str())
         .collect();
     if superseding.is_empty() {
         return;
     }
+    let hashes: HashSet<u64> = superseding.iter().map(|slug| name_hash(slug)).collect();
     let mut winners: BTreeMap<&str, (&Document, &Lesson)> = BTreeMap::new();
-    for (doc, lesson) in bank.lessons() {
+    for doc in &bank.documents {
+        if !hashes.contains(&doc.keys().slug) {
+            continue;
+        }
+        let Some(lesson) = doc.lesson.as_deref() else {
+            continue;
+        };
         let slug = lesson.slug.value.as_str();
         if superseding.contains(slug) {
             winners.entry(slug).or_insert((doc, lesson));
