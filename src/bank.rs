@@ -471,7 +471,9 @@ fn in_path_order<T: Send>(
             let rest = &path[skip..];
             let n = rest.len().min(8);
             head[..n].copy_from_slice(&rest[..n]);
-            (u64::from_be_bytes(head), path, b as u32, i as u32)
+            // a tie is broken by the bytes after those 8, not from the root on: a path holds no
+            // NUL, so equal heads are the same bytes (and the root's are the same in all)
+            (u64::from_be_bytes(head), &rest[n..], b as u32, i as u32)
         })
     }));
     order.par_sort_unstable_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
