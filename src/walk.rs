@@ -236,9 +236,9 @@ fn dir_id(path: &Path, _meta: Option<&Metadata>) -> Option<DirId> {
 mod tests {
     use super::*;
 
-    /// A file is opened below the root held open, also through a symlinked directory and when
-    /// the root is given relative to the current directory; a missing file fails as
-    /// `File::open` does; a root that cannot be held open falls back to whole paths.
+    /// A file is opened below the root held open, also through a symlinked directory; a
+    /// missing file fails as `File::open` does; a root that cannot be held open falls back to
+    /// whole paths.
     #[test]
     fn files_open_relative_to_the_root() {
         use std::io::Read;
