@@ -1,5 +1,7 @@
 //! The `lesson` command line: parse flags, run a command, map the result to an exit code.
 
+#[macro_use]
+mod out;
 mod cli;
 
 use std::process::ExitCode;
@@ -16,6 +18,8 @@ fn main() -> ExitCode {
     let args = cli::Args::parse();
     match cli::run(args) {
         Ok(code) => code,
+        // the reader went away (`| head`): nothing to say, as `rg`
+        Err(err) if err.chain().any(out::is_broken_pipe) => ExitCode::SUCCESS,
         Err(err) => {
             eprintln!("error: {err:#}");
             ExitCode::from(2)
