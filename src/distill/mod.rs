@@ -280,6 +280,7 @@ fn matched(bank: &Bank, run: &Run) -> Vec<protocol::ShownLesson> {
         role: run.role.clone(),
         skill: run.skill.clone(),
         k: None,
+        budget: None,
         include_expired: false,
         now: bank.now,
     };

@@ -6,6 +6,7 @@
 mod concise;
 mod full;
 mod github;
+pub mod hits;
 pub mod json;
 mod sarif;
 

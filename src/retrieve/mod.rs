@@ -22,6 +22,7 @@
 //! persisted index in the bank's `.lesson/` current and searches it without parsing unchanged
 //! files.
 
+mod answer;
 pub mod codec;
 pub mod index;
 pub mod record;
@@ -37,6 +38,7 @@ use serde::Serialize;
 use crate::bank::Bank;
 use crate::lesson::Outcome;
 
+pub use answer::Answer;
 pub use index::Search;
 pub use record::TargetGlobs;
 pub use score::Settings;
@@ -57,6 +59,8 @@ pub struct Request {
     pub skill: Option<String>,
     /// Hits at most; `None` for the bank's `[retrieve] k`.
     pub k: Option<usize>,
+    /// The prompt block's token budget; `None` for the bank's `[retrieve] budget`.
+    pub budget: Option<usize>,
     /// Whether expired lessons are candidates (archival reads).
     pub include_expired: bool,
     /// The instant expiry and recency are judged at.
@@ -72,6 +76,7 @@ impl Default for Request {
             role: None,
             skill: None,
             k: None,
+            budget: None,
             include_expired: false,
             now: jiff::Timestamp::now(),
         }
@@ -114,6 +119,12 @@ impl Request {
     /// Set K.
     pub fn k(mut self, k: usize) -> Request {
         self.k = Some(k);
+        self
+    }
+
+    /// Set the prompt block's token budget.
+    pub fn budget(mut self, tokens: usize) -> Request {
+        self.budget = Some(tokens);
         self
     }
 

@@ -176,66 +176,6 @@ pub fn decimal(v: f64) -> String {
     }
 }
 
-/// An aligned table of hits for people: rank, score and its factors, slug, marks and title.
-pub fn table(hits: &[Hit]) -> String {
-    if hits.is_empty() {
-        return String::new();
-    }
-    let header = [
-        "#", "SCORE", "SIM", "CONF", "COUNT", "RECENCY", "OUTCOME", "SLUG", "TITLE",
-    ]
-    .map(String::from);
-    let rows: Vec<[String; 9]> = hits
-        .iter()
-        .enumerate()
-        .map(|(i, h)| {
-            let mut title = h.title.split_whitespace().collect::<Vec<_>>().join(" ");
-            if h.caution {
-                title.push_str(" [caution]");
-            }
-            if !h.conflicts_with.is_empty() {
-                title.push_str(&format!(
-                    " [conflicts with {}]",
-                    h.conflicts_with.join(", ")
-                ));
-            }
-            if h.gates.status != "active" {
-                title.push_str(&format!(" [{}]", h.gates.status));
-            }
-            [
-                (i + 1).to_string(),
-                format!("{:.3}", h.score.score),
-                format!("{:.3}", h.score.similarity),
-                format!("{:.2}", h.score.confidence),
-                format!("{:.2}", h.score.count_factor),
-                format!("{:.2}", h.score.recency),
-                h.outcome.as_str().to_string(),
-                h.slug.clone(),
-                title,
-            ]
-        })
-        .collect();
-    let mut widths = [0usize; 8];
-    for row in std::iter::once(&header).chain(&rows) {
-        for (w, cell) in widths.iter_mut().zip(row) {
-            *w = (*w).max(cell.chars().count());
-        }
-    }
-    let mut out = String::new();
-    for row in std::iter::once(&header).chain(&rows) {
-        let mut line = String::new();
-        for (i, cell) in row.iter().enumerate() {
-            line.push_str(cell);
-            if i < 8 {
-                line.push_str(&" ".repeat(widths[i] - cell.chars().count() + 2));
-            }
-        }
-        out.push_str(line.trim_end());
-        out.push('\n');
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -61,6 +61,9 @@ pub enum RetrieveError {
     /// The index in memory is inconsistent (a bug: the files on disk are checked on load).
     #[error(transparent)]
     Corrupt(#[from] Corrupt),
+    /// The bank's prompt template does not load or render.
+    #[error(transparent)]
+    Template(#[from] crate::template::TemplateError),
 }
 
 /// What a refresh did.

@@ -1,0 +1,73 @@
+//! The answer to a search as every front end gives it (`lesson search`, the library, MCP): the
+//! hits that fit the token budget, best first, with conflicts marked among them, the prompt
+//! block that shows them, and the figures that explain an empty or cut answer.
+
+use super::render::{self, Prompt};
+use super::{mark_conflicts, Hit, Request, RetrieveError, Retriever};
+
+/// A search's answer.
+#[derive(Debug, Clone)]
+pub struct Answer {
+    /// The request, with `k` and `budget` resolved from the bank's `[retrieve]` defaults.
+    pub request: Request,
+    /// Hits at most (the request's, else `[retrieve] k`).
+    pub k: usize,
+    /// The prompt block's token budget (the request's, else `[retrieve] budget`).
+    pub budget: usize,
+    /// The request's tags (given), in normal form.
+    pub given_tags: Vec<String>,
+    /// Known tags found among the request's words.
+    pub inferred_tags: Vec<String>,
+    /// The hits the prompt block shows, best first, conflicts marked among them.
+    pub hits: Vec<Hit>,
+    /// Hits that matched (at most K), before the budget cut.
+    pub matched: usize,
+    /// The prompt block (`text` is empty when no hit fits).
+    pub prompt: Prompt,
+    /// Lessons in the bank.
+    pub lessons: u64,
+    /// Lessons that passed the gates (status, targets, tags).
+    pub eligible: u64,
+}
+
+impl Answer {
+    /// Hits that matched but did not fit the budget.
+    pub fn dropped_by_budget(&self) -> usize {
+        self.matched - self.hits.len()
+    }
+}
+
+impl Retriever {
+    /// Answer `request`: search, cut to the budget between whole lessons with the bank's prompt
+    /// template (`templates/prompt.md.j2`, else the built-in one), and mark conflicts among the
+    /// hits shown.
+    pub fn answer(&mut self, request: &Request) -> Result<Answer, RetrieveError> {
+        let defaults = &self.config().retrieve;
+        let k = request.k.unwrap_or(defaults.k);
+        let budget = request.budget.unwrap_or(defaults.budget);
+        let request = Request {
+            k: Some(k),
+            budget: Some(budget),
+            ..request.clone()
+        };
+        let found = self.search(&request)?;
+        let template = render::prompt_template(self.root())?;
+        let prompt = render::prompt(&template, &found.hits, budget)?;
+        let matched = found.hits.len();
+        let mut hits = found.hits;
+        hits.truncate(prompt.shown);
+        mark_conflicts(&mut hits);
+        Ok(Answer {
+            request,
+            k,
+            budget,
+            given_tags: found.given_tags,
+            inferred_tags: found.inferred_tags,
+            hits,
+            matched,
+            prompt,
+            lessons: found.lessons,
+            eligible: found.eligible,
+        })
+    }
+}
