@@ -123,6 +123,35 @@ pub fn now_from_env() -> Result<jiff::Timestamp, BankError> {
 }
 
 impl Bank {
+    /// Every file of the bank that was read, and its `_index.md`: what a report of findings
+    /// anywhere in the bank can point into (collect into [`crate::report::Sources`]).
+    pub fn sources(&self) -> impl Iterator<Item = &Source> {
+        self.documents
+            .iter()
+            .map(|d| &d.source)
+            .chain(self.index.as_ref())
+    }
+
+    /// The files of the bank that `diagnostics` point into, and its `_index.md`: what a report
+    /// needs, without a map of every file of a large bank that is clean.
+    pub fn sources_for<'a>(
+        &'a self,
+        diagnostics: &'a [crate::diagnostic::Diagnostic],
+    ) -> impl Iterator<Item = &'a Source> {
+        let wanted: std::collections::HashSet<&Path> =
+            diagnostics.iter().map(|d| d.path.as_path()).collect();
+        let index = if diagnostics.is_empty() {
+            None
+        } else {
+            self.index.as_ref()
+        };
+        self.documents
+            .iter()
+            .map(|d| &d.source)
+            .filter(move |s| wanted.contains(s.path.as_path()))
+            .chain(index)
+    }
+
     /// Load the bank at `root` (a display path, relative to the current directory or absolute).
     pub fn load(root: &Path) -> Result<Bank, BankError> {
         Bank::load_with(root, &Overlay::new(), now_from_env()?)

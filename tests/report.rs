@@ -67,7 +67,12 @@ fn diagnostics(bank: &Bank) -> Vec<Diagnostic> {
 
 /// A safe fix for the duplicate key (delete its line) and an unsafe one for the suppression.
 fn with_fix(bank: &Bank, d: Diagnostic) -> Diagnostic {
-    let text = &Sources::of(bank).get(&d.path).unwrap().text;
+    let text = &bank
+        .sources()
+        .collect::<Sources>()
+        .get(&d.path)
+        .unwrap()
+        .text;
     let line_end = |from: usize| text[from..].find('\n').map_or(text.len(), |i| from + i + 1);
     match d.code {
         "P009" => {
@@ -95,7 +100,7 @@ fn render(format: Format) -> String {
     report::render(
         format,
         &diagnostics,
-        &Sources::of(&bank),
+        &bank.sources().collect::<Sources>(),
         RenderOptions::default(),
     )
 }
@@ -112,7 +117,12 @@ fn full_in_colour() {
     let bank = bank();
     let diagnostics = diagnostics(&bank);
     let options = RenderOptions { color: true };
-    let out = report::render(Format::Full, &diagnostics, &Sources::of(&bank), options);
+    let out = report::render(
+        Format::Full,
+        &diagnostics,
+        &bank.sources().collect::<Sources>(),
+        options,
+    );
     assert!(out.contains("\x1b["));
 }
 

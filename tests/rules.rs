@@ -36,7 +36,7 @@ fn run_rule(code: &str, root: &Path) -> String {
     let mut out = report::render(
         Format::Full,
         &diagnostics,
-        &Sources::of(&bank),
+        &bank.sources().collect::<Sources>(),
         RenderOptions::default(),
     );
     let rule = lint::find_rule(code).unwrap();
@@ -131,7 +131,7 @@ fn render_full(bank: &Bank, diagnostics: &[lesson::diagnostic::Diagnostic]) -> S
     report::render(
         Format::Full,
         diagnostics,
-        &Sources::of(bank),
+        &bank.sources().collect::<Sources>(),
         RenderOptions::default(),
     )
 }

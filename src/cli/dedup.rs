@@ -6,7 +6,8 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::Args;
-use lesson::dedup::{self, Pair};
+use lesson::dedup;
+use lesson::report::pairs;
 
 use super::list::OutputFormat;
 
@@ -25,30 +26,8 @@ pub fn run(root: &Path, args: DedupArgs) -> anyhow::Result<ExitCode> {
     if args.format == OutputFormat::Json {
         println!("{}", serde_json::to_string_pretty(&found)?);
     } else {
-        for pair in &found {
-            println!("{}", line(pair));
-        }
-        match found.len() {
-            0 => println!("no near-duplicates"),
-            n => println!(
-                "{n} near-duplicate pair{}: merge them (`lesson supersede OLD --by NEW`) or make their triggers distinct",
-                if n == 1 { "" } else { "s" }
-            ),
-        }
+        print!("{}", pairs::text(&found));
     }
     super::release(bank);
     Ok(ExitCode::SUCCESS)
-}
-
-/// `a ~ b  score 0.91 (slug 0.80, text 0.95, tags: ci, rust)`.
-pub fn line(pair: &Pair) -> String {
-    let tags = if pair.shared_tags.is_empty() {
-        String::new()
-    } else {
-        format!(", tags: {}", pair.shared_tags.join(", "))
-    };
-    format!(
-        "{} ~ {}  score {:.2} (slug {:.2}, text {:.2}{tags})",
-        pair.a, pair.b, pair.score, pair.slug_similarity, pair.text_similarity
-    )
 }

@@ -112,7 +112,10 @@ pub fn run(root: &Path, args: LintArgs) -> anyhow::Result<ExitCode> {
             report::render(
                 format,
                 &fixed.remaining,
-                &Sources::for_diagnostics(&fixed.bank, &fixed.remaining),
+                &fixed
+                    .bank
+                    .sources_for(&fixed.remaining)
+                    .collect::<Sources>(),
                 options,
             )
         };
@@ -127,7 +130,7 @@ pub fn run(root: &Path, args: LintArgs) -> anyhow::Result<ExitCode> {
             report::render(
                 format,
                 &diagnostics,
-                &Sources::for_diagnostics(&bank, &diagnostics),
+                &bank.sources_for(&diagnostics).collect::<Sources>(),
                 options
             )
         )?;

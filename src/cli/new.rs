@@ -150,7 +150,7 @@ fn refused(draft: &Draft) -> bool {
         let text = report::render(
             Format::Full,
             &draft.findings,
-            &Sources::of(&draft.bank),
+            &draft.bank.sources().collect::<Sources>(),
             report::RenderOptions::default(),
         );
         eprint!("{text}");

@@ -5,7 +5,9 @@ use std::process::ExitCode;
 
 use clap::Args;
 
-use super::list::{LessonJson, OutputFormat};
+use lesson::report::lessons::LessonJson;
+
+use super::list::OutputFormat;
 
 /// Flags of `lesson show`.
 #[derive(Debug, Args)]
@@ -53,7 +55,7 @@ pub fn run(root: &Path, args: ShowArgs) -> anyhow::Result<ExitCode> {
             print!("{}", doc.source.text);
         }
         OutputFormat::Json => {
-            let json = LessonJson::new(&bank, doc, lesson);
+            let json = LessonJson::new(doc, lesson, bank.status(lesson));
             println!("{}", serde_json::to_string_pretty(&json)?);
         }
     }

@@ -8,12 +8,14 @@ mod full;
 mod github;
 pub mod hits;
 pub mod json;
+pub mod lessons;
+pub mod pairs;
+pub mod review;
 mod sarif;
 
 use std::collections::HashMap;
 use std::path::Path;
 
-use crate::bank::Bank;
 use crate::diagnostic::Diagnostic;
 use crate::source::Source;
 
@@ -40,42 +42,14 @@ pub struct RenderOptions {
     pub color: bool,
 }
 
-/// The sources diagnostics point into, by path.
+/// The sources diagnostics point into, by path: collected from the files a caller holds (for
+/// a bank, [`crate::Bank::sources`] or [`crate::Bank::sources_for`]).
 #[derive(Default)]
 pub struct Sources<'a> {
     map: HashMap<&'a Path, &'a Source>,
 }
 
 impl<'a> Sources<'a> {
-    /// Every file of a bank, and its `_index.md`.
-    pub fn of(bank: &'a Bank) -> Self {
-        let mut sources: Sources<'a> = bank.documents.iter().map(|d| &d.source).collect();
-        if let Some(index) = &bank.index {
-            sources.map.insert(index.path.as_path(), index);
-        }
-        sources
-    }
-
-    /// The files of a bank that `diagnostics` point into, and its `_index.md`: what a report
-    /// needs, without a map of every file of a large bank that is clean.
-    pub fn for_diagnostics(bank: &'a Bank, diagnostics: &[Diagnostic]) -> Self {
-        if diagnostics.is_empty() {
-            return Sources::default();
-        }
-        let wanted: std::collections::HashSet<&Path> =
-            diagnostics.iter().map(|d| d.path.as_path()).collect();
-        let mut sources: Sources<'a> = bank
-            .documents
-            .iter()
-            .map(|d| &d.source)
-            .filter(|s| wanted.contains(s.path.as_path()))
-            .collect();
-        if let Some(index) = &bank.index {
-            sources.map.insert(index.path.as_path(), index);
-        }
-        sources
-    }
-
     /// The source of `path`, if it was read.
     pub fn get(&self, path: &Path) -> Option<&'a Source> {
         self.map.get(path).copied()

@@ -1,0 +1,129 @@
+//! Lessons for people and programs: the JSON view of one lesson (`lesson list --format json`,
+//! `lesson show --format json`, and every other place that prints a lesson as JSON) and the
+//! table of `lesson list`.
+
+use serde::Serialize;
+
+use crate::bank::Status;
+use crate::document::Document;
+use crate::index_md::Entry;
+use crate::lesson::{Lesson, Target};
+
+/// A lesson as `list --format json` and `show --format json` print it: every frontmatter
+/// field (defaults filled in), its file and its status.
+#[derive(Debug, Serialize)]
+pub struct LessonJson<'a> {
+    slug: &'a str,
+    title: &'a str,
+    trigger: TriggerJson<'a>,
+    outcome: &'static str,
+    evidence: Vec<EvidenceJson<'a>>,
+    confidence: f64,
+    success_count: u64,
+    failure_count: u64,
+    supersedes: Vec<&'a str>,
+    expires_at: Option<String>,
+    path: String,
+    /// `active`, `superseded` or `expired`.
+    pub status: &'static str,
+    superseded_by: Vec<String>,
+}
+
+#[derive(Debug, Serialize)]
+struct EvidenceJson<'a> {
+    kind: &'static str,
+    #[serde(rename = "ref")]
+    reference: &'a str,
+    note: Option<&'a str>,
+}
+
+#[derive(Debug, Serialize)]
+struct TriggerJson<'a> {
+    description: &'a str,
+    tags: Vec<&'a str>,
+    targets: &'a [Target],
+}
+
+impl<'a> LessonJson<'a> {
+    /// The JSON view of one lesson, whose status the bank derived ([`crate::Bank::status`]).
+    pub fn new(doc: &Document, lesson: &'a Lesson, status: Status) -> Self {
+        LessonJson {
+            slug: &lesson.slug.value,
+            title: &lesson.title.value,
+            trigger: TriggerJson {
+                description: &lesson.trigger.description.value,
+                tags: lesson
+                    .trigger
+                    .tags
+                    .iter()
+                    .map(|t| t.value.as_str())
+                    .collect(),
+                targets: &lesson.trigger.targets,
+            },
+            outcome: lesson.outcome.value.as_str(),
+            evidence: lesson
+                .evidence
+                .iter()
+                .map(|e| EvidenceJson {
+                    kind: e.kind.value.as_str(),
+                    reference: &e.reference.value,
+                    note: e.note.as_ref().map(|n| n.value.as_str()),
+                })
+                .collect(),
+            confidence: lesson.confidence(),
+            success_count: lesson.successes(),
+            failure_count: lesson.failures(),
+            supersedes: lesson.supersedes.iter().map(|s| s.value.as_str()).collect(),
+            expires_at: lesson.expires_at.as_ref().map(|e| e.value.at.to_string()),
+            path: doc.source.path.display().to_string(),
+            status: status.label(),
+            superseded_by: match status {
+                Status::Superseded(by) => by,
+                _ => Vec::new(),
+            },
+        }
+    }
+}
+
+/// `lesson list`: an aligned table: slug, outcome, confidence, successes/failures, status, title.
+pub fn table(entries: &[Entry]) -> String {
+    if entries.is_empty() {
+        return String::new();
+    }
+    let rows: Vec<[String; 6]> = entries
+        .iter()
+        .map(|e| {
+            [
+                e.slug.clone(),
+                e.outcome.clone(),
+                e.confidence.clone(),
+                format!("{}/{}", e.success_count, e.failure_count),
+                e.status.clone(),
+                e.title.split_whitespace().collect::<Vec<_>>().join(" "),
+            ]
+        })
+        .collect();
+    let header = ["SLUG", "OUTCOME", "CONF", "S/F", "STATUS", "TITLE"].map(String::from);
+    let mut widths = [0usize; 5];
+    for row in std::iter::once(&header).chain(&rows) {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let mut out = String::new();
+    for row in std::iter::once(&header).chain(&rows) {
+        let mut line = String::new();
+        for (i, cell) in row.iter().enumerate() {
+            if i < 5 {
+                let pad = widths[i] - cell.chars().count();
+                line.push_str(cell);
+                line.push_str(&" ".repeat(pad + 2));
+            } else {
+                line.push_str(cell);
+            }
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}

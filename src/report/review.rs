@@ -1,0 +1,43 @@
+//! Review findings for people (`lesson review`): one line a finding, then a count by reason.
+
+use crate::curate::review::{Finding, Reason};
+
+/// The findings, one a line (`path: reason: message`), and a closing line.
+pub fn text(findings: &[Finding]) -> String {
+    let mut out = String::new();
+    for f in findings {
+        out.push_str(&format!(
+            "{}: {}: {}\n",
+            f.path,
+            f.reason.as_str(),
+            f.message
+        ));
+    }
+    if findings.is_empty() {
+        out.push_str("nothing to review\n");
+        return out;
+    }
+    let mut lessons: Vec<&str> = findings.iter().map(|f| f.slug.as_str()).collect();
+    lessons.sort_unstable();
+    lessons.dedup();
+    let mut parts = Vec::new();
+    for reason in [
+        Reason::FailureDominant,
+        Reason::Expired,
+        Reason::MixedBand,
+        Reason::NeverApplied,
+        Reason::NearDuplicate,
+    ] {
+        let n = findings.iter().filter(|f| f.reason == reason).count();
+        if n > 0 {
+            parts.push(format!("{n} {}", reason.as_str()));
+        }
+    }
+    out.push_str(&format!(
+        "{} lesson{} to review: {}\n",
+        lessons.len(),
+        if lessons.len() == 1 { "" } else { "s" },
+        parts.join(", ")
+    ));
+    out
+}
