@@ -152,6 +152,45 @@ impl Bank {
             .chain(index)
     }
 
+    /// A bank built from files that need not be on disk: a git tree (`lint --base`), fuzz
+    /// inputs, fault tests. `files` are the bank's lesson files as `(path, bytes)`, paths below
+    /// `root` as a walk of the bank gives them (`root.join(relative)`); the file at
+    /// `root/_index.md` among them is the bank's `_index.md`. Files are read as from disk: over
+    /// the size limit, invalid UTF-8 and NUL bytes are read problems, and the documents come in
+    /// path order. Nothing is read from disk.
+    pub fn from_files(
+        root: &Path,
+        config: Config,
+        files: impl IntoIterator<Item = (PathBuf, Vec<u8>)>,
+        now: jiff::Timestamp,
+    ) -> Bank {
+        let index_path = root.join(INDEX_FILE);
+        let limit = config.lint.size_limit;
+        let mut index = None;
+        let mut documents = Vec::new();
+        for (path, bytes) in files {
+            let size = bytes.len() as u64;
+            let (source, problem) = if size > limit {
+                let problem = ReadProblem::TooLarge { size, limit };
+                (Source::new(path, String::new()), Some(problem))
+            } else {
+                Source::from_bytes(path, bytes)
+            };
+            if source.path == index_path {
+                index = problem.is_none().then_some(source);
+            } else {
+                documents.push(Document::parse(source, problem));
+            }
+        }
+        fn bytes(d: &Document) -> &[u8] {
+            d.source.path.as_os_str().as_encoded_bytes()
+        }
+        documents.sort_by(|a, b| bytes(a).cmp(bytes(b)));
+        let mut bank = Bank::assemble(root, config, documents, index, Vec::new(), now);
+        bank.has_config = true;
+        bank
+    }
+
     /// Load the bank at `root` (a display path, relative to the current directory or absolute).
     pub fn load(root: &Path) -> Result<Bank, BankError> {
         Bank::load_with(root, &Overlay::new(), now_from_env()?)
@@ -220,7 +259,8 @@ impl Bank {
             || in_path_order(root, batches),
             || read_index(root, overlay, limit),
         );
-        let bank = Bank::assemble(root, config, documents, index, walk_problems, now);
+        let mut bank = Bank::assemble(root, config, documents, index, walk_problems, now);
+        bank.has_config = root.join(CONFIG_FILE).is_file();
         Ok((bank, visited))
     }
 
@@ -255,11 +295,12 @@ impl Bank {
                     .flatten()
             },
         );
-        let bank = Bank::assemble(root, config, Vec::new(), index, walk_problems, now);
+        let mut bank = Bank::assemble(root, config, Vec::new(), index, walk_problems, now);
+        bank.has_config = root.join(CONFIG_FILE).is_file();
         Ok((bank, rows))
     }
 
-    /// The bank around its documents: supersession mapped.
+    /// The bank around its documents: supersession mapped (`has_config` is the caller's).
     fn assemble(
         root: &Path,
         config: Config,
@@ -270,7 +311,7 @@ impl Bank {
     ) -> Bank {
         let mut bank = Bank {
             root: root.to_path_buf(),
-            has_config: root.join(CONFIG_FILE).is_file(),
+            has_config: false,
             config,
             documents,
             index,
@@ -557,6 +598,31 @@ pub fn lesson_paths(root: &Path, exclude: &GlobSet) -> (Vec<PathBuf>, Vec<WalkPr
 
 #[cfg(test)]
 mod tests {
+    /// A bank built from the bytes of a fixture bank's files lints exactly as the bank loaded
+    /// from disk (the same documents in the same order, the same findings).
+    #[test]
+    fn a_bank_from_files_lints_as_the_bank_on_disk() {
+        let root = std::path::Path::new("tests/fixtures/banks/ledger");
+        let now: jiff::Timestamp = "2026-11-22T12:00:00Z".parse().unwrap();
+        let on_disk = super::Bank::load_with(root, &super::Overlay::new(), now).unwrap();
+        let mut files: Vec<(std::path::PathBuf, Vec<u8>)> = on_disk
+            .sources()
+            .map(|s| (s.path.clone(), std::fs::read(&s.path).unwrap()))
+            .collect();
+        files.reverse();
+        let config = crate::config::Config::load(root).unwrap();
+        let from_files = super::Bank::from_files(root, config, files, now);
+        let paths = |b: &super::Bank| -> Vec<std::path::PathBuf> {
+            b.documents.iter().map(|d| d.source.path.clone()).collect()
+        };
+        assert_eq!(paths(&from_files), paths(&on_disk));
+        assert_eq!(from_files.index.is_some(), on_disk.index.is_some());
+        let selection = crate::lint::Selection::default();
+        let findings = crate::lint::lint(&on_disk, &selection);
+        assert!(!findings.is_empty(), "the fixture has findings to compare");
+        assert_eq!(crate::lint::lint(&from_files, &selection), findings);
+    }
+
     use super::*;
 
     /// Documents come in the byte order of their paths whatever order the walk finds them
