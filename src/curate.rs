@@ -12,6 +12,7 @@ pub mod add;
 pub mod archive;
 pub mod record;
 pub mod review;
+pub mod show;
 pub mod supersede;
 
 use std::path::{Path, PathBuf};

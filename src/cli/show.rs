@@ -5,6 +5,8 @@ use std::process::ExitCode;
 
 use clap::Args;
 
+use lesson::curate::show::{self, Found};
+use lesson::document::Document;
 use lesson::report::lessons::LessonJson;
 
 use super::list::OutputFormat;
@@ -22,42 +24,56 @@ pub struct ShowArgs {
 /// Run `lesson show`.
 pub fn run(root: &Path, args: ShowArgs) -> anyhow::Result<ExitCode> {
     let bank = super::load_lessons(root)?;
-    let by_slug = bank.by_slug();
-    let Some(&(doc, lesson)) = by_slug.get(args.slug.as_str()) else {
-        // a file named like the slug that does not parse as a lesson
-        if let Some(doc) = bank.documents.iter().find(|d| d.stem() == Some(&args.slug)) {
-            if args.format == OutputFormat::Text && doc.read_problem.is_none() {
-                println!("{}", doc.source.path.display());
-                print!("{}", doc.source.text);
-                return Ok(ExitCode::SUCCESS);
-            }
-            anyhow::bail!(
-                "{} is not a valid lesson; `lesson lint {}` says why",
-                doc.source.path.display(),
+    let json = args.format == OutputFormat::Json;
+    match show::find(&bank, &args.slug)? {
+        Found::Live(doc) => print_lesson(&bank, doc, json, None)?,
+        Found::Archived(doc) => {
+            eprintln!(
+                "note: `{}` is archived ({}): not in the live set, never retrieved",
+                args.slug,
                 doc.source.path.display()
             );
+            print_lesson(&bank, &doc, json, Some("archived"))?;
         }
-        let suggestion = by_slug
-            .keys()
-            .map(|s| (strsim::jaro_winkler(&args.slug, s), *s))
-            .filter(|(score, _)| *score >= 0.8)
-            .max_by(|a, b| a.0.total_cmp(&b.0))
-            .map(|(_, s)| format!(" (did you mean `{s}`?)"))
-            .unwrap_or_default();
-        anyhow::bail!(
-            "no lesson `{}`{suggestion}; `lesson list` shows them",
-            args.slug.escape_debug()
-        );
-    };
-    match args.format {
-        OutputFormat::Text => {
+        // a file named like the slug that does not parse as a lesson: its text can be shown
+        Found::NotALesson(doc) if !json && doc.read_problem.is_none() => {
             println!("{}", doc.source.path.display());
             print!("{}", doc.source.text);
         }
-        OutputFormat::Json => {
-            let json = LessonJson::new(doc, lesson, bank.status(lesson));
-            println!("{}", serde_json::to_string_pretty(&json)?);
-        }
+        Found::NotALesson(doc) => anyhow::bail!(
+            "{} is not a valid lesson; `lesson lint {}` says why",
+            doc.source.path.display(),
+            doc.source.path.display()
+        ),
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// A lesson's file (text), or its model and body as JSON (with `status` as the label, when
+/// not the bank's).
+fn print_lesson(
+    bank: &lesson::Bank,
+    doc: &Document,
+    json: bool,
+    status: Option<&'static str>,
+) -> anyhow::Result<()> {
+    match (&doc.lesson, json) {
+        (Some(lesson), true) => {
+            let mut view = LessonJson::new(doc, lesson, bank.status(lesson)).with_body(doc);
+            if let Some(label) = status {
+                view = view.with_status(label);
+            }
+            println!("{}", serde_json::to_string_pretty(&view)?);
+        }
+        (None, true) => anyhow::bail!(
+            "{} is not a valid lesson; `lesson lint {}` says why",
+            doc.source.path.display(),
+            doc.source.path.display()
+        ),
+        (_, false) => {
+            println!("{}", doc.source.path.display());
+            print!("{}", doc.source.text);
+        }
+    }
+    Ok(())
 }

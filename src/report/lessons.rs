@@ -5,7 +5,7 @@
 use serde::Serialize;
 
 use crate::bank::Status;
-use crate::document::Document;
+use crate::document::{Body, Document};
 use crate::index_md::Entry;
 use crate::lesson::{Lesson, Target};
 
@@ -27,6 +27,22 @@ pub struct LessonJson<'a> {
     /// `active`, `superseded` or `expired`.
     pub status: &'static str,
     superseded_by: Vec<String>,
+    /// The body's title and sections (`lesson show` only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    body: Option<BodyJson<'a>>,
+}
+
+/// A lesson's body: its `#` title and its `##` sections, each with its text (trimmed).
+#[derive(Debug, Serialize)]
+struct BodyJson<'a> {
+    title: Option<String>,
+    sections: Vec<SectionJson<'a>>,
+}
+
+#[derive(Debug, Serialize)]
+struct SectionJson<'a> {
+    heading: String,
+    text: &'a str,
 }
 
 #[derive(Debug, Serialize)]
@@ -81,7 +97,41 @@ impl<'a> LessonJson<'a> {
                 Status::Superseded(by) => by,
                 _ => Vec::new(),
             },
+            body: None,
         }
+    }
+
+    /// With the body's title and sections, read from the document's text (which must be
+    /// `lesson`'s file, loaded with its text).
+    pub fn with_body(mut self, doc: &'a Document) -> Self {
+        let text = doc.source.text.as_str();
+        let parsed;
+        let body = match (&doc.body, doc.fences()) {
+            (Some(body), _) => body.as_ref(),
+            (None, Some(fences)) => {
+                parsed = Body::parse(text, fences.body_start);
+                &parsed
+            }
+            (None, None) => return self,
+        };
+        self.body = Some(BodyJson {
+            title: body.h1().map(|h| h.text.clone()),
+            sections: body
+                .sections
+                .iter()
+                .map(|s| SectionJson {
+                    heading: s.heading.text.clone(),
+                    text: text[s.content.clone()].trim(),
+                })
+                .collect(),
+        });
+        self
+    }
+
+    /// With another status label than the bank's (`archived`, for a lesson in `_archive/`).
+    pub fn with_status(mut self, label: &'static str) -> Self {
+        self.status = label;
+        self
     }
 }
 
