@@ -11,8 +11,10 @@ declare_rule! {
     /// Two lessons share a slug.
     ///
     /// ## What it does
-    /// Reports the slug of every lesson whose slug an earlier file (in path order) already uses,
-    /// naming that first file.
+    /// Reports the slug of every lesson whose slug another file already holds, naming that file.
+    /// The file named after the slug (`<slug>.md`) holds it; when none or several are, the first
+    /// in path order does. So a copy (`cite-sources-copy.md`) is reported, not the original,
+    /// wherever the copy sorts.
     ///
     /// ## Why is this bad?
     /// A slug is a lesson's identity: `supersedes`, ledgers and retrieval resolve it to one
@@ -47,17 +49,29 @@ fn check(bank: &Bank, out: &mut Vec<Diagnostic>) {
         .collect();
     keyed.sort_unstable();
     for group in keyed.chunk_by(|a, b| a.0 == b.0).filter(|g| g.len() > 1) {
-        // in path order: the first file with a slug has it, the later ones are reported
-        let mut first: Vec<(&str, &Document)> = Vec::new();
+        // one hash may hold several slugs: each slug's files, in path order
+        let mut slugs: Vec<(&str, Vec<(&Document, &Lesson)>)> = Vec::new();
         for &(_, i) in group {
             let doc = &bank.documents[i as usize];
             let Some(lesson) = doc.lesson.as_deref() else {
                 continue;
             };
             let slug = lesson.slug.value.as_str();
-            match first.iter().find(|(s, _)| *s == slug) {
-                None => first.push((slug, doc)),
-                Some(&(_, original)) => report(out, doc, lesson, original),
+            match slugs.iter_mut().find(|(s, _)| *s == slug) {
+                None => slugs.push((slug, vec![(doc, lesson)])),
+                Some((_, files)) => files.push((doc, lesson)),
+            }
+        }
+        for (slug, files) in slugs.iter().filter(|(_, files)| files.len() > 1) {
+            // the file named after the slug holds it, when exactly one is; else the first
+            let named: Vec<usize> = (0..files.len())
+                .filter(|&j| files[j].0.stem() == Some(slug))
+                .collect();
+            let owner = if named.len() == 1 { named[0] } else { 0 };
+            for (j, &(doc, lesson)) in files.iter().enumerate() {
+                if j != owner {
+                    report(out, doc, lesson, files[owner].0);
+                }
             }
         }
     }
@@ -73,7 +87,7 @@ fn report(out: &mut Vec<Diagnostic>, doc: &Document, lesson: &Lesson, original: 
             format!("slug `{slug}` is already used"),
         )
         .with_help(format!(
-            "`{}` has it first; give one of the two lessons another slug and file name",
+            "`{}` holds it; give one of the two lessons another slug and file name",
             original.source.path.display()
         )),
     );
