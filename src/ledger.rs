@@ -40,39 +40,9 @@ use crate::edit::EditError;
 
 /// The directory of ledgers, inside the bank.
 pub const LOG_DIR: &str = "_log";
-/// The environment variable that says who records events (default `$USER@hostname`).
-pub const BY_ENV: &str = "LESSON_BY";
-
 /// The ledger file of a slug.
 pub fn path(root: &Path, slug: &str) -> PathBuf {
     root.join(LOG_DIR).join(format!("{slug}.jsonl"))
-}
-
-/// Who records events: `$LESSON_BY`, else `$USER@hostname`, else `unknown`.
-pub fn default_recorder() -> String {
-    let non_empty = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
-    if let Some(by) = non_empty(BY_ENV) {
-        return by;
-    }
-    let user = non_empty("USER")
-        .or_else(|| non_empty("USERNAME"))
-        .or_else(|| non_empty("LOGNAME"));
-    match (user, hostname()) {
-        (Some(user), Some(host)) => format!("{user}@{host}"),
-        (Some(user), None) => user,
-        (None, _) => "unknown".into(),
-    }
-}
-
-fn hostname() -> Option<String> {
-    let from_file = |p: &str| std::fs::read_to_string(p).ok();
-    std::env::var("HOSTNAME")
-        .ok()
-        .or_else(|| std::env::var("COMPUTERNAME").ok())
-        .or_else(|| from_file("/proc/sys/kernel/hostname"))
-        .or_else(|| from_file("/etc/hostname"))
-        .map(|h| h.trim().to_string())
-        .filter(|h| !h.is_empty())
 }
 
 /// `success_count` and `failure_count`.

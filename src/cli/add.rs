@@ -55,7 +55,7 @@ pub fn run(root: &Path, args: AddArgs) -> anyhow::Result<ExitCode> {
         origin,
         ..Intake::default()
     };
-    let stamp = super::stamp(args.by)?;
+    let stamp = super::stamp(root, args.by)?;
     let added = match add::add(root, &candidates, &intake, &stamp, args.dry_run) {
         Ok(added) => added,
         Err(AddError::Rejected(rejection)) => {

@@ -24,7 +24,7 @@ pub fn run(root: &Path, args: ArchiveArgs) -> anyhow::Result<ExitCode> {
     if args.slugs.is_empty() && !args.expired {
         anyhow::bail!("name the lessons to archive, or pass --expired");
     }
-    let stamp = super::stamp(None)?;
+    let stamp = super::stamp(root, None)?;
     let selection = Selection {
         slugs: args.slugs,
         expired: args.expired,

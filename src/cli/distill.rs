@@ -52,7 +52,7 @@ pub fn run(root: &Path, args: DistillArgs) -> anyhow::Result<ExitCode> {
         std::fs::read(&args.run).with_context(|| format!("cannot read {shown}"))?
     };
     let run = Run::parse(&bytes).map_err(|e| anyhow::anyhow!("{shown}: {e}"))?;
-    let stamp = super::stamp(args.by)?;
+    let stamp = super::stamp(root, args.by)?;
     let options = Options {
         judge: args.judge,
         timeout: Duration::from_secs_f64(args.timeout),

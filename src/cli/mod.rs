@@ -18,6 +18,7 @@ mod search;
 mod show;
 mod supersede;
 mod watch;
+mod who;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -135,9 +136,10 @@ fn lock(root: &Path) -> anyhow::Result<lesson::edit::BankLock> {
         .with_context(|| format!("cannot lock the bank at {}", root.display()))
 }
 
-/// Who and when for ledger events: `--by` (else `$LESSON_BY`, `$USER@hostname`), `LESSON_NOW`.
-fn stamp(by: Option<String>) -> anyhow::Result<lesson::curate::Stamp> {
-    let by = by.unwrap_or_else(lesson::ledger::default_recorder);
+/// Who and when for ledger events in the bank at `root`: `--by` (else [`who::recorder`]),
+/// `LESSON_NOW`.
+fn stamp(root: &Path, by: Option<String>) -> anyhow::Result<lesson::curate::Stamp> {
+    let by = by.unwrap_or_else(|| who::recorder(root));
     if by.trim().is_empty() || by.contains(['\n', '\r']) {
         anyhow::bail!("--by needs an id on one line, such as ana@laptop");
     }

@@ -137,7 +137,7 @@ fn created_event(root: &Path, draft: &Draft) -> anyhow::Result<()> {
     else {
         return Ok(());
     };
-    let stamp = super::stamp(None)?;
+    let stamp = super::stamp(root, None)?;
     let kind = EventKind::Created(lesson::curate::file_counts(lesson));
     let mut ledger = Ledger::read(root, &lesson.slug.value)?;
     ledger.append(root, &[stamp.event(kind)])?;

@@ -50,7 +50,7 @@ pub fn run(root: &Path, args: RecordArgs) -> anyhow::Result<ExitCode> {
         RunArg::Success => RunOutcome::Success,
         RunArg::Failure => RunOutcome::Failure,
     };
-    let stamp = super::stamp(args.by)?;
+    let stamp = super::stamp(root, args.by)?;
     let req = Request {
         slug: args.slug,
         applied,

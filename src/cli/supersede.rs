@@ -19,7 +19,7 @@ pub struct SupersedeArgs {
 
 /// Run `lesson supersede`.
 pub fn run(root: &Path, args: SupersedeArgs) -> anyhow::Result<ExitCode> {
-    let stamp = super::stamp(None)?;
+    let stamp = super::stamp(root, None)?;
     let done = supersede::supersede(root, &args.old, &args.by, &stamp)?;
     if !done.added.is_empty() {
         println!(
