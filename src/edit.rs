@@ -74,6 +74,34 @@ pub fn checked_target(bank: &Path, path: &Path) -> Result<PathBuf, EditError> {
     Ok(target)
 }
 
+/// Check every path a command will write before it writes the first: a refused target (a
+/// symlink out of the bank, a `../` path) refuses the whole command with nothing written.
+pub fn check_targets<'a>(
+    bank: &Path,
+    paths: impl IntoIterator<Item = &'a Path>,
+) -> Result<(), EditError> {
+    let bank_real = bank.canonicalize().map_err(io(bank))?;
+    for path in paths {
+        if path.parent().is_some_and(Path::exists) {
+            checked_target(bank, path)?;
+            continue;
+        }
+        // a file in a directory the write will create (`_log/` of a bank without ledgers):
+        // the nearest directory that exists must be inside the bank
+        let existing = path.ancestors().skip(1).find(|a| a.exists());
+        let inside = existing
+            .and_then(|a| a.canonicalize().ok())
+            .is_some_and(|real| real.starts_with(&bank_real));
+        if !inside {
+            return Err(EditError::OutsideBank {
+                path: path.display().to_string(),
+                bank: bank.display().to_string(),
+            });
+        }
+    }
+    Ok(())
+}
+
 /// Write `contents` to `path` atomically: a temp file in the same directory, fsync, rename.
 /// `path` must lie inside `bank`.
 pub fn write_atomic(bank: &Path, path: &Path, contents: &[u8]) -> Result<(), EditError> {

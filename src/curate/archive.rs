@@ -96,6 +96,19 @@ pub fn archive(
         }
         // a broken index template stops here, before anything is written
         crate::index_md::render(&bank)?;
+        // every target is checked before the first write: a refused one writes nothing
+        let logs: Vec<std::path::PathBuf> = moves
+            .iter()
+            .map(|m| crate::ledger::path(root, &m.slug))
+            .collect();
+        let index_path = bank.index_path();
+        crate::edit::check_targets(
+            root,
+            logs.iter()
+                .map(|p| p.as_path())
+                .chain(moves.iter().map(|m| m.from.as_path()))
+                .chain([index_path.as_path()]),
+        )?;
         let dir = root.join(ARCHIVE_DIR);
         std::fs::create_dir_all(&dir).map_err(|source| crate::edit::EditError::Io {
             path: dir.display().to_string(),

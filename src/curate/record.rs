@@ -81,6 +81,13 @@ fn record_locked(
     bank.documents[i] = planned.doc;
     let index = crate::index_md::render(&bank)?;
 
+    // every target is checked before the first write: a refused one writes nothing
+    let log = crate::ledger::path(root, &req.slug);
+    let index_path = bank.index_path();
+    crate::edit::check_targets(
+        root,
+        [log.as_path(), &planned.recorded.path, index_path.as_path()],
+    )?;
     ledger.append(root, &planned.events)?;
     if planned.recorded.changed {
         crate::edit::write_atomic(root, &planned.recorded.path, new_text.as_bytes())?;

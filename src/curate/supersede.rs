@@ -103,6 +103,18 @@ fn supersede_locked(
 
     // a broken index template stops here, before anything is written
     crate::index_md::render(&bank)?;
+    // every target is checked before the first write: a refused one writes nothing
+    let logs: Vec<std::path::PathBuf> = olds
+        .iter()
+        .map(|slug| crate::ledger::path(root, slug))
+        .collect();
+    let index_path = bank.index_path();
+    crate::edit::check_targets(
+        root,
+        logs.iter()
+            .map(|p| p.as_path())
+            .chain([doc.source.path.as_path(), index_path.as_path()]),
+    )?;
     let mut logged = Vec::new();
     for (slug, &i) in olds.iter().zip(&old_indexes) {
         let mut ledger = Ledger::read(root, slug)?;

@@ -379,6 +379,20 @@ impl Batch {
             Ok(())
         };
         let new_slugs = &self.new_slugs;
+        // every target is checked before the first write: a refused one writes nothing
+        let mut targets: Vec<std::path::PathBuf> = self
+            .pending
+            .keys()
+            .map(|slug| crate::ledger::path(root, slug))
+            .collect();
+        targets.extend(self.original.iter().map(|(path, _)| path.clone()));
+        targets.extend(
+            new_slugs
+                .iter()
+                .map(|slug| crate::scaffold::lesson_path(root, slug)),
+        );
+        targets.push(self.bank.index_path());
+        crate::edit::check_targets(root, targets.iter().map(|p| p.as_path()))?;
         for (slug, events) in &self.pending {
             if !new_slugs.contains(slug) {
                 append(slug, events)?;
