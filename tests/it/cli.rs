@@ -317,7 +317,7 @@ fn new_refuses_a_lesson_with_lint_errors_and_prints_them() {
     insta::assert_snapshot!(run.to_string());
 }
 
-const BUILTIN_LESSON_TEMPLATE: &str = include_str!("../templates/lesson.md.j2");
+const BUILTIN_LESSON_TEMPLATE: &str = include_str!("../../templates/lesson.md.j2");
 
 #[test]
 fn new_round_trips_hostile_text() {

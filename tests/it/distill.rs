@@ -4,9 +4,7 @@
 //! distilled twice. Each test snapshots the transcript and the byte diff of the bank, and
 //! checks the bank's bytes where nothing may change.
 
-mod sandbox;
-
-use sandbox::{diff, Sandbox};
+use crate::sandbox::{diff, Run, Sandbox};
 
 const FIXTURE: &str = "tests/fixtures/edits";
 const RUN_ID: &str = "r_2026-11-22_d1";
@@ -29,7 +27,7 @@ fn sandbox(outcome: &str) -> Sandbox {
 }
 
 /// `lesson distill --run run.json --judge 'python3 "$JUDGE" MODES'`.
-fn distill(s: &Sandbox, modes: &str, extra: &[&str]) -> sandbox::Run {
+fn distill(s: &Sandbox, modes: &str, extra: &[&str]) -> Run {
     let judge = format!("python3 \"$JUDGE\" {modes}");
     let mut args = vec!["distill", "--run", "run.json", "--judge", &judge];
     args.extend(extra);

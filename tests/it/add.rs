@@ -2,9 +2,7 @@
 //! and admitted, all or nothing. Runs the binary on a copy of `tests/fixtures/edits/` (comments,
 //! unusual key order, flow lists, CRLF) and snapshots transcripts and byte diffs of the bank.
 
-mod sandbox;
-
-use sandbox::{diff, Sandbox};
+use crate::sandbox::{diff, Sandbox};
 
 const FIXTURE: &str = "tests/fixtures/edits";
 
