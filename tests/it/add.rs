@@ -13,16 +13,16 @@ fn add(s: &Sandbox, name: &str, text: &str, args: &[&str]) -> String {
     let before = s.tree();
     let mut all = vec!["add", name];
     all.extend(args);
-    let run = s.run(&all, None);
+    let run = s.run(&all);
     let after = s.tree();
-    let lint = s.run(&["lint"], None);
+    let lint = s.run(&["lint"]);
     assert_eq!(lint.code, 0, "{lint}");
     format!("{run}--- diff\n{}", diff(&before, &after))
 }
 
 #[test]
 fn new_lessons_from_a_json_array() {
-    let s = Sandbox::with_bank(FIXTURE);
+    let s = Sandbox::with_indexed_bank(FIXTURE);
     let out = add(
         &s,
         "candidates.json",
@@ -70,7 +70,7 @@ fn a_duplicate_is_absorbed_with_a_minimal_diff() {
         ),
     ];
     for (slug, candidate) in cases {
-        let s = Sandbox::with_bank(FIXTURE);
+        let s = Sandbox::with_indexed_bank(FIXTURE);
         let out = add(&s, "candidate.json", candidate, &[]);
         insta::assert_snapshot!(format!("add_duplicate-{slug}"), out);
     }
@@ -78,7 +78,7 @@ fn a_duplicate_is_absorbed_with_a_minimal_diff() {
 
 #[test]
 fn a_batch_is_all_or_nothing() {
-    let s = Sandbox::with_bank(FIXTURE);
+    let s = Sandbox::with_indexed_bank(FIXTURE);
     std::fs::create_dir(s.bank().join("_archive")).unwrap();
     std::fs::write(
         s.bank().join("_archive/retired-advice.md"),
@@ -100,12 +100,12 @@ fn a_batch_is_all_or_nothing() {
     let mut out = String::new();
     // a candidate that fails validation: exit 1
     s.write("batch.json", &format!("[{valid}, {duplicate}, {invalid}]"));
-    let run = s.run(&["add", "batch.json"], None);
+    let run = s.run(&["add", "batch.json"]);
     assert_eq!(run.code, 1, "{run}");
     out.push_str(&run.to_string());
     // a candidate refused while planning (its slug belongs to an archived lesson): exit 2
     s.write("batch.json", &format!("[{valid}, {duplicate}, {archived}]"));
-    let run = s.run(&["add", "batch.json"], None);
+    let run = s.run(&["add", "batch.json"]);
     assert_eq!(run.code, 2, "{run}");
     out.push_str(&run.to_string());
     assert!(s.tree() == before, "{}", diff(&before, &s.tree()));
@@ -114,11 +114,11 @@ fn a_batch_is_all_or_nothing() {
 
 #[test]
 fn invalid_candidates_are_reported_with_positions() {
-    let s = Sandbox::with_bank(FIXTURE);
+    let s = Sandbox::with_indexed_bank(FIXTURE);
     let before = s.tree();
     // JSON: positions in the LESSON.md the candidate would become (shown under each finding)
     s.write("bad.json", r##"[{}, "not a lesson"]"##);
-    let mut out = s.run(&["add", "bad.json"], None).to_string();
+    let mut out = s.run(&["add", "bad.json"]).to_string();
     s.write(
         "bad.json",
         r##"[{"slug": "Log_Every_Retry", "title": "Log every retry.",
@@ -127,35 +127,35 @@ fn invalid_candidates_are_reported_with_positions() {
   {"slug": "old-way", "title": "Use the new way.", "trigger": {"description": "Choosing a way."},
    "outcome": "success", "evidence": [{"kind": "run", "ref": "r2"}], "supersedes": ["retry-immediately"]}]"##,
     );
-    out.push_str(&s.run(&["add", "bad.json"], None).to_string());
+    out.push_str(&s.run(&["add", "bad.json"]).to_string());
     // LESSON.md: positions in the file as given (the confidence it claims is not checked: it
     // is not taken)
     s.write(
         "bad.md",
         "---\nschema: learning/v1\nslug: log-every-retry\ntitle: Log every retry.\ntrigger:\n  description: Retrying.\n  tags: [retries]\noutcome: success\nevidence: []\nconfidence: 2\n---\n\n# Log every retry\n",
     );
-    out.push_str(&s.run(&["add", "bad.md"], None).to_string());
+    out.push_str(&s.run(&["add", "bad.md"]).to_string());
     s.write("broken.md", "---\nslug: [unclosed\n---\n");
-    out.push_str(&s.run(&["add", "broken.md"], None).to_string());
+    out.push_str(&s.run(&["add", "broken.md"]).to_string());
     s.write("broken.json", "[{\"slug\": \"a\"},\n {\"slug\": }]");
-    out.push_str(&s.run(&["add", "broken.json"], None).to_string());
+    out.push_str(&s.run(&["add", "broken.json"]).to_string());
     assert!(s.tree() == before, "{}", diff(&before, &s.tree()));
     insta::assert_snapshot!(out);
 }
 
 #[test]
 fn a_lesson_md_from_stdin() {
-    let s = Sandbox::with_bank(FIXTURE);
+    let s = Sandbox::with_indexed_bank(FIXTURE);
     let before = s.tree();
     let candidate = "---\n# from another bank\nslug: stream-large-uploads\nschema: learning/v1\ntitle: Stream large uploads.\ntrigger:\n  description: Uploading files larger than memory.\n  tags: [uploads]\noutcome: success\nevidence:\n  - {kind: run, ref: r_up_1}\nsuccess_count: 9\n---\n\n# Stream large uploads.\n\n## When this applies\n\nFiles of several GB.\n\n## What to do (or avoid)\n\nStream them in chunks.\n\n## Counter-example\n\nThe worker ran out of memory.\n";
-    let run = s.run(&["add", "-"], Some(candidate.as_bytes()));
+    let run = s.run_with_stdin(&["add", "-"], candidate.as_bytes());
     assert_eq!(run.code, 0, "{run}");
     insta::assert_snapshot!(format!("{run}--- diff\n{}", diff(&before, &s.tree())));
 }
 
 #[test]
 fn foreign_counts_are_ignored_and_the_origin_kept() {
-    let s = Sandbox::with_bank(FIXTURE);
+    let s = Sandbox::with_indexed_bank(FIXTURE);
     let out = add(
         &s,
         "import.json",
@@ -171,7 +171,7 @@ fn foreign_counts_are_ignored_and_the_origin_kept() {
 
 #[test]
 fn adding_the_same_candidates_again_changes_nothing() {
-    let s = Sandbox::with_bank(FIXTURE);
+    let s = Sandbox::with_indexed_bank(FIXTURE);
     let candidates = r##"[{"slug": "pin-the-toolchain", "title": "Pin the Rust toolchain.",
   "trigger": {"description": "CI builds break when a new stable Rust ships.", "tags": ["ci"]},
   "outcome": "failure", "evidence": [{"kind": "work-item", "ref": "wi-9"}]},
@@ -180,14 +180,14 @@ fn adding_the_same_candidates_again_changes_nothing() {
   "outcome": "success", "evidence": [{"kind": "run", "ref": "r_new"}]}]"##;
     s.write("c.json", candidates);
     let before = s.tree();
-    let dry = s.run(&["add", "c.json", "--dry-run"], None);
+    let dry = s.run(&["add", "c.json", "--dry-run"]);
     assert_eq!(dry.code, 0, "{dry}");
     assert!(s.tree() == before, "a dry run writes nothing");
-    let first = s.run(&["add", "c.json"], None);
+    let first = s.run(&["add", "c.json"]);
     assert_eq!(first.code, 0, "{first}");
     let after = s.tree();
     assert!(after != before);
-    let again = s.run(&["add", "c.json"], None);
+    let again = s.run(&["add", "c.json"]);
     assert_eq!(again.code, 0, "{again}");
     assert!(s.tree() == after, "{}", diff(&after, &s.tree()));
     insta::assert_snapshot!(format!("{dry}{first}{again}"));
@@ -195,7 +195,7 @@ fn adding_the_same_candidates_again_changes_nothing() {
 
 #[test]
 fn a_candidate_that_is_no_lesson_is_refused_even_with_its_rules_off() {
-    let s = Sandbox::with_bank(FIXTURE);
+    let s = Sandbox::with_indexed_bank(FIXTURE);
     std::fs::write(
         s.bank().join("lesson.toml"),
         "[lint.rules]\ninvalid-outcome = \"off\"\nmissing-required-field = \"off\"\n",
@@ -209,7 +209,7 @@ fn a_candidate_that_is_no_lesson_is_refused_even_with_its_rules_off() {
  {"slug": "log-more", "title": "Log more.", "trigger": {"description": "Always.", "tags": ["logs"]},
   "evidence": [{"kind": "run", "ref": "r1"}]}]"##,
     );
-    let run = s.run(&["add", "c.json"], None);
+    let run = s.run(&["add", "c.json"]);
     assert_eq!(run.code, 1, "{run}");
     assert!(s.tree() == before);
     insta::assert_snapshot!(run.to_string());
