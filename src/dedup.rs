@@ -135,18 +135,25 @@ pub fn pairs(bank: &Bank) -> Result<Vec<Pair>, DedupError> {
 /// `candidate` is compared with the bank's live lessons (an existing lesson with the same slug
 /// included); in the pair, `a` is the existing lesson and `b` the candidate.
 pub fn duplicate_of(bank: &Bank, candidate: &Lesson) -> Result<Option<Pair>, DedupError> {
+    Ok(duplicates_of(bank, candidate)?.into_iter().next())
+}
+
+/// Every existing lesson `candidate` duplicates above the bank's thresholds, best first (score
+/// descending, then slug); in each pair, `a` is the existing lesson and `b` the candidate.
+pub fn duplicates_of(bank: &Bank, candidate: &Lesson) -> Result<Vec<Pair>, DedupError> {
     let config = &bank.config.dedup;
     check(config)?;
     let mut lessons = live_lessons(bank);
     let query = lessons.len();
     lessons.push(candidate);
     let (features, index) = Index::build(&lessons, config);
-    let best = index
+    let mut found: Vec<Pair> = index
         .candidates(query, &features[query], config, &mut index.scratch())
         .into_iter()
         .filter_map(|j| compare_features(&features[j], &features[query], &index.weights, config))
-        .min_by(order);
-    Ok(best)
+        .collect();
+    found.sort_by(order);
+    Ok(found)
 }
 
 /// Every near-duplicate pair, found by comparing every two live lessons: quadratic, for small

@@ -109,6 +109,7 @@ pub fn admitted_line(a: &Admitted, verb: &str) -> String {
         } => {
             let why = match why {
                 Why::SameSlug => "same slug".to_string(),
+                Why::Recorded => "merged into it before".to_string(),
                 Why::Similar(p) => {
                     let tags = if p.shared_tags.is_empty() {
                         String::new()

@@ -9,10 +9,18 @@
 //! `confidence: 0.5` with the counts of the run it comes from (none for `lesson add`), and
 //! what the candidate claimed is kept under `metadata.lesson.origin.claimed`.
 //!
-//! Then each is **deduplicated**: a candidate with the slug of an existing lesson, or one that
-//! [`crate::dedup::duplicate_of`] finds, is absorbed: its evidence items are appended to the
+//! Then each is **deduplicated**: a candidate with the slug of an existing lesson, one whose
+//! merge into a lesson that lesson's ledger already records (with its evidence), or one that
+//! [`crate::dedup::duplicates_of`] finds, is absorbed: its evidence items are appended to the
 //! existing lesson (a span edit; body and trigger never change) and a `merged` event goes to
 //! that lesson's ledger. Any other candidate becomes a new file with a `created` event.
+//!
+//! The decision does not depend on the order of the candidates, and adding them again changes
+//! nothing: they are admitted in a canonical order (by slug, then text), each compared with
+//! the lessons the batch created before the bank's; then [`crate::dedup::pairs`], what
+//! `lesson dedup` reports, runs on the bank as it would be written, and a new lesson it pairs
+//! with another is merged into that one (the later of two new ones into the earlier), again
+//! until no pair is left. So `lesson dedup` never reports a pair that `lesson add` made.
 //!
 //! A batch is all or nothing: every candidate is validated and every change planned in memory
 //! ([`Batch`]) before the first byte is written, under the bank's lock.
@@ -20,13 +28,14 @@
 mod batch;
 mod render;
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 
 use super::{CurateError, Stamp};
 use crate::bank::{Bank, Overlay};
-use crate::dedup::DedupError;
+use crate::dedup::{DedupError, Pair};
 use crate::diagnostic::{Diagnostic, Severity};
 use crate::document::Document;
 use crate::ledger::{Counts, RunOutcome};
@@ -583,16 +592,13 @@ fn add_locked(
     stamp: &Stamp,
     dry_run: bool,
 ) -> Result<Added, AddError> {
-    let bank = Bank::load_with(root, &Overlay::new(), stamp.at).map_err(CurateError::from)?;
+    let load = || Bank::load_with(root, &Overlay::new(), stamp.at).map_err(CurateError::from);
+    let bank = load()?;
     let (prepared, rejection) = prepare_all(&bank, candidates, intake);
     if rejection.refused() {
         return Err(AddError::Rejected(rejection));
     }
-    let mut batch = Batch::new(bank, stamp.clone(), intake.run_id.clone());
-    let mut admitted = Vec::new();
-    for p in &prepared {
-        admitted.push(batch.admit(p)?);
-    }
+    let (batch, admitted) = plan(Some(bank), load, &prepared, stamp, intake)?;
     let changed = !batch.is_empty();
     if changed && !dry_run {
         batch.commit()?;
@@ -604,6 +610,115 @@ fn add_locked(
         warnings,
         changed,
     })
+}
+
+/// Plan the admission of `prepared` (see the module docs): the batch and what became of each
+/// candidate, in input order. `bank` is the bank as loaded; `load` reads it again when a new
+/// lesson has to be merged after all and the plan is made afresh.
+fn plan(
+    mut bank: Option<Bank>,
+    load: impl Fn() -> Result<Bank, CurateError>,
+    prepared: &[Prepared],
+    stamp: &Stamp,
+    intake: &Intake,
+) -> Result<(Batch, Vec<Admitted>), AddError> {
+    // a canonical order: the input's order changes nothing
+    let mut order: Vec<usize> = (0..prepared.len()).collect();
+    let key = |p: &Prepared| (p.lesson.slug.value.clone(), p.doc.source.text.clone());
+    order.sort_by_cached_key(|&i| key(&prepared[i]));
+    let rank: BTreeMap<usize, usize> = order.iter().enumerate().map(|(r, &i)| (i, r)).collect();
+    // candidates that dedup paired after they were created: merged into that lesson instead
+    let mut forced: BTreeMap<usize, Pair> = BTreeMap::new();
+    loop {
+        let bank = match bank.take() {
+            Some(bank) => bank,
+            None => load()?,
+        };
+        let mut batch = Batch::new(bank, stamp.clone(), intake.run_id.clone());
+        let mut admitted: Vec<Option<Admitted>> = vec![None; prepared.len()];
+        for &i in order.iter().filter(|i| !forced.contains_key(i)) {
+            admitted[i] = Some(batch.admit(&prepared[i])?);
+        }
+        // where each candidate's slug went: a forced merge into a lesson that went elsewhere
+        // follows it there
+        let mut went: BTreeMap<String, String> = BTreeMap::new();
+        for a in admitted.iter().flatten() {
+            if let Admitted::Merged {
+                candidate, into, ..
+            } = a
+            {
+                went.entry(candidate.clone())
+                    .or_insert_with(|| into.clone());
+            }
+        }
+        for &i in order.iter().filter(|i| forced.contains_key(i)) {
+            let pair = &forced[&i];
+            let mut into = pair.a.clone();
+            let mut seen = BTreeSet::new();
+            while !batch.bank.by_slug().contains_key(into.as_str()) && seen.insert(into.clone()) {
+                match went.get(&into) {
+                    Some(next) => into = next.clone(),
+                    None => break,
+                }
+            }
+            let done = if batch.bank.by_slug().contains_key(into.as_str()) {
+                let why = Why::Similar(Pair {
+                    a: into.clone(),
+                    ..pair.clone()
+                });
+                batch.merge_into(&prepared[i], &into, why)?
+            } else {
+                batch.admit(&prepared[i])?
+            };
+            if let Admitted::Merged { into, .. } = &done {
+                went.insert(prepared[i].lesson.slug.value.clone(), into.clone());
+            }
+            admitted[i] = Some(done);
+        }
+        // what `lesson dedup` would report on the bank as written: a new lesson in a pair is
+        // merged into the other one
+        let created: BTreeMap<&str, usize> = admitted
+            .iter()
+            .enumerate()
+            .filter_map(|(i, a)| match a {
+                Some(Admitted::Created { slug, .. }) => Some((slug.as_str(), i)),
+                _ => None,
+            })
+            .collect();
+        let mut more = false;
+        if !created.is_empty() {
+            for pair in crate::dedup::pairs(&batch.bank)? {
+                let (from, into) =
+                    match (created.get(pair.a.as_str()), created.get(pair.b.as_str())) {
+                        (None, None) => continue,
+                        (Some(&i), None) => (i, &pair.b),
+                        (None, Some(&j)) => (j, &pair.a),
+                        (Some(&i), Some(&j)) if rank[&i] > rank[&j] => (i, &pair.b),
+                        (Some(_), Some(&j)) => (j, &pair.a),
+                    };
+                if forced.contains_key(&from) || !prepared[from].conflicts_with.is_empty() {
+                    continue;
+                }
+                let candidate = prepared[from].lesson.slug.value.clone();
+                forced.insert(
+                    from,
+                    Pair {
+                        a: into.clone(),
+                        b: candidate,
+                        ..pair.clone()
+                    },
+                );
+                more = true;
+            }
+        }
+        if !more {
+            let admitted = admitted
+                .into_iter()
+                .map(|a| a.expect("every candidate is admitted"))
+                .collect();
+            return Ok((batch, admitted));
+        }
+    }
 }
 
 #[cfg(test)]

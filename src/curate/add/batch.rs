@@ -22,6 +22,9 @@ pub enum Why {
     SameSlug,
     /// Dedup found it a near-duplicate.
     Similar(Pair),
+    /// It was merged into that lesson before: the lesson's ledger records a merge from the
+    /// candidate's slug with some of its evidence.
+    Recorded,
 }
 
 /// What became of one candidate.
@@ -189,9 +192,10 @@ impl Batch {
         Ok(planned.recorded)
     }
 
-    /// Admit a prepared candidate: absorbed by the lesson with its slug or by the lesson dedup
-    /// finds it duplicates, else a new lesson. A candidate that conflicts with lessons is never
-    /// absorbed: both pieces of advice are kept.
+    /// Admit a prepared candidate: absorbed by the lesson with its slug, else by the lesson a
+    /// merge from it was recorded into ([`Why::Recorded`]), else by the lesson dedup finds it
+    /// duplicates (a lesson this batch created first, then the bank's), else a new lesson. A
+    /// candidate that conflicts with lessons is never absorbed: both pieces of advice are kept.
     pub fn admit(&mut self, candidate: &Prepared) -> Result<Admitted, AddError> {
         let slug = candidate.lesson.slug.value.clone();
         let same_slug = self.bank.lessons().any(|(_, l)| l.slug.value == slug);
@@ -206,12 +210,73 @@ impl Batch {
             return Ok(self.absorb(candidate, &slug, Why::SameSlug)?);
         }
         if candidate.conflicts_with.is_empty() {
-            if let Some(pair) = crate::dedup::duplicate_of(&self.bank, &candidate.lesson)? {
+            if let Some(into) = self.recorded_in(&candidate.lesson)? {
+                return Ok(self.absorb(candidate, &into, Why::Recorded)?);
+            }
+            let found = crate::dedup::duplicates_of(&self.bank, &candidate.lesson)?;
+            // the batch's own lessons first: candidates are deduplicated among themselves
+            // before against the bank
+            let ours = found.iter().find(|p| self.new_slugs.contains(&p.a));
+            if let Some(pair) = ours.or(found.first()).cloned() {
                 let into = pair.a.clone();
                 return Ok(self.absorb(candidate, &into, Why::Similar(pair))?);
             }
         }
         Ok(self.create(candidate)?)
+    }
+
+    /// The live lesson whose ledger records a merge from a candidate with `lesson`'s slug that
+    /// brought one of `lesson`'s evidence items (the first by slug, if several do): where the
+    /// same candidate went before, whatever dedup would say of it now.
+    fn recorded_in(
+        &mut self,
+        lesson: &crate::lesson::Lesson,
+    ) -> Result<Option<String>, CurateError> {
+        let slug = lesson.slug.value.as_str();
+        let keys: Vec<(&str, &str)> = lesson
+            .evidence
+            .iter()
+            .map(|e| (e.kind.value.as_str(), e.reference.value.as_str()))
+            .collect();
+        // only lessons that list one of the items can have absorbed them
+        let holders: Vec<String> = self
+            .bank
+            .by_slug()
+            .into_iter()
+            .filter(|(s, (_, l))| {
+                *s != slug
+                    && l.evidence.iter().any(|e| {
+                        keys.contains(&(e.kind.value.as_str(), e.reference.value.as_str()))
+                    })
+            })
+            .map(|(s, _)| s.to_string())
+            .collect();
+        for holder in holders {
+            let ledger = self.ledger(&holder)?;
+            let merged_here = ledger.entries.iter().any(|entry| match &entry.event.kind {
+                EventKind::Merged(m) => {
+                    m.from.as_deref() == Some(slug)
+                        && m.evidence
+                            .iter()
+                            .any(|e| keys.contains(&(e.kind.as_str(), e.reference.as_str())))
+                }
+                _ => false,
+            });
+            if merged_here {
+                return Ok(Some(holder));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Absorb `candidate` into the lesson `into` (of the bank, or created by this batch).
+    pub fn merge_into(
+        &mut self,
+        candidate: &Prepared,
+        into: &str,
+        why: Why,
+    ) -> Result<Admitted, AddError> {
+        Ok(self.absorb(candidate, into, why)?)
     }
 
     fn create(&mut self, candidate: &Prepared) -> Result<Admitted, CurateError> {

@@ -9,7 +9,8 @@ use lesson::retrieve::{Hit, Request, Retriever, TagGate, TargetGate, TargetGlobs
 use lesson::Bank;
 use proptest::prelude::*;
 
-const NOW: &str = "2026-11-22T12:00:00Z";
+use crate::sandbox::{copy_dir, NOW};
+
 const RETRIEVE: &str = "tests/fixtures/banks/retrieve";
 
 fn now() -> jiff::Timestamp {
@@ -44,16 +45,10 @@ fn bank(files: &[(&str, String)]) -> tempfile::TempDir {
     tmp
 }
 
+/// A copy of the retrieval fixture in `to`, each file last modified 30 days before NOW.
 fn copy_fixture(to: &Path) {
-    for entry in walkdir::WalkDir::new(RETRIEVE) {
-        let entry = entry.unwrap();
-        let target = to.join(entry.path().strip_prefix(RETRIEVE).unwrap());
-        if entry.file_type().is_dir() {
-            std::fs::create_dir_all(&target).unwrap();
-        } else {
-            std::fs::copy(entry.path(), &target).unwrap();
-            set_mtime(&target, days_before_now(30.0));
-        }
+    for file in copy_dir(Path::new(RETRIEVE), to) {
+        set_mtime(&file, days_before_now(30.0));
     }
 }
 

@@ -6,8 +6,6 @@
 //! The corpora live outside the repository (see `../shared/corpora/MANIFEST.md`); without them
 //! the test says so and passes. `LESSON_CORPORA_DIR` points elsewhere.
 
-mod diagnostic_positions;
-
 use std::collections::{BTreeMap, BTreeSet};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
@@ -17,6 +15,8 @@ use lesson::bank::{Bank, Overlay};
 use lesson::document::Document;
 use lesson::lint;
 use lesson::source::{ReadProblem, Source};
+
+use crate::diagnostic_positions;
 
 const EXTENSIONS: [&str; 3] = ["md", "mdc", "mdx"];
 /// Every file here also gets a CRLF copy.

@@ -18,10 +18,10 @@ use lesson::template::Template;
 use lesson::watch::{listing, marker, Marker, MarkerError};
 use proptest::prelude::*;
 
-const LESSON: &str = env!("CARGO_BIN_EXE_lesson");
+use crate::sandbox::{copy_dir, BIN, NOW};
+
 /// How long any one change may take to show before a test fails: generous, for a loaded machine.
 const BOUND: Duration = Duration::from_secs(60);
-const NOW: &str = "2026-11-22T12:00:00Z";
 
 fn now() -> jiff::Timestamp {
     NOW.parse().unwrap()
@@ -64,7 +64,7 @@ fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
 /// What `lesson search` (a new process) says: (slug, path relative to the bank) of every hit,
 /// and the number of lessons in the bank.
 fn search(root: &Path, query: &str) -> (Vec<(String, String)>, u64) {
-    let out = Command::new(LESSON)
+    let out = Command::new(BIN)
         .args([
             "search",
             "--format",
@@ -115,7 +115,7 @@ struct Watcher {
 impl Watcher {
     fn start(root: &Path, extra: &[&str]) -> Watcher {
         let before = marker::read(root);
-        let mut child = Command::new(LESSON)
+        let mut child = Command::new(BIN)
             .arg("watch")
             .arg("--dir")
             .arg(root)
@@ -192,7 +192,7 @@ impl Drop for Watcher {
 }
 
 fn index_is_current(root: &Path) -> bool {
-    Command::new(LESSON)
+    Command::new(BIN)
         .args(["index", "--check", "--dir"])
         .arg(root)
         .stdout(Stdio::null())
@@ -389,7 +389,7 @@ fn a_second_watcher_on_the_same_bank_is_refused() {
     let tmp = bank(&[]);
     let root = tmp.path();
     let first = Watcher::start(root, &[]);
-    let out = Command::new(LESSON)
+    let out = Command::new(BIN)
         .args(["watch", "--dir"])
         .arg(root)
         .output()
@@ -497,22 +497,6 @@ fn both_listings(root: &Path) -> (String, String) {
     let ours = index_md::render_entries(&template, entries, true).unwrap();
     let bank = Bank::load_with(root, &Default::default(), now()).unwrap();
     (ours, index_md::render(&bank).unwrap())
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    for entry in walkdir::WalkDir::new(from) {
-        let entry = entry.unwrap();
-        let rel = entry.path().strip_prefix(from).unwrap();
-        if rel.starts_with(".lesson") {
-            continue;
-        }
-        let target = to.join(rel);
-        if entry.file_type().is_dir() {
-            std::fs::create_dir_all(&target).unwrap();
-        } else {
-            std::fs::copy(entry.path(), &target).unwrap();
-        }
-    }
 }
 
 #[test]

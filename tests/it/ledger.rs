@@ -9,16 +9,13 @@ use std::time::{Duration, Instant};
 use lesson::bank::{Bank, Overlay};
 use lesson::ledger::{Counts, EventKind, Ledger};
 
-const NOW: &str = "2026-11-22T12:00:00Z";
+use crate::sandbox::{lesson, NOW};
+
 const SLUG: &str = "retry-with-jitter";
 
 fn lesson_cmd(bank: &Path) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_lesson"));
-    cmd.arg("--dir")
-        .arg(bank)
-        .env("LESSON_NOW", NOW)
-        .env("LESSON_BY", "stress")
-        .env_remove("LESSON_DIR");
+    let mut cmd = lesson();
+    cmd.arg("--dir").arg(bank).env("LESSON_BY", "stress");
     cmd
 }
 

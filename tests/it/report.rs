@@ -4,7 +4,6 @@
 //! fix that creates a file. Plus the `lesson lint` command line: streams and exit codes.
 
 use std::path::Path;
-use std::process::Command;
 
 use lesson::bank::{Bank, Overlay};
 use lesson::diagnostic::{Diagnostic, Edit, Fix, Severity};
@@ -13,6 +12,8 @@ use lesson::report::{self, Format, RenderOptions, Sources};
 use lesson::source::Source;
 use proptest::prelude::*;
 use serde_json::Value;
+
+use crate::sandbox;
 
 const BANK: &str = "tests/fixtures/report";
 
@@ -327,12 +328,7 @@ proptest! {
 
 /// `lesson` with a fixed clock and no colour, from the package root.
 fn lesson(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_lesson"))
-        .args(args)
-        .env("LESSON_NOW", "2026-11-22T12:00:00Z")
-        .env_remove("LESSON_DIR")
-        .output()
-        .unwrap()
+    sandbox::lesson().args(args).output().unwrap()
 }
 
 #[test]

@@ -4,9 +4,7 @@
 //! distilled twice. Each test snapshots the transcript and the byte diff of the bank, and
 //! checks the bank's bytes where nothing may change.
 
-mod sandbox;
-
-use sandbox::{diff, Sandbox};
+use crate::sandbox::{diff, Run, Sandbox};
 
 const FIXTURE: &str = "tests/fixtures/edits";
 const RUN_ID: &str = "r_2026-11-22_d1";
@@ -23,17 +21,17 @@ fn run_json(outcome: &str) -> String {
 }
 
 fn sandbox(outcome: &str) -> Sandbox {
-    let s = Sandbox::with_bank(FIXTURE);
+    let s = Sandbox::with_indexed_bank(FIXTURE);
     s.write("run.json", &run_json(outcome));
     s
 }
 
 /// `lesson distill --run run.json --judge 'python3 "$JUDGE" MODES'`.
-fn distill(s: &Sandbox, modes: &str, extra: &[&str]) -> sandbox::Run {
+fn distill(s: &Sandbox, modes: &str, extra: &[&str]) -> Run {
     let judge = format!("python3 \"$JUDGE\" {modes}");
     let mut args = vec!["distill", "--run", "run.json", "--judge", &judge];
     args.extend(extra);
-    s.run(&args, None)
+    s.run(&args)
 }
 
 /// Distill with the run's `outcome` and `modes`; the transcript and the bank's diff.
@@ -43,7 +41,7 @@ fn case(outcome: &str, modes: &str) -> String {
     let run = distill(&s, modes, &[]);
     assert_eq!(run.code, 0, "{run}");
     let after = s.tree();
-    let lint = s.run(&["lint"], None);
+    let lint = s.run(&["lint"]);
     assert_eq!(lint.code, 0, "the bank lints clean afterwards: {lint}");
     format!("{run}--- diff\n{}", diff(&before, &after))
 }
@@ -84,15 +82,12 @@ fn search_marks_a_judged_conflict_between_two_successes() {
     // both lessons are `success`: only the declared `conflicts_with` can pair them
     let s = sandbox("success");
     assert_eq!(distill(&s, "conflict", &[]).code, 0);
-    let search = s.run(
-        &[
-            "search",
-            "retry calls after a rate limit",
-            "--format",
-            "text",
-        ],
-        None,
-    );
+    let search = s.run(&[
+        "search",
+        "retry calls after a rate limit",
+        "--format",
+        "text",
+    ]);
     assert_eq!(search.code, 0, "{search}");
     insta::assert_snapshot!(search.to_string());
 }
@@ -184,7 +179,7 @@ fn a_bad_run_file_is_refused_before_the_judge_is_called() {
         s.write(name, text);
         let judge = "python3 \"$JUDGE\" new";
         out.push_str(
-            &s.run(&["distill", "--run", name, "--judge", judge], None)
+            &s.run(&["distill", "--run", name, "--judge", judge])
                 .to_string(),
         );
     }
@@ -204,18 +199,15 @@ fn a_run_recorded_by_hand_is_not_recorded_twice() {
     ] {
         let s = sandbox("success");
         let evidence = format!("run:{RUN_ID}");
-        let record = s.run(
-            &[
-                "record",
-                "retry-with-jitter",
-                by_hand,
-                "--run-outcome",
-                "success",
-                "--evidence",
-                &evidence,
-            ],
-            None,
-        );
+        let record = s.run(&[
+            "record",
+            "retry-with-jitter",
+            by_hand,
+            "--run-outcome",
+            "success",
+            "--evidence",
+            &evidence,
+        ]);
         assert_eq!(record.code, 0, "{record}");
         let before = s.tree();
         let run = distill(&s, verdict, &[]);

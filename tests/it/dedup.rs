@@ -5,8 +5,7 @@
 //! reference.
 
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 
 use lesson::dedup::{self, Pair};
 use lesson::document::Document;
@@ -14,8 +13,9 @@ use lesson::source::Source;
 use lesson::{Bank, Lesson};
 use proptest::prelude::*;
 
+use crate::sandbox::{copy_dir, Sandbox, NOW};
+
 const BANK: &str = "tests/fixtures/banks/dedup";
-const NOW: &str = "2026-11-22T12:00:00Z";
 
 fn load(root: &Path) -> Bank {
     Bank::load_with(root, &Default::default(), NOW.parse().unwrap()).unwrap()
@@ -41,18 +41,6 @@ fn parse(text: &str) -> Lesson {
     *Document::parse(Source::new("candidate.md", text.to_string()), None)
         .lesson
         .expect("the candidate parses")
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    for entry in walkdir::WalkDir::new(from) {
-        let entry = entry.unwrap();
-        let target = to.join(entry.path().strip_prefix(from).unwrap());
-        if entry.file_type().is_dir() {
-            std::fs::create_dir_all(&target).unwrap();
-        } else {
-            std::fs::copy(entry.path(), &target).unwrap();
-        }
-    }
 }
 
 #[test]
@@ -187,40 +175,12 @@ fn the_candidate_cap_bounds_the_comparisons() {
 
 // --- the CLI ---------------------------------------------------------------------------------
 
-/// `lesson ARGS --dir BANK` in `cwd`: its exit code, stdout and stderr as one transcript.
-fn run(cwd: &Path, args: &[&str]) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_lesson"))
-        .args(args)
-        .current_dir(cwd)
-        .env("LESSON_NOW", NOW)
-        .env_remove("LESSON_DIR")
-        .output()
-        .unwrap();
-    format!(
-        "$ lesson {}\nexit: {}\n--- stdout\n{}--- stderr\n{}",
-        args.join(" "),
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
-
-fn sandbox() -> (tempfile::TempDir, PathBuf) {
-    let tmp = tempfile::tempdir().unwrap();
-    let root = tmp.path().join("lessons");
-    copy_dir(Path::new(BANK), &root);
-    (tmp, root)
-}
-
 #[test]
 fn cli_dedup_text_and_json() {
-    let (tmp, _) = sandbox();
+    let s = Sandbox::with_bank(BANK);
     let out = [
-        run(tmp.path(), &["dedup", "--dir", "lessons"]),
-        run(
-            tmp.path(),
-            &["dedup", "--dir", "lessons", "--format", "json"],
-        ),
+        s.shown(&["dedup", "--dir", "lessons"]),
+        s.shown(&["dedup", "--dir", "lessons", "--format", "json"]),
     ]
     .join("\n");
     insta::assert_snapshot!(out);
@@ -228,25 +188,23 @@ fn cli_dedup_text_and_json() {
 
 #[test]
 fn cli_dedup_is_quiet_on_a_clean_bank_and_exits_2_on_bad_thresholds() {
-    let (tmp, root) = sandbox();
+    let s = Sandbox::with_bank(BANK);
+    let root = s.bank();
     std::fs::write(root.join("lesson.toml"), "[dedup]\nmin-score = 0.99\n").unwrap();
-    let clean = run(tmp.path(), &["dedup", "--dir", "lessons"]);
+    let clean = s.shown(&["dedup", "--dir", "lessons"]);
     std::fs::write(root.join("lesson.toml"), "[dedup]\nmax-candidates = 0\n").unwrap();
-    let bad = run(tmp.path(), &["dedup", "--dir", "lessons"]);
+    let bad = s.shown(&["dedup", "--dir", "lessons"]);
     std::fs::write(root.join("lesson.toml"), "[dedup]\nmin-scor = 0.5\n").unwrap();
-    let unknown = run(tmp.path(), &["dedup", "--dir", "lessons"]);
+    let unknown = s.shown(&["dedup", "--dir", "lessons"]);
     insta::assert_snapshot!([clean, bad, unknown].join("\n"));
 }
 
 #[test]
 fn cli_review_lists_near_duplicates() {
-    let (tmp, _) = sandbox();
+    let s = Sandbox::with_bank(BANK);
     let out = [
-        run(tmp.path(), &["review", "--dir", "lessons"]),
-        run(
-            tmp.path(),
-            &["review", "--dir", "lessons", "--format", "json"],
-        ),
+        s.shown(&["review", "--dir", "lessons"]),
+        s.shown(&["review", "--dir", "lessons", "--format", "json"]),
     ]
     .join("\n");
     insta::assert_snapshot!(out);

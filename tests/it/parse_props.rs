@@ -5,8 +5,6 @@
 //! that trip YAML and fence parsers (fences, CRLF, anchors and aliases, unclosed flow
 //! collections, a BOM, NUL, multibyte characters, HTML comments).
 
-mod diagnostic_positions;
-
 use std::path::PathBuf;
 use std::sync::LazyLock;
 
@@ -16,6 +14,8 @@ use lesson::lint::{self, rules};
 use lesson::source::Source;
 use proptest::prelude::*;
 use proptest::test_runner::FileFailurePersistence;
+
+use crate::diagnostic_positions;
 
 /// A bank with no lessons, for the file rules' context.
 static BANK: LazyLock<Bank> = LazyLock::new(|| {

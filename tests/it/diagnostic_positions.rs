@@ -1,5 +1,5 @@
 //! The invariant every diagnostic must keep, whatever the input: it points inside its file.
-//! Shared by `tests/corpora.rs` and `tests/parse_props.rs`.
+//! Shared by `corpora` and `parse_props`.
 
 use lesson::source::Source;
 use lesson::Diagnostic;

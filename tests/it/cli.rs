@@ -3,140 +3,9 @@
 //! Each test snapshots what the command printed, its exit code and, for commands that write,
 //! every file of the bank afterwards (in/out style).
 
-use std::fmt;
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use crate::sandbox::{Sandbox, NOW};
 
-const NOW: &str = "2026-11-22T12:00:00Z";
 const SMALL: &str = "tests/fixtures/banks/small";
-
-/// A temp directory the binary runs in.
-struct Sandbox {
-    tmp: tempfile::TempDir,
-}
-
-/// What one run of the binary did.
-struct Run {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-impl fmt::Display for Run {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "exit: {}\n--- stdout\n{}--- stderr\n{}",
-            self.code, self.stdout, self.stderr
-        )
-    }
-}
-
-impl Sandbox {
-    fn new() -> Self {
-        Sandbox {
-            tmp: tempfile::tempdir().unwrap(),
-        }
-    }
-
-    /// A sandbox whose `lessons/` is a copy of `fixture`.
-    fn with_bank(fixture: &str) -> Self {
-        let sandbox = Sandbox::new();
-        copy_dir(Path::new(fixture), &sandbox.bank());
-        sandbox
-    }
-
-    fn bank(&self) -> PathBuf {
-        self.tmp.path().join("lessons")
-    }
-
-    fn run(&self, args: &[&str]) -> Run {
-        let out = Command::new(env!("CARGO_BIN_EXE_lesson"))
-            .args(args)
-            .current_dir(self.tmp.path())
-            .env("LESSON_NOW", NOW)
-            .env("LESSON_BY", "tester")
-            .env_remove("LESSON_DIR")
-            .output()
-            .unwrap();
-        let redact = |b: &[u8]| {
-            String::from_utf8_lossy(b).replace(&self.tmp.path().display().to_string(), "[TMP]")
-        };
-        Run {
-            code: out.status.code().unwrap_or(-1),
-            stdout: redact(&out.stdout),
-            stderr: redact(&out.stderr),
-        }
-    }
-
-    /// Every file under `lessons/` but the lock directory, with its content.
-    fn tree(&self) -> String {
-        let mut out = String::new();
-        let root = self.bank();
-        let mut paths: Vec<PathBuf> = walkdir::WalkDir::new(&root)
-            .into_iter()
-            .filter_entry(|e| e.file_name() != ".lesson")
-            .filter_map(Result::ok)
-            .filter(|e| e.file_type().is_file())
-            .map(|e| e.path().to_path_buf())
-            .collect();
-        paths.sort();
-        for p in paths {
-            let rel = p.strip_prefix(self.tmp.path()).unwrap();
-            out.push_str(&format!("=== {}\n", rel.display()));
-            out.push_str(&std::fs::read_to_string(&p).unwrap());
-        }
-        out
-    }
-}
-
-impl Sandbox {
-    /// The named files of the bank (relative to `lessons/`), each with its content, or a
-    /// directory's listing.
-    fn files(&self, names: &[&str]) -> String {
-        let mut out = String::new();
-        for name in names {
-            let path = self.bank().join(name);
-            if path.is_dir() {
-                let mut entries: Vec<String> = std::fs::read_dir(&path)
-                    .unwrap()
-                    .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-                    .collect();
-                entries.sort();
-                out.push_str(&format!("=== lessons/{name}/\n{}\n", entries.join("\n")));
-            } else {
-                let text = std::fs::read_to_string(&path).unwrap_or_else(|_| "(missing)\n".into());
-                out.push_str(&format!("=== lessons/{name}\n{text}"));
-            }
-        }
-        out
-    }
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    for entry in walkdir::WalkDir::new(from) {
-        let entry = entry.unwrap();
-        let target = to.join(entry.path().strip_prefix(from).unwrap());
-        if entry.file_type().is_dir() {
-            std::fs::create_dir_all(&target).unwrap();
-        } else {
-            std::fs::copy(entry.path(), &target).unwrap();
-        }
-    }
-}
-
-/// Runs, each with the command line that produced it.
-fn transcript(sandbox: &Sandbox, commands: &[&[&str]]) -> String {
-    let mut out = String::new();
-    for args in commands {
-        out.push_str(&format!(
-            "$ lesson {}\n{}\n",
-            args.join(" "),
-            sandbox.run(args)
-        ));
-    }
-    out
-}
 
 // --- init ---------------------------------------------------------------------------------
 
@@ -144,7 +13,7 @@ fn transcript(sandbox: &Sandbox, commands: &[&[&str]]) -> String {
 fn init_creates_a_bank() {
     let s = Sandbox::new();
     let run = s.run(&["init"]);
-    insta::assert_snapshot!(format!("{run}\n{}", s.tree()));
+    insta::assert_snapshot!(format!("{run}\n{}", s.listing()));
     assert_eq!(s.run(&["lint"]).code, 0, "a new bank lints clean");
 }
 
@@ -153,9 +22,9 @@ fn init_refuses_to_overwrite_and_changes_nothing() {
     let s = Sandbox::new();
     assert_eq!(s.run(&["init", "lessons"]).code, 0);
     std::fs::write(s.bank().join("lesson.toml"), "# mine\n").unwrap();
-    let before = s.tree();
+    let before = s.listing();
     let run = s.run(&["init", "lessons"]);
-    assert_eq!(s.tree(), before);
+    assert_eq!(s.listing(), before);
     insta::assert_snapshot!(run.to_string());
 }
 
@@ -203,7 +72,7 @@ fn new_writes_the_lesson_and_updates_the_index() {
         "--confidence",
         "0.6",
     ]);
-    insta::assert_snapshot!(format!("{run}\n{}", s.tree()));
+    insta::assert_snapshot!(format!("{run}\n{}", s.listing()));
     let check = s.run(&["index", "--check"]);
     assert_eq!((check.code, check.stdout.as_str()), (0, ""));
     assert_eq!(s.run(&["lint"]).code, 0);
@@ -212,7 +81,7 @@ fn new_writes_the_lesson_and_updates_the_index() {
 #[test]
 fn new_dry_run_prints_and_writes_nothing() {
     let s = Sandbox::with_bank(SMALL);
-    let before = s.tree();
+    let before = s.listing();
     let run = s.run(&[
         "new",
         "cite-evidence-refs",
@@ -224,7 +93,7 @@ fn new_dry_run_prints_and_writes_nothing() {
         "work-item:pr-118",
         "--dry-run",
     ]);
-    assert_eq!(s.tree(), before);
+    assert_eq!(s.listing(), before);
     assert!(
         !s.bank().join(".lesson").exists(),
         "a dry run takes no lock"
@@ -235,7 +104,7 @@ fn new_dry_run_prints_and_writes_nothing() {
 #[test]
 fn new_refuses_bad_slugs_existing_lessons_and_missing_evidence() {
     let s = Sandbox::with_bank(SMALL);
-    let before = s.tree();
+    let before = s.listing();
     let args = ["--title", "T", "--trigger", "d", "--evidence", "run:r1"];
     let new = |slug: &'static str| -> Vec<&str> {
         let mut v = vec!["new", slug];
@@ -287,8 +156,8 @@ fn new_refuses_bad_slugs_existing_lessons_and_missing_evidence() {
         ],
     ];
     let commands: Vec<&[&str]> = commands.iter().map(Vec::as_slice).collect();
-    let out = transcript(&s, &commands);
-    assert_eq!(s.tree(), before, "a refused `new` writes nothing");
+    let out = s.transcript(&commands);
+    assert_eq!(s.listing(), before, "a refused `new` writes nothing");
     assert!(!s.tmp.path().join("x.md").exists());
     assert!(!s.tmp.path().join("nowhere").exists());
     insta::assert_snapshot!(out);
@@ -302,7 +171,7 @@ fn new_refuses_a_lesson_with_lint_errors_and_prints_them() {
     let template = BUILTIN_LESSON_TEMPLATE.replace("{{ title | yaml }}", "{{ title }}");
     std::fs::create_dir(s.bank().join("templates")).unwrap();
     std::fs::write(s.bank().join("templates/lesson.md.j2"), template).unwrap();
-    let before = s.tree();
+    let before = s.listing();
     let run = s.run(&[
         "new",
         "ab",
@@ -313,11 +182,11 @@ fn new_refuses_a_lesson_with_lint_errors_and_prints_them() {
         "--evidence",
         "run:r",
     ]);
-    assert_eq!(s.tree(), before);
+    assert_eq!(s.listing(), before);
     insta::assert_snapshot!(run.to_string());
 }
 
-const BUILTIN_LESSON_TEMPLATE: &str = include_str!("../templates/lesson.md.j2");
+const BUILTIN_LESSON_TEMPLATE: &str = include_str!("../../templates/lesson.md.j2");
 
 #[test]
 fn new_round_trips_hostile_text() {
@@ -365,15 +234,12 @@ fn new_round_trips_hostile_text() {
 #[test]
 fn index_check_reports_a_stale_index_and_index_fixes_it() {
     let s = Sandbox::with_bank(SMALL);
-    let out = transcript(
-        &s,
-        &[
-            &["index", "--check"],
-            &["index"],
-            &["index"],
-            &["index", "--check"],
-        ],
-    );
+    let out = s.transcript(&[
+        &["index", "--check"],
+        &["index"],
+        &["index"],
+        &["index", "--check"],
+    ]);
     insta::assert_snapshot!(out);
     let stdout = s.run(&["index", "--stdout"]).stdout;
     assert_eq!(
@@ -397,30 +263,24 @@ fn index_check_shows_a_hand_edit() {
 #[test]
 fn list_text_and_json() {
     let s = Sandbox::with_bank(SMALL);
-    let out = transcript(
-        &s,
-        &[
-            &["list"],
-            &["list", "--status", "superseded"],
-            &["list", "--status", "active", "--format", "json"],
-        ],
-    );
+    let out = s.transcript(&[
+        &["list"],
+        &["list", "--status", "superseded"],
+        &["list", "--status", "active", "--format", "json"],
+    ]);
     insta::assert_snapshot!(out);
 }
 
 #[test]
 fn show_text_json_and_unknown() {
     let s = Sandbox::with_bank(SMALL);
-    let out = transcript(
-        &s,
-        &[
-            &["show", "check-exit-codes"],
-            &["show", "lint-in-ci", "--format", "json"],
-            &["show", "check-exit-code"],
-            &["show", "nothing-like-it"],
-            &["show", "notes", "--format", "json"],
-        ],
-    );
+    let out = s.transcript(&[
+        &["show", "check-exit-codes"],
+        &["show", "lint-in-ci", "--format", "json"],
+        &["show", "check-exit-code"],
+        &["show", "nothing-like-it"],
+        &["show", "notes", "--format", "json"],
+    ]);
     insta::assert_snapshot!(out);
 }
 
@@ -429,23 +289,17 @@ const FIXABLE: &str = "tests/fixtures/banks/fixable";
 #[test]
 fn lint_diff_then_fix_converges_and_keeps_unfixable_errors() {
     let s = Sandbox::with_bank(FIXABLE);
-    let before = s.tree();
-    let out = transcript(
-        &s,
-        &[&["lint", "--output-format", "concise"], &["lint", "--diff"]],
-    );
-    assert_eq!(s.tree(), before, "--diff must not write");
-    let fixed = transcript(
-        &s,
-        &[
-            &["lint", "--fix", "--output-format", "concise"],
-            &["lint", "--fix", "--output-format", "concise"],
-            &["lint", "--diff"],
-        ],
-    );
+    let before = s.listing();
+    let out = s.transcript(&[&["lint", "--output-format", "concise"], &["lint", "--diff"]]);
+    assert_eq!(s.listing(), before, "--diff must not write");
+    let fixed = s.transcript(&[
+        &["lint", "--fix", "--output-format", "concise"],
+        &["lint", "--fix", "--output-format", "concise"],
+        &["lint", "--diff"],
+    ]);
     insta::assert_snapshot!(format!(
         "{out}{fixed}=== the bank after --fix\n{}",
-        s.tree()
+        s.listing()
     ));
 }
 
@@ -500,15 +354,12 @@ fn lint_honours_suppressions_and_levels() {
 #[test]
 fn rule_and_config_print_docs_and_the_resolved_configuration() {
     let s = Sandbox::with_bank(FIXABLE);
-    let out = transcript(
-        &s,
-        &[
-            &["rule", "S017"],
-            &["rule", "expires-at-without-offset"],
-            &["rule", "S999"],
-            &["config"],
-        ],
-    );
+    let out = s.transcript(&[
+        &["rule", "S017"],
+        &["rule", "expires-at-without-offset"],
+        &["rule", "S999"],
+        &["config"],
+    ]);
     insta::assert_snapshot!(out);
     let table = s.run(&["rule"]);
     for rule in lesson::lint::RULES {
@@ -546,62 +397,59 @@ fn ledger_bank() -> Sandbox {
 #[test]
 fn review_text_and_json() {
     let s = ledger_bank();
-    let before = s.tree();
-    let out = transcript(&s, &[&["review"], &["review", "--format", "json"]]);
-    assert_eq!(s.tree(), before, "review writes nothing");
+    let before = s.listing();
+    let out = s.transcript(&[&["review"], &["review", "--format", "json"]]);
+    assert_eq!(s.listing(), before, "review writes nothing");
     insta::assert_snapshot!(out);
 }
 
 #[test]
 fn record_updates_counts_evidence_ledger_and_index() {
     let s = ledger_bank();
-    let out = transcript(
-        &s,
+    let out = s.transcript(&[
         &[
-            &[
-                "record",
-                "flaky-retries",
-                "--followed",
-                "--run-outcome",
-                "success",
-                "--evidence",
-                "run:r_2026-11-22_a",
-                "--by",
-                "ci@runner-7",
-            ],
-            // a retry of the same observation appends nothing
-            &[
-                "record",
-                "flaky-retries",
-                "--followed",
-                "--run-outcome",
-                "success",
-                "--evidence",
-                "run:r_2026-11-22_a",
-            ],
-            // a lesson without a ledger: its counts become the `imported` event
-            &[
-                "record",
-                "hand-written",
-                "--contradicted",
-                "--run-outcome",
-                "success",
-                "--evidence",
-                "conversation:c_9:wrote one from a hunch; it held up",
-            ],
-            &[
-                "record",
-                "hand-written",
-                "--followed",
-                "--run-outcome",
-                "failure",
-                "--evidence",
-                "run:r_2026-11-22_b",
-            ],
-            &["index", "--check"],
-            &["lint", "--output-format", "concise"],
+            "record",
+            "flaky-retries",
+            "--followed",
+            "--run-outcome",
+            "success",
+            "--evidence",
+            "run:r_2026-11-22_a",
+            "--by",
+            "ci@runner-7",
         ],
-    );
+        // a retry of the same observation appends nothing
+        &[
+            "record",
+            "flaky-retries",
+            "--followed",
+            "--run-outcome",
+            "success",
+            "--evidence",
+            "run:r_2026-11-22_a",
+        ],
+        // a lesson without a ledger: its counts become the `imported` event
+        &[
+            "record",
+            "hand-written",
+            "--contradicted",
+            "--run-outcome",
+            "success",
+            "--evidence",
+            "conversation:c_9:wrote one from a hunch; it held up",
+        ],
+        &[
+            "record",
+            "hand-written",
+            "--followed",
+            "--run-outcome",
+            "failure",
+            "--evidence",
+            "run:r_2026-11-22_b",
+        ],
+        &["index", "--check"],
+        &["lint", "--output-format", "concise"],
+    ]);
     insta::assert_snapshot!(format!(
         "{out}{}",
         s.files(&[
@@ -616,7 +464,7 @@ fn record_updates_counts_evidence_ledger_and_index() {
 #[test]
 fn record_refusals_change_nothing() {
     let s = ledger_bank();
-    let before = s.tree();
+    let before = s.listing();
     let ok = ["--run-outcome", "success", "--evidence", "run:r_new"];
     let with = |prefix: &[&'static str], rest: &[&'static str]| -> Vec<&'static str> {
         prefix.iter().chain(rest).copied().collect()
@@ -670,8 +518,8 @@ fn record_refusals_change_nothing() {
         ),
     ];
     let commands: Vec<&[&str]> = commands.iter().map(Vec::as_slice).collect();
-    let out = transcript(&s, &commands);
-    assert_eq!(s.tree(), before, "a refused `record` writes nothing");
+    let out = s.transcript(&commands);
+    assert_eq!(s.listing(), before, "a refused `record` writes nothing");
     assert!(!s.tmp.path().join("nowhere").exists());
     insta::assert_snapshot!(out);
 }
@@ -679,37 +527,34 @@ fn record_refusals_change_nothing() {
 #[test]
 fn supersede_writes_both_sides_once_and_refuses_what_it_cannot_do() {
     let s = ledger_bank();
-    let out = transcript(
-        &s,
+    let out = s.transcript(&[
         &[
-            &[
-                "supersede",
-                "flaky-retries",
-                "hand-written",
-                "--by",
-                "run-clippy-in-ci",
-            ],
-            &[
-                "supersede",
-                "flaky-retries",
-                "hand-written",
-                "--by",
-                "run-clippy-in-ci",
-            ],
-            &["supersede", "run-clippy-in-ci", "--by", "flaky-retries"],
-            &[
-                "supersede",
-                "pin-the-toolchain",
-                "--by",
-                "pin-the-toolchain",
-            ],
-            &["supersede", "nope", "--by", "pin-the-toolchain"],
-            &["supersede", "pin-the-toolchain", "--by", "nope"],
-            &["supersede", "--by", "pin-the-toolchain"],
-            &["index", "--check"],
-            &["lint", "--output-format", "concise"],
+            "supersede",
+            "flaky-retries",
+            "hand-written",
+            "--by",
+            "run-clippy-in-ci",
         ],
-    );
+        &[
+            "supersede",
+            "flaky-retries",
+            "hand-written",
+            "--by",
+            "run-clippy-in-ci",
+        ],
+        &["supersede", "run-clippy-in-ci", "--by", "flaky-retries"],
+        &[
+            "supersede",
+            "pin-the-toolchain",
+            "--by",
+            "pin-the-toolchain",
+        ],
+        &["supersede", "nope", "--by", "pin-the-toolchain"],
+        &["supersede", "pin-the-toolchain", "--by", "nope"],
+        &["supersede", "--by", "pin-the-toolchain"],
+        &["index", "--check"],
+        &["lint", "--output-format", "concise"],
+    ]);
     insta::assert_snapshot!(format!(
         "{out}{}",
         s.files(&[
@@ -724,30 +569,27 @@ fn supersede_writes_both_sides_once_and_refuses_what_it_cannot_do() {
 #[test]
 fn archive_dry_run_then_archive() {
     let s = ledger_bank();
-    let before = s.tree();
-    let dry = transcript(&s, &[&["archive", "--expired", "--dry-run"]]);
-    assert_eq!(s.tree(), before, "a dry run writes nothing");
-    let out = transcript(
-        &s,
+    let before = s.listing();
+    let dry = s.transcript(&[&["archive", "--expired", "--dry-run"]]);
+    assert_eq!(s.listing(), before, "a dry run writes nothing");
+    let out = s.transcript(&[
+        &["archive", "--expired"],
+        &["archive", "--expired"],
+        &["archive", "run-clippy-in-ci"],
+        &["archive"],
+        &["archive", "nope"],
         &[
-            &["archive", "--expired"],
-            &["archive", "--expired"],
-            &["archive", "run-clippy-in-ci"],
-            &["archive"],
-            &["archive", "nope"],
-            &[
-                "record",
-                "keep-ci-green",
-                "--followed",
-                "--run-outcome",
-                "success",
-                "--evidence",
-                "run:r9",
-            ],
-            &["list"],
-            &["index", "--check"],
+            "record",
+            "keep-ci-green",
+            "--followed",
+            "--run-outcome",
+            "success",
+            "--evidence",
+            "run:r9",
         ],
-    );
+        &["list"],
+        &["index", "--check"],
+    ]);
     insta::assert_snapshot!(format!(
         "{dry}{out}{}",
         s.files(&[
@@ -785,27 +627,24 @@ fn search_sandbox() -> Sandbox {
 #[test]
 fn search_prompt_json_and_text_mark_cautions_and_conflicts() {
     let s = search_sandbox();
-    insta::assert_snapshot!(transcript(
-        &s,
+    insta::assert_snapshot!(s.transcript(&[
+        &["search", "squash the feature branch", "--tag", "git"],
         &[
-            &["search", "squash the feature branch", "--tag", "git"],
-            &[
-                "search",
-                "squash the feature branch",
-                "--tag",
-                "git",
-                "--format",
-                "json",
-            ],
-            &["search", "the network test is flaky on CI"],
-            &[
-                "search",
-                "the network test is flaky on CI",
-                "--format",
-                "text"
-            ],
-        ]
-    ));
+            "search",
+            "squash the feature branch",
+            "--tag",
+            "git",
+            "--format",
+            "json",
+        ],
+        &["search", "the network test is flaky on CI"],
+        &[
+            "search",
+            "the network test is flaky on CI",
+            "--format",
+            "text"
+        ],
+    ]));
 }
 
 #[test]
@@ -856,69 +695,60 @@ fn search_gates_targets_and_tags() {
         .map(|c| c.iter().map(String::as_str).collect())
         .collect();
     let commands: Vec<&[&str]> = commands.iter().map(Vec::as_slice).collect();
-    insta::assert_snapshot!(transcript(&s, &commands));
+    insta::assert_snapshot!(s.transcript(&commands));
 }
 
 #[test]
 fn search_skips_superseded_and_expired_lessons() {
     let s = search_sandbox();
-    insta::assert_snapshot!(transcript(
-        &s,
+    insta::assert_snapshot!(s.transcript(&[
         &[
-            &[
-                "search",
-                "cache the target directory in CI",
-                "--format",
-                "text"
-            ],
-            &["search", "nightly toolchain in CI", "--format", "text"],
-            &[
-                "search",
-                "nightly toolchain in CI",
-                "--format",
-                "text",
-                "--include-expired",
-            ],
-        ]
-    ));
+            "search",
+            "cache the target directory in CI",
+            "--format",
+            "text"
+        ],
+        &["search", "nightly toolchain in CI", "--format", "text"],
+        &[
+            "search",
+            "nightly toolchain in CI",
+            "--format",
+            "text",
+            "--include-expired",
+        ],
+    ]));
 }
 
 #[test]
 fn search_budget_cuts_between_whole_lessons() {
     let s = search_sandbox();
     let request = "cache the cargo registry for a slow rust CI build";
-    insta::assert_snapshot!(transcript(
-        &s,
-        &[
-            &["search", request, "--format", "text", "--budget", "1000"],
-            &["search", request, "--format", "text", "--budget", "90"],
-            &["search", request, "--budget", "90"],
-            &["search", request, "--budget", "10"],
-            &["search", request, "-k", "1"],
-        ]
-    ));
+    insta::assert_snapshot!(s.transcript(&[
+        &["search", request, "--format", "text", "--budget", "1000"],
+        &["search", request, "--format", "text", "--budget", "90"],
+        &["search", request, "--budget", "90"],
+        &["search", request, "--budget", "10"],
+        &["search", request, "-k", "1"],
+    ]));
 }
 
 #[test]
 fn search_finds_cjk_typos_and_identifiers() {
     let s = search_sandbox();
-    insta::assert_snapshot!(transcript(
-        &s,
+    insta::assert_snapshot!(s.transcript(&[
+        &["search", "数据库连接", "--format", "text"],
+        &["search", "每个请求都新建连接太慢了", "--format", "text"],
+        &["search", "sqaush the featrue brnach", "--format", "text"],
+        &["search", "squash the featrue brnach", "--format", "text"],
+        &["search", "parse_config_file", "--format", "text"],
+        &["search", "ParseConfigFile", "--format", "text"],
         &[
-            &["search", "数据库连接", "--format", "text"],
-            &["search", "每个请求都新建连接太慢了", "--format", "text"],
-            &["search", "sqaush the featrue brnach", "--format", "text"],
-            &["search", "squash the featrue brnach", "--format", "text"],
-            &["search", "parse_config_file", "--format", "text"],
-            &["search", "ParseConfigFile", "--format", "text"],
-            &[
-                "search",
-                "how do I bake a chocolate cake",
-                "--format",
-                "text"
-            ],
-        ]
-    ));
+            "search",
+            "how do I bake a chocolate cake",
+            "--format",
+            "text"
+        ],
+    ]));
 }
 
 #[test]
@@ -930,11 +760,8 @@ fn search_overrides_the_prompt_template_and_refuses_a_missing_bank() {
         "{{ label }}\n{% for l in lessons %}* {{ l.slug }} ({{ l.c }})\n{% endfor %}",
     )
     .unwrap();
-    insta::assert_snapshot!(transcript(
-        &s,
-        &[
-            &["search", "squash the feature branch", "--tag", "git"],
-            &["--dir", "nowhere", "search", "x"],
-        ]
-    ));
+    insta::assert_snapshot!(s.transcript(&[
+        &["search", "squash the feature branch", "--tag", "git"],
+        &["--dir", "nowhere", "search", "x"],
+    ]));
 }

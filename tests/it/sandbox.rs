@@ -1,5 +1,6 @@
-//! A temp directory holding a bank (`lessons/`), the `lesson` binary run in it, and the bank's
-//! bytes before and after, for the tests of commands that write (add, distill).
+//! The harness of every test that runs the binary: a temp directory holding a bank
+//! (`lessons/`), the `lesson` binary run in it with a fixed clock and recorder, what it printed
+//! and its exit code, and the bank's bytes before and after.
 
 #![allow(dead_code)]
 
@@ -9,7 +10,17 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
+/// The clock of every run (`LESSON_NOW`).
 pub const NOW: &str = "2026-11-22T12:00:00Z";
+/// The binary under test.
+pub const BIN: &str = env!("CARGO_BIN_EXE_lesson");
+
+/// `lesson` with the fixed clock and no `LESSON_DIR` from the environment of the test run.
+pub fn lesson() -> Command {
+    let mut cmd = Command::new(BIN);
+    cmd.env("LESSON_NOW", NOW).env_remove("LESSON_DIR");
+    cmd
+}
 
 /// What one run of the binary did.
 pub struct Run {
@@ -28,7 +39,7 @@ impl fmt::Display for Run {
     }
 }
 
-/// Every file of a bank but its lock directory, with its bytes.
+/// Every file of a bank but its `.lesson/` directory, with its bytes.
 pub type Tree = BTreeMap<PathBuf, Vec<u8>>;
 
 pub struct Sandbox {
@@ -36,13 +47,24 @@ pub struct Sandbox {
 }
 
 impl Sandbox {
-    /// A sandbox whose `lessons/` is a copy of `fixture`, with a current `_index.md`.
-    pub fn with_bank(fixture: &str) -> Sandbox {
-        let sandbox = Sandbox {
+    /// An empty temp directory (no `lessons/` yet).
+    pub fn new() -> Sandbox {
+        Sandbox {
             tmp: tempfile::tempdir().unwrap(),
-        };
+        }
+    }
+
+    /// A sandbox whose `lessons/` is a copy of `fixture`.
+    pub fn with_bank(fixture: &str) -> Sandbox {
+        let sandbox = Sandbox::new();
         copy_dir(Path::new(fixture), &sandbox.bank());
-        let index = sandbox.run(&["index"], None);
+        sandbox
+    }
+
+    /// A sandbox whose `lessons/` is a copy of `fixture`, with a current `_index.md`.
+    pub fn with_indexed_bank(fixture: &str) -> Sandbox {
+        let sandbox = Sandbox::with_bank(fixture);
+        let index = sandbox.run(&["index"]);
         assert_eq!(index.code, 0, "{index}");
         sandbox
     }
@@ -56,18 +78,25 @@ impl Sandbox {
         std::fs::write(self.tmp.path().join(name), text).unwrap();
     }
 
-    /// Run `lesson ARGS` in the sandbox, with `stdin` piped in when given.
-    pub fn run(&self, args: &[&str], stdin: Option<&[u8]>) -> Run {
+    /// Run `lesson ARGS` in the sandbox.
+    pub fn run(&self, args: &[&str]) -> Run {
+        self.run_inner(args, None)
+    }
+
+    /// Run `lesson ARGS` in the sandbox with `stdin` piped in.
+    pub fn run_with_stdin(&self, args: &[&str], stdin: &[u8]) -> Run {
+        self.run_inner(args, Some(stdin))
+    }
+
+    fn run_inner(&self, args: &[&str], stdin: Option<&[u8]>) -> Run {
         let judge = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/judge/fake_judge.py");
-        let mut child = Command::new(env!("CARGO_BIN_EXE_lesson"))
+        let mut child = lesson()
             .args(args)
             .current_dir(self.tmp.path())
-            .env("LESSON_NOW", NOW)
             .env("LESSON_BY", "tester")
             .env("JUDGE", judge)
-            .env("LESSON_BIN", env!("CARGO_BIN_EXE_lesson"))
+            .env("LESSON_BIN", BIN)
             .env("FAKE_JUDGE_LOG", self.tmp.path().join("judge.log"))
-            .env_remove("LESSON_DIR")
             .stdin(if stdin.is_some() {
                 Stdio::piped()
             } else {
@@ -91,6 +120,21 @@ impl Sandbox {
         }
     }
 
+    /// `$ lesson ARGS` and what the run did.
+    pub fn shown(&self, args: &[&str]) -> String {
+        format!("$ lesson {}\n{}", args.join(" "), self.run(args))
+    }
+
+    /// Runs, each with the command line that produced it and a blank line after it.
+    pub fn transcript(&self, commands: &[&[&str]]) -> String {
+        let mut out = String::new();
+        for args in commands {
+            out.push_str(&self.shown(args));
+            out.push('\n');
+        }
+        out
+    }
+
     /// The bank's files (without `.lesson/`), relative to the sandbox.
     pub fn tree(&self) -> Tree {
         let mut tree = Tree::new();
@@ -104,6 +148,38 @@ impl Sandbox {
             tree.insert(rel.to_path_buf(), std::fs::read(entry.path()).unwrap());
         }
         tree
+    }
+
+    /// Every file of the bank (without `.lesson/`) with its content, as text: `=== PATH` and
+    /// the file, in path order.
+    pub fn listing(&self) -> String {
+        let mut out = String::new();
+        for (path, bytes) in self.tree() {
+            out.push_str(&format!("=== {}\n", path.display()));
+            out.push_str(std::str::from_utf8(&bytes).unwrap());
+        }
+        out
+    }
+
+    /// The named files of the bank (relative to `lessons/`), each with its content, or a
+    /// directory's listing.
+    pub fn files(&self, names: &[&str]) -> String {
+        let mut out = String::new();
+        for name in names {
+            let path = self.bank().join(name);
+            if path.is_dir() {
+                let mut entries: Vec<String> = std::fs::read_dir(&path)
+                    .unwrap()
+                    .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                    .collect();
+                entries.sort();
+                out.push_str(&format!("=== lessons/{name}/\n{}\n", entries.join("\n")));
+            } else {
+                let text = std::fs::read_to_string(&path).unwrap_or_else(|_| "(missing)\n".into());
+                out.push_str(&format!("=== lessons/{name}\n{text}"));
+            }
+        }
+        out
     }
 
     /// The requests the fake judge was sent, one per call.
@@ -148,14 +224,22 @@ pub fn diff(before: &Tree, after: &Tree) -> String {
     out
 }
 
-fn copy_dir(from: &Path, to: &Path) {
-    for entry in walkdir::WalkDir::new(from) {
+/// Copy the directory `from` to `to` (created), but any `.lesson/` (a bank's index and lock:
+/// never part of a fixture). Returns the files copied.
+pub fn copy_dir(from: &Path, to: &Path) -> Vec<PathBuf> {
+    let mut copied = Vec::new();
+    for entry in walkdir::WalkDir::new(from)
+        .into_iter()
+        .filter_entry(|e| e.file_name() != ".lesson")
+    {
         let entry = entry.unwrap();
         let target = to.join(entry.path().strip_prefix(from).unwrap());
         if entry.file_type().is_dir() {
             std::fs::create_dir_all(&target).unwrap();
         } else {
             std::fs::copy(entry.path(), &target).unwrap();
+            copied.push(target);
         }
     }
+    copied
 }

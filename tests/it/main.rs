@@ -1,0 +1,26 @@
+//! The integration tests, in one binary (one link, one harness): each module tests one command
+//! or one part of the library from outside, the way a user or an embedder meets it.
+//!
+//! `sandbox` is the harness (a temp bank, the `lesson` binary run in it, its bytes before and
+//! after); `diagnostic_positions` is the invariant every diagnostic keeps. Fixtures stay in
+//! `tests/fixtures/`, snapshots in `snapshots/` beside this file (named `it__MODULE__TEST.snap`),
+//! proptest regressions beside each module (`MODULE.proptest-regressions`).
+
+mod add;
+mod cli;
+mod corpora;
+mod dedup;
+mod diagnostic_positions;
+mod distill;
+mod edits;
+mod fast_paths;
+mod index_md;
+mod ledger;
+mod parse_props;
+mod project_bank;
+mod report;
+mod retrieve;
+mod rules;
+mod sandbox;
+mod spec_examples;
+mod watch;
