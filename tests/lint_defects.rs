@@ -1,0 +1,183 @@
+//! `lesson lint` must never pass silently on what it did not check (issue 14): paths outside
+//! the bank, rule selectors and configured rules that name no rule, fixes `--fix` would not
+//! apply, merge conflicts, file names that are not UTF-8, tab errors.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const NOW: &str = "2026-11-22T12:00:00Z";
+
+/// What one run of the binary did.
+#[derive(Debug)]
+struct Run {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+/// Run `lesson` in `cwd`.
+fn lesson(cwd: &Path, args: &[&str]) -> Run {
+    let out = Command::new(env!("CARGO_BIN_EXE_lesson"))
+        .args(args)
+        .current_dir(cwd)
+        .env("LESSON_NOW", NOW)
+        .env_remove("LESSON_DIR")
+        .output()
+        .unwrap();
+    Run {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// A temp directory holding `lessons/`, a copy of `fixture`.
+fn sandbox(fixture: &str) -> (tempfile::TempDir, PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    let bank = tmp.path().join("lessons");
+    for entry in walkdir::WalkDir::new(fixture) {
+        let entry = entry.unwrap();
+        let target = bank.join(entry.path().strip_prefix(fixture).unwrap());
+        if entry.file_type().is_dir() {
+            std::fs::create_dir_all(&target).unwrap();
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+    (tmp, bank)
+}
+
+/// Item 6: a path outside the bank, or one that does not exist, is a usage error naming the
+/// path and the bank; never "all clean".
+#[test]
+fn a_path_outside_the_bank_is_a_usage_error() {
+    let (tmp, bank) = sandbox("tests/fixtures/banks/small");
+    std::fs::create_dir(tmp.path().join("outside")).unwrap();
+    std::fs::write(tmp.path().join("outside/bad.md"), "---\nslug: [\n---\n").unwrap();
+    let real_bank = bank.canonicalize().unwrap().display().to_string();
+    for (cwd, path) in [
+        (bank.as_path(), "../outside/bad.md"),
+        (bank.as_path(), "/etc/passwd"),
+        (bank.as_path(), ".."),
+        (tmp.path(), "outside"),
+        (bank.as_path(), "no-such-lesson.md"),
+    ] {
+        let run = lesson(cwd, &["lint", path]);
+        assert_eq!(run.code, 2, "{path}: {run:?}");
+        assert!(!run.stdout.contains("all clean"), "{path}: {run:?}");
+        assert!(
+            run.stderr.contains(path) && run.stderr.contains(&real_bank),
+            "{path}: the message names neither the path nor the bank: {run:?}"
+        );
+    }
+    // a file in the bank, given from inside it or from outside it, is still linted
+    for (cwd, path) in [
+        (bank.as_path(), "./check-exit-codes.md"),
+        (tmp.path(), "lessons/check-exit-codes.md"),
+    ] {
+        let run = lesson(cwd, &["lint", path]);
+        assert_ne!(run.code, 2, "{path}: {run:?}");
+    }
+}
+
+/// Item 7: an unknown rule in `--select` is a usage error with the closest rule; code prefixes
+/// and `ALL` select (as in ruff); an unknown rule in `lesson.toml` is an error too.
+#[test]
+fn unknown_rules_are_errors_with_a_suggestion() {
+    let (tmp, bank) = sandbox("tests/fixtures/banks/fixable");
+    let cwd = tmp.path();
+    for (select, suggestion) in [
+        ("NOPE", None),
+        ("S13", Some("S013")),
+        ("S06", None),
+        ("unknwon-field", Some("unknown-field")),
+        ("S002,Y", None),
+    ] {
+        let run = lesson(cwd, &["lint", "--select", select]);
+        assert_eq!(run.code, 2, "{select}: {run:?}");
+        assert!(run.stdout.is_empty(), "{select}: {run:?}");
+        assert!(run.stderr.contains("for '--select"), "{select}: {run:?}");
+        if let Some(s) = suggestion {
+            assert!(
+                run.stderr.contains(&format!("did you mean `{s}`?")),
+                "{select}: {run:?}"
+            );
+        }
+    }
+    let count = |select: &str| {
+        let run = lesson(
+            cwd,
+            &["lint", "--select", select, "--output-format", "concise"],
+        );
+        assert_eq!(run.code, 1, "{select}: {run:?}");
+        run.stdout.lines().count() - 1
+    };
+    // S002 (unknown-field) fires in this bank; a prefix or ALL includes it
+    let one = count("S002");
+    assert!(one > 0);
+    assert_eq!(count("unknown-field"), one);
+    assert!(count("S00") >= one);
+    assert!(count("s") >= count("S00"));
+    assert!(count("ALL") > count("s"));
+
+    std::fs::write(bank.join("lesson.toml"), "[lint.rules]\nS13 = \"off\"\n").unwrap();
+    let run = lesson(cwd, &["lint"]);
+    assert_eq!(run.code, 2, "{run:?}");
+    assert!(
+        run.stderr
+            .contains("lesson.toml:2:1: [lint.rules]: unknown rule `S13`; did you mean `S013`?"),
+        "{run:?}"
+    );
+}
+
+/// Item 8: only safe fixes count as fixable with `--fix`; unsafe ones are "hidden fixes"
+/// (ruff's words), counted as fixable only with `--unsafe-fixes`.
+#[test]
+fn unsafe_fixes_are_not_counted_as_fixable_with_fix() {
+    // every D004 fix is unsafe
+    let (tmp, _) = sandbox("tests/fixtures/rules/D004");
+    let cwd = tmp.path();
+    let last = |args: &[&str]| {
+        let run = lesson(cwd, args);
+        run.stdout.lines().last().unwrap_or_default().to_string()
+    };
+    let concise = ["lint", "--select", "D004", "--output-format", "concise"];
+    let run = lesson(cwd, &concise);
+    assert!(!run.stdout.contains("[*]"), "{run:?}");
+    assert_eq!(
+        last(&concise),
+        "2 files checked: 9 warnings (no fixes available; 9 hidden fixes can be enabled with the `--unsafe-fixes` option)"
+    );
+    assert_eq!(
+        last(&[&concise[..], &["--unsafe-fixes"]].concat()),
+        "2 files checked: 9 warnings (9 fixable with `lesson lint --fix --unsafe-fixes`)"
+    );
+    assert_eq!(
+        last(&[&concise[..], &["--fix"]].concat()),
+        "fixed 0 findings in 0 files; 2 files checked: 9 warnings (no fixes available; 9 hidden fixes can be enabled with the `--unsafe-fixes` option)"
+    );
+
+    // a safe fix and an unsafe one: one fixable, one hidden
+    let (tmp, bank) = sandbox("tests/fixtures/rules/S005");
+    let cwd = tmp.path();
+    std::fs::copy(
+        "tests/fixtures/rules/D004/zero-width.md",
+        bank.join("zero-width.md"),
+    )
+    .unwrap();
+    let run = lesson(
+        cwd,
+        &[
+            "lint",
+            "--select",
+            "S005,D004",
+            "--output-format",
+            "concise",
+        ],
+    );
+    let line = run.stdout.lines().last().unwrap();
+    assert!(
+        line.ends_with("fixable with `lesson lint --fix`; 5 hidden fixes can be enabled with the `--unsafe-fixes` option)"),
+        "{run:?}"
+    );
+}
