@@ -181,3 +181,39 @@ fn unsafe_fixes_are_not_counted_as_fixable_with_fix() {
         "{run:?}"
     );
 }
+
+/// Item 9: a merge conflict is P015 at its marker, and in the frontmatter it hides the YAML
+/// errors it causes; a `=======` heading underline is no conflict.
+#[test]
+fn a_merge_conflict_is_reported_at_its_marker_and_hides_the_yaml_errors() {
+    let (tmp, _) = sandbox("tests/fixtures/rules/P015");
+    let run = lesson(tmp.path(), &["lint", "--output-format", "concise"]);
+    assert_eq!(run.code, 1, "{run:?}");
+    let findings: Vec<&str> = run
+        .stdout
+        .lines()
+        .filter(|l| l.starts_with("lessons/") && !l.contains(" B008 "))
+        .collect();
+    assert_eq!(
+        findings,
+        [
+            "lessons/retry-with-jitter.md:4:1: P015 unresolved merge conflict (lines 4-8)",
+            "lessons/write-files-atomically.md:24:1: P015 unresolved merge conflict (lines 24-30)",
+            "lessons/write-files-atomically.md:35:1: P015 unresolved merge conflict: a `>>>>>>>` marker closes no conflict",
+        ],
+        "{run:?}"
+    );
+    // with the rule off, the YAML error is reported as before
+    std::fs::write(
+        tmp.path().join("lessons/lesson.toml"),
+        "[lint.rules]\nmerge-conflict = \"off\"\n",
+    )
+    .unwrap();
+    let run = lesson(tmp.path(), &["lint", "--output-format", "concise"]);
+    assert!(
+        run.stdout
+            .contains("lessons/retry-with-jitter.md:5:1: P008"),
+        "{run:?}"
+    );
+    assert!(!run.stdout.contains("P015"), "{run:?}");
+}

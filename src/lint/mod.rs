@@ -474,6 +474,15 @@ fn file_diagnostics(
     for check in checks {
         check(ctx, &mut out);
     }
+    // a merge conflict in the frontmatter is the one finding there worth reading: the YAML
+    // errors it causes point elsewhere
+    let conflict = &rules::merge_conflict::RULE;
+    if out
+        .iter()
+        .any(|d| d.code == conflict.code && rules::merge_conflict::in_frontmatter(doc, &d.range))
+    {
+        out.retain(|d| !rules::merge_conflict::caused_by_conflict(d.code));
+    }
     out
 }
 
