@@ -217,3 +217,40 @@ fn a_merge_conflict_is_reported_at_its_marker_and_hides_the_yaml_errors() {
     );
     assert!(!run.stdout.contains("P015"), "{run:?}");
 }
+
+/// Item 15: a file name that is not UTF-8 is percent-encoded in JSON and SARIF (the bytes, not
+/// U+FFFD), and its slug is still checked against it.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_non_utf8_file_name_is_percent_encoded_and_checked() {
+    use std::os::unix::ffi::OsStrExt;
+    let (tmp, bank) = sandbox("tests/fixtures/rules/B008");
+    let name = std::ffi::OsStr::from_bytes(b"caf\xe9 100%.md");
+    std::fs::copy(
+        "tests/fixtures/rules/B008/write-files-atomically.md",
+        bank.join(name),
+    )
+    .unwrap();
+    let run = lesson(
+        tmp.path(),
+        &["lint", "--select", "B001", "--output-format", "json"],
+    );
+    let found: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    let paths: Vec<&str> = found
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|d| d["code"] == "B001")
+        .map(|d| d["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(paths, ["lessons/caf%E9 100%25.md"], "{run:?}");
+
+    let run = lesson(
+        tmp.path(),
+        &["lint", "--select", "B001", "--output-format", "sarif"],
+    );
+    let log: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    let uri = &log["runs"][0]["results"][0]["locations"][0]["physicalLocation"]["artifactLocation"]
+        ["uri"];
+    assert_eq!(uri, "lessons/caf%E9%20100%25.md", "{run:?}");
+}
