@@ -325,6 +325,19 @@ pub enum Level {
     Off,
 }
 
+/// The keys of `[lint.rules]` with their positions, for an error message.
+#[derive(Deserialize, Default)]
+struct RuleKeys {
+    #[serde(default)]
+    lint: RuleKeysLint,
+}
+
+#[derive(Deserialize, Default)]
+struct RuleKeysLint {
+    #[serde(default)]
+    rules: BTreeMap<toml::Spanned<String>, toml::Value>,
+}
+
 /// `lesson.toml` could not be read or is invalid.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -367,19 +380,40 @@ impl Config {
         Config::parse(&text, &path.display().to_string())
     }
 
-    /// Parse configuration text; `path` is for messages.
+    /// Parse configuration text; `path` is for messages. A key of `[lint.rules]` that names no
+    /// rule is an error (with the closest rule, if one is close), as an unknown key is.
     pub fn parse(text: &str, path: &str) -> Result<Config, ConfigError> {
-        toml::from_str(text).map_err(|e| {
-            let offset = e.span().map_or(0, |s| s.start);
+        let invalid = |offset: usize, message: String| {
             let source = crate::source::Source::new(path, text.to_string());
             let (line, column) = source.line_col(offset);
             ConfigError::Invalid {
                 path: path.to_string(),
                 line,
                 column,
-                message: e.message().to_string(),
+                message,
             }
-        })
+        };
+        let config: Config = toml::from_str(text)
+            .map_err(|e| invalid(e.span().map_or(0, |s| s.start), e.message().to_string()))?;
+        let unknown = config
+            .lint
+            .rules
+            .keys()
+            .find_map(|key| crate::lint::check_rule_key(key).err());
+        if let Some(unknown) = unknown {
+            // read again for the key's position (only on this error path)
+            let offset = toml::from_str::<RuleKeys>(text)
+                .ok()
+                .and_then(|keys| {
+                    keys.lint
+                        .rules
+                        .into_keys()
+                        .find(|k| *k.get_ref() == unknown.given)
+                })
+                .map_or(0, |k| k.span().start);
+            return Err(invalid(offset, format!("[lint.rules]: {unknown}")));
+        }
+        Ok(config)
     }
 
     /// The resolved configuration as TOML, every default spelled out.
@@ -411,6 +445,51 @@ mod tests {
         assert_eq!(c.lint.rules["S006"], Level::Warning);
         assert_eq!(c.lint.rules["missing-section"], Level::Off);
         assert_eq!(c.lint.size_limit, 1024 * 1024);
+    }
+
+    /// An unknown rule in `[lint.rules]` is an error at its key, with the closest rule.
+    #[test]
+    fn unknown_rule_names_are_errors_with_a_suggestion() {
+        for (text, at, message) in [
+            (
+                "[lint.rules]\nS006 = \"warning\"\nunknwon-field = \"off\"\n",
+                (3, 1),
+                "[lint.rules]: unknown rule `unknwon-field`; did you mean `unknown-field`?",
+            ),
+            (
+                "[lint]\nrules = { S13 = \"off\" }\n",
+                (2, 11),
+                "[lint.rules]: unknown rule `S13`; did you mean `S013`?",
+            ),
+            (
+                "[lint.rules]\nNOPE = \"off\"\n",
+                (2, 1),
+                "[lint.rules]: unknown rule `NOPE`; `lesson rule` lists the rules",
+            ),
+            // a prefix selects on the command line, but a level is set per rule
+            (
+                "[lint.rules]\nS = \"off\"\n",
+                (2, 1),
+                "[lint.rules]: unknown rule `S`; `lesson rule` lists the rules",
+            ),
+        ] {
+            let err = Config::parse(text, "lesson.toml").unwrap_err();
+            let ConfigError::Invalid {
+                line,
+                column,
+                message: got,
+                ..
+            } = err
+            else {
+                panic!("{text}")
+            };
+            assert_eq!(
+                (line, column, got.as_str()),
+                (at.0, at.1, message),
+                "{text}"
+            );
+        }
+        assert!(Config::parse("[lint.rules]\ns006 = \"off\"\n", "x").is_ok());
     }
 
     #[test]

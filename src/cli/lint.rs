@@ -28,8 +28,9 @@ pub struct LintArgs {
     /// Print the fixes as a unified diff instead of writing them; exit 1 if there are any
     #[arg(long)]
     diff: bool,
-    /// Run only these rules (codes or names, comma-separated or repeated)
-    #[arg(long, value_delimiter = ',', value_name = "RULE")]
+    /// Run only these rules: codes, code prefixes (`S`, `S01`), names or `ALL`, comma-separated
+    /// or repeated
+    #[arg(long, value_delimiter = ',', value_name = "RULE", value_parser = parse_selector)]
     select: Vec<String>,
     /// Exit 0 even when there are error-level findings
     #[arg(long)]
@@ -57,17 +58,49 @@ impl From<OutputFormat> for Format {
     }
 }
 
+/// Every path to report on must exist and lie in the bank (after symlinks are resolved): a
+/// path outside it would be reported on by no rule, and "all clean" would be a false pass.
+fn check_paths(root: &Path, paths: &[PathBuf]) -> anyhow::Result<()> {
+    if paths.is_empty() {
+        return Ok(());
+    }
+    // a bank that does not exist is reported by the load, with its own message
+    let Ok(bank) = root.canonicalize() else {
+        return Ok(());
+    };
+    for p in paths {
+        let real = p.canonicalize().map_err(|e| {
+            let why = if e.kind() == std::io::ErrorKind::NotFound {
+                "no such file or directory".to_string()
+            } else {
+                e.to_string()
+            };
+            anyhow::anyhow!("{}: {why} (the bank is {})", p.display(), bank.display())
+        })?;
+        if !real.starts_with(&bank) {
+            anyhow::bail!(
+                "{} is outside the bank at {}: `lesson lint` checks the bank's files only \
+                 (pass `--dir` to lint another bank)",
+                p.display(),
+                bank.display()
+            );
+        }
+    }
+    Ok(())
+}
+
+/// A `--select` entry that names at least one rule; anything else is a usage error (exit 2).
+fn parse_selector(value: &str) -> Result<String, lint::UnknownRule> {
+    lint::check_selector(value).map(|()| value.to_string())
+}
+
 /// Run `lesson lint`.
 pub fn run(root: &Path, args: LintArgs) -> anyhow::Result<ExitCode> {
     let selection = Selection {
         paths: args.paths.clone(),
         rules: args.select.clone(),
     };
-    for p in &selection.paths {
-        if !p.exists() {
-            anyhow::bail!("{}: no such file or directory", p.display());
-        }
-    }
+    check_paths(root, &selection.paths)?;
     let now = lesson::bank::now_from_env()?;
     let format = Format::from(args.output_format);
     let human = matches!(format, Format::Full | Format::Concise);
@@ -140,7 +173,13 @@ pub fn run(root: &Path, args: LintArgs) -> anyhow::Result<ExitCode> {
     };
 
     let summary = Summary::of(&diagnostics);
-    let line = summary_line_for(&summary, checked, args.fix || args.diff, summary_line);
+    let line = summary_line_for(
+        &summary,
+        checked,
+        args.fix || args.diff,
+        args.unsafe_fixes,
+        summary_line,
+    );
     if human && !args.diff {
         writeln!(out, "{line}")?;
     } else {
@@ -164,7 +203,15 @@ fn plural(n: usize) -> &'static str {
     }
 }
 
-fn summary_line_for(s: &Summary, checked: usize, fixing: bool, fix_note: Option<String>) -> String {
+/// The last line: what was fixed, files checked, counts by severity, and (as ruff says it)
+/// how many findings `--fix` would fix and how many unsafe fixes it leaves out.
+fn summary_line_for(
+    s: &Summary,
+    checked: usize,
+    fixing: bool,
+    unsafe_fixes: bool,
+    fix_note: Option<String>,
+) -> String {
     let mut parts = Vec::new();
     if let Some(note) = fix_note {
         parts.push(note);
@@ -187,11 +234,32 @@ fn summary_line_for(s: &Summary, checked: usize, fixing: bool, fix_note: Option<
             }
         }
         let mut line = format!("{files} checked: {}", counts.join(", "));
-        if s.fixable > 0 && !fixing {
-            line.push_str(&format!(
-                " ({} fixable with `lesson lint --fix`)",
-                s.fixable
+        // only the fixes `--fix` applies count as fixable; unsafe ones are hidden behind
+        // `--unsafe-fixes` unless it was given
+        let (fixable, hidden) = if unsafe_fixes {
+            (s.fixable + s.unsafe_fixable, 0)
+        } else {
+            (s.fixable, s.unsafe_fixable)
+        };
+        let command = if unsafe_fixes {
+            "lesson lint --fix --unsafe-fixes"
+        } else {
+            "lesson lint --fix"
+        };
+        let mut notes = Vec::new();
+        if fixable > 0 && !fixing {
+            notes.push(format!("{fixable} fixable with `{command}`"));
+        } else if hidden > 0 {
+            notes.push("no fixes available".to_string());
+        }
+        if hidden > 0 {
+            notes.push(format!(
+                "{hidden} hidden fix{} can be enabled with the `--unsafe-fixes` option",
+                if hidden == 1 { "" } else { "es" }
             ));
+        }
+        if !notes.is_empty() {
+            line.push_str(&format!(" ({})", notes.join("; ")));
         }
         parts.push(line);
     }

@@ -12,7 +12,7 @@ use rayon::prelude::*;
 use crate::bank::{Bank, BankError, Overlay};
 use crate::config::Config;
 use crate::config::Level;
-use crate::diagnostic::{Diagnostic, Severity};
+use crate::diagnostic::{Applicability, Diagnostic, Severity};
 use crate::document::Document;
 
 pub use rules::RULES;
@@ -130,23 +130,85 @@ pub fn find_rule(code_or_name: &str) -> Option<&'static Rule> {
         .find(|r| r.code.eq_ignore_ascii_case(code_or_name) || r.name == code_or_name)
 }
 
+/// Whether a selector names `rule`: `ALL`, the rule's name, its code or a prefix of its code
+/// (`S`, `S01`), codes compared without regard to case (as ruff's `--select`).
+pub fn selector_matches(selector: &str, rule: &Rule) -> bool {
+    if selector.eq_ignore_ascii_case("ALL") || selector == rule.name {
+        return true;
+    }
+    !selector.is_empty()
+        && rule
+            .code
+            .get(..selector.len())
+            .is_some_and(|head| head.eq_ignore_ascii_case(selector))
+}
+
+/// A rule selector or a configured rule that names no rule.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown rule `{given}`{}", match suggestion {
+    Some(s) => format!("; did you mean `{s}`?"),
+    None => "; `lesson rule` lists the rules".to_string(),
+})]
+pub struct UnknownRule {
+    /// What was given.
+    pub given: String,
+    /// The closest rule code or name, when one is close.
+    pub suggestion: Option<&'static str>,
+}
+
+/// Check a selector (`--select`): `Ok` when it names at least one rule ([`selector_matches`]).
+pub fn check_selector(selector: &str) -> Result<(), UnknownRule> {
+    if RULES.iter().any(|r| selector_matches(selector, r)) {
+        return Ok(());
+    }
+    Err(UnknownRule {
+        given: selector.to_string(),
+        suggestion: closest_rule(selector),
+    })
+}
+
+/// Check a rule key of `lesson.toml` `[lint.rules]`: a rule's code or name, exactly.
+pub fn check_rule_key(key: &str) -> Result<(), UnknownRule> {
+    match find_rule(key) {
+        Some(_) => Ok(()),
+        None => Err(UnknownRule {
+            given: key.to_string(),
+            suggestion: closest_rule(key),
+        }),
+    }
+}
+
+/// The rule code or name closest to `given` (a typo, a code without its leading zero), if
+/// one is close enough to suggest.
+fn closest_rule(given: &str) -> Option<&'static str> {
+    let given = given.to_ascii_lowercase();
+    RULES
+        .iter()
+        .flat_map(|r| [r.code, r.name])
+        .map(|candidate| {
+            let score =
+                strsim::normalized_damerau_levenshtein(&given, &candidate.to_ascii_lowercase());
+            (candidate, score)
+        })
+        .filter(|(_, score)| *score >= 0.6)
+        .max_by(|a, b| a.1.total_cmp(&b.1))
+        .map(|(candidate, _)| candidate)
+}
+
 /// Which files and rules to report on.
 #[derive(Debug, Clone, Default)]
 pub struct Selection {
     /// Report only on files at or below these paths; empty means the whole bank.
     pub paths: Vec<PathBuf>,
-    /// Run only these rules (codes or names); empty means every enabled rule.
+    /// Run only these rules (codes, code prefixes, names or `ALL`, see [`selector_matches`]);
+    /// empty means every enabled rule.
     pub rules: Vec<String>,
 }
 
 impl Selection {
     /// Whether `rule` is selected.
     pub fn selects(&self, rule: &Rule) -> bool {
-        self.rules.is_empty()
-            || self
-                .rules
-                .iter()
-                .any(|r| r.eq_ignore_ascii_case(rule.code) || r == rule.name)
+        self.rules.is_empty() || self.rules.iter().any(|r| selector_matches(r, rule))
     }
 
     fn includes(&self, path: &Path) -> bool {
@@ -412,6 +474,15 @@ fn file_diagnostics(
     for check in checks {
         check(ctx, &mut out);
     }
+    // a merge conflict in the frontmatter is the one finding there worth reading: the YAML
+    // errors it causes point elsewhere
+    let conflict = &rules::merge_conflict::RULE;
+    if out
+        .iter()
+        .any(|d| d.code == conflict.code && rules::merge_conflict::in_frontmatter(doc, &d.range))
+    {
+        out.retain(|d| !rules::merge_conflict::caused_by_conflict(d.code));
+    }
     out
 }
 
@@ -438,8 +509,10 @@ pub struct Summary {
     pub warnings: usize,
     /// Infos.
     pub infos: usize,
-    /// Findings with a fix.
+    /// Findings with a safe fix (applied by `--fix`).
     pub fixable: usize,
+    /// Findings whose fix is unsafe (applied only with `--unsafe-fixes`).
+    pub unsafe_fixable: usize,
 }
 
 impl Summary {
@@ -452,8 +525,10 @@ impl Summary {
                 Severity::Warning => s.warnings += 1,
                 Severity::Info => s.infos += 1,
             }
-            if d.fix.is_some() {
-                s.fixable += 1;
+            match d.fix.as_ref().map(|fix| fix.applicability) {
+                Some(Applicability::Safe) => s.fixable += 1,
+                Some(Applicability::Unsafe) => s.unsafe_fixable += 1,
+                None => {}
             }
         }
         s

@@ -10,12 +10,17 @@
 //! | `severity`   | string           | `"error"`, `"warning"` or `"info"` (after configuration)  |
 //! | `message`    | string           | what is wrong, one line                                   |
 //! | `help`       | string or null   | how to fix it by hand, or what else to know               |
-//! | `path`       | string           | the file as given on the command line, `/`-separated      |
+//! | `path`       | string           | the file as given on the command line, `/`-separated (1)  |
 //! | `line`       | integer          | 1-based start line                                        |
 //! | `column`     | integer          | 1-based start column, in Unicode scalar values            |
 //! | `end_line`   | integer          | 1-based end line                                          |
 //! | `end_column` | integer          | 1-based end column, exclusive                             |
 //! | `fix`        | object or null   | a fix, below                                              |
+//!
+//! (1) A path that is not valid UTF-8 (a file name with a byte such as `0xE9` of Latin-1) has
+//! each byte of its invalid sequences, and each `%`, written as `%XX` in upper-case hex:
+//! `caf%E9.md` is the file whose name is the bytes `caf`, `0xE9`, `.md`. A valid UTF-8 path is
+//! written as it is.
 //!
 //! A `fix` is `{ "message", "applicability", "edits" }`: `applicability` is `"safe"` (applied by
 //! `--fix`) or `"unsafe"` (only with `--unsafe-fixes`), and each edit replaces the text between
@@ -32,7 +37,7 @@
 
 use serde::Serialize;
 
-use super::{edit_positions, slash_path, Sources};
+use super::{edit_positions, json_path, Sources};
 use crate::diagnostic::{Applicability, Diagnostic, Severity};
 
 #[derive(Serialize)]
@@ -95,7 +100,7 @@ fn json_diagnostic<'a>(d: &'a Diagnostic, sources: &Sources<'_>) -> JsonDiagnost
         severity: d.severity,
         message: &d.message,
         help: d.help.as_deref(),
-        path: slash_path(&d.path),
+        path: json_path(&d.path),
         line: d.line,
         column: d.column,
         end_line: d.end_line,

@@ -90,6 +90,30 @@ fn slash_path(path: &Path) -> String {
     }
 }
 
+/// A path as the JSON format writes it: [`slash_path`] when the path is valid UTF-8; else each
+/// byte of an invalid sequence, and each `%`, as `%XX` (upper-case hex), so the exact bytes of
+/// the name can be read back (and the name is not shown as some other file's).
+fn json_path(path: &Path) -> String {
+    if path.to_str().is_some() {
+        return slash_path(path);
+    }
+    let bytes = path.as_os_str().as_encoded_bytes();
+    let mut out = String::with_capacity(bytes.len() + 8);
+    for chunk in bytes.utf8_chunks() {
+        for c in chunk.valid().chars() {
+            match c {
+                '%' => out.push_str("%25"),
+                '\\' if cfg!(windows) => out.push('/'),
+                c => out.push(c),
+            }
+        }
+        for b in chunk.invalid() {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
 /// The 1-based (line, column) of each end of a fix edit in `source`; 1:1 for a file that has
 /// no source yet (an `_index.md` a fix creates) or could not be read.
 fn edit_positions(

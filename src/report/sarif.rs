@@ -289,34 +289,43 @@ fn sarif_fix<'a>(
 }
 
 /// A relative path becomes a URI reference below `%SRCROOT%`; an absolute one a `file://` URI.
+/// The URI encodes the path's bytes, so a name that is not valid UTF-8 names the real file.
 fn artifact_location(path: &Path) -> ArtifactLocation {
     if path.is_absolute() {
-        let shown = slash_path(path);
-        let rooted = if shown.starts_with('/') {
+        let shown = path_bytes(path);
+        let rooted = if shown.starts_with(b"/") {
             shown
         } else {
-            format!("/{shown}") // a Windows drive: file:///C:/...
+            [&b"/"[..], &shown].concat() // a Windows drive: file:///C:/...
         };
         return ArtifactLocation {
             uri: format!("file://{}", percent_encode(&rooted)),
             uri_base_id: None,
         };
     }
-    let parts: Vec<String> = path
+    let parts: Vec<Vec<u8>> = path
         .components()
         .filter(|c| !matches!(c, Component::CurDir))
-        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .map(|c| c.as_os_str().as_encoded_bytes().to_vec())
         .collect();
     ArtifactLocation {
-        uri: percent_encode(&parts.join("/")),
+        uri: percent_encode(&parts.join(&b'/')),
         uri_base_id: Some(SRCROOT),
     }
 }
 
+/// The bytes of a path, `/`-separated on every platform (on Windows, the WTF-8 bytes).
+fn path_bytes(path: &Path) -> Vec<u8> {
+    match path.to_str() {
+        Some(_) => slash_path(path).into_bytes(),
+        None => path.as_os_str().as_encoded_bytes().to_vec(),
+    }
+}
+
 /// Percent-encode everything but RFC 3986 unreserved characters and `/`.
-fn percent_encode(path: &str) -> String {
+fn percent_encode(path: &[u8]) -> String {
     let mut out = String::with_capacity(path.len());
-    for byte in path.bytes() {
+    for &byte in path {
         if byte.is_ascii_alphanumeric() || b"-._~/".contains(&byte) {
             out.push(byte as char);
         } else {

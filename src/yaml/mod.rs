@@ -99,6 +99,32 @@ pub enum YamlErrorKind {
     TooComplex,
 }
 
+/// The tab a tab error is about, as a byte offset in `content`: saphyr places such an error at
+/// the start of the plain scalar the tab follows (often on a line before), or just past the
+/// tab. The tab is the first one in the indentation of a line, from `at`'s line on; `None` when
+/// there is none.
+fn tab_near(content: &str, at: usize) -> Option<usize> {
+    let bytes = content.as_bytes();
+    let at = at.min(bytes.len());
+    let mut start = content[..at].rfind('\n').map_or(0, |i| i + 1);
+    loop {
+        let indent = bytes[start..]
+            .iter()
+            .take_while(|b| matches!(b, b' ' | b'\t'))
+            .count();
+        // on `at`'s own line, only an indentation that reaches `at` counts
+        if start > at || start + indent >= at {
+            if let Some(i) = bytes[start..start + indent]
+                .iter()
+                .position(|&b| b == b'\t')
+            {
+                return Some(start + i);
+            }
+        }
+        start += bytes[start..].iter().position(|&b| b == b'\n')? + 1;
+    }
+}
+
 /// Maps saphyr's character indexes to byte offsets in the file.
 struct Offsets<'a> {
     content: &'a str,
@@ -180,10 +206,17 @@ impl Yaml {
             let (event, span) = match item {
                 Ok(pair) => pair,
                 Err(err) => {
-                    let at = offsets.byte(err.marker().index());
+                    let mut at = offsets.byte(err.marker().index());
+                    let mut span = at..at;
+                    if err.info().contains("tab") {
+                        if let Some(tab) = tab_near(content, at - base) {
+                            at = base + tab;
+                            span = at..at + 1;
+                        }
+                    }
                     errors.push(YamlError {
                         kind: YamlErrorKind::Syntax,
-                        span: at..at,
+                        span,
                         message: err.info().to_string(),
                         first: None,
                     });
@@ -545,6 +578,30 @@ mod tests {
         assert_eq!(&text[y.node(v).span.clone()], "multi line\r\n  plain");
         assert_eq!(y.str(v), Some("multi line plain"));
         assert_eq!(&text[y.node(root).span.clone()], text.trim_end());
+    }
+
+    /// The error of a tab in indentation points at the tab, wherever saphyr places it (after a
+    /// plain scalar on the line before, or just past the tab), with a multi-byte character
+    /// before it.
+    #[test]
+    fn a_tab_error_points_at_the_tab() {
+        for text in [
+            "t:\n  d: é x\n\ttags: [a]\n",
+            "t:\n  d: é x\n  \ttags: [a]\n",
+            "t:\n  - é: a\n\t- b: c\n",
+            "t: é\n\tx: y\n",
+        ] {
+            let (y, errs) = parse(text);
+            assert!(y.is_none(), "{text:?}");
+            let tab = text.find('\t').unwrap();
+            assert_eq!(errs[0].kind, YamlErrorKind::Syntax, "{text:?}");
+            assert!(
+                errs[0].message.contains("tab"),
+                "{text:?}: {}",
+                errs[0].message
+            );
+            assert_eq!(errs[0].span, tab..tab + 1, "{text:?}: {}", errs[0].message);
+        }
     }
 
     #[test]

@@ -16,6 +16,7 @@ mod edits;
 mod fast_paths;
 mod index_md;
 mod ledger;
+mod lint_defects;
 mod parse_props;
 mod project_bank;
 mod report;

@@ -23,6 +23,7 @@ pub fn lesson() -> Command {
 }
 
 /// What one run of the binary did.
+#[derive(Debug)]
 pub struct Run {
     pub code: i32,
     pub stdout: String,
@@ -36,6 +37,16 @@ impl fmt::Display for Run {
             "exit: {}\n--- stdout\n{}--- stderr\n{}",
             self.code, self.stdout, self.stderr
         )
+    }
+}
+
+/// Run `lesson ARGS` in `cwd`, as it is (no recorder, no redaction).
+pub fn run_in(cwd: &Path, args: &[&str]) -> Run {
+    let out = lesson().args(args).current_dir(cwd).output().unwrap();
+    Run {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
     }
 }
 
@@ -67,6 +78,11 @@ impl Sandbox {
         let index = sandbox.run(&["index"]);
         assert_eq!(index.code, 0, "{index}");
         sandbox
+    }
+
+    /// The temp directory (the bank's parent).
+    pub fn path(&self) -> &Path {
+        self.tmp.path()
     }
 
     pub fn bank(&self) -> PathBuf {

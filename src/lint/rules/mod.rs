@@ -31,6 +31,7 @@ pub mod invalid_utf8;
 pub mod ledger_count_mismatch;
 pub mod ledger_torn_line;
 pub mod legacy_schema_id;
+pub mod merge_conflict;
 pub mod missing_counter_example;
 pub mod missing_frontmatter;
 pub mod missing_required_field;
@@ -88,6 +89,7 @@ pub static RULES: &[&Rule] = &[
     &yaml_too_complex::RULE,
     &frontmatter_not_mapping::RULE,
     &walk_error::RULE,
+    &merge_conflict::RULE,
     &missing_required_field::RULE,
     &unknown_field::RULE,
     &wrong_type::RULE,

@@ -39,10 +39,26 @@ fn check(bank: &Bank, out: &mut Vec<Diagnostic>) {
         let Some(lesson) = doc.lesson.as_deref() else {
             continue;
         };
+        let slug = &lesson.slug.value;
         let Some(stem) = doc.stem() else {
+            // a name that is not UTF-8 is never a slug: still a mismatch
+            let Some(name) = doc.source.path.file_name() else {
+                continue;
+            };
+            out.push(
+                Diagnostic::new(
+                    &RULE,
+                    &doc.source,
+                    lesson.slug.span.clone(),
+                    format!(
+                        "slug `{slug}` differs from the file name `{}`, which is not valid UTF-8",
+                        name.to_string_lossy()
+                    ),
+                )
+                .with_help(format!("rename the file to `{slug}.md`")),
+            );
             continue;
         };
-        let slug = &lesson.slug.value;
         if slug == stem {
             continue;
         }
