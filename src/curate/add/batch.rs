@@ -450,7 +450,7 @@ impl Batch {
             .keys()
             .map(|slug| crate::ledger::path(root, slug))
             .collect();
-        targets.extend(self.original.iter().map(|(path, _)| path.clone()));
+        targets.extend(self.original.keys().cloned());
         targets.extend(
             new_slugs
                 .iter()
