@@ -10,6 +10,7 @@ mod add;
 mod cli;
 mod corpora;
 mod dedup;
+mod defects;
 mod diagnostic_positions;
 mod distill;
 mod edits;
