@@ -13,6 +13,7 @@ use serde::Serialize;
 
 use crate::bank::{Bank, BankError, Status};
 use crate::document::Document;
+use crate::edit::{write_atomic, BankLock, EditError};
 use crate::lesson::Lesson;
 use crate::template::{Template, TemplateError};
 
@@ -21,12 +22,36 @@ pub const TEMPLATE: &str = "_index.md.j2";
 /// The built-in template.
 pub const BUILTIN_TEMPLATE: &str = include_str!("../templates/_index.md.j2");
 
-/// `_index.md` could not be rendered.
+/// `_index.md` could not be rendered or written.
 #[derive(Debug, thiserror::Error)]
 pub enum IndexError {
     /// The template could not be read, parsed or rendered.
     #[error(transparent)]
     Template(#[from] TemplateError),
+    /// The bank's lock could not be taken.
+    #[error("cannot lock the bank at {path}")]
+    Lock {
+        /// The bank.
+        path: String,
+        /// Why.
+        #[source]
+        source: EditError,
+    },
+    /// The bank could not be read.
+    #[error("cannot load the bank at {path}")]
+    Load {
+        /// The bank.
+        path: String,
+        /// Why.
+        #[source]
+        source: BankError,
+    },
+    /// The bank is missing.
+    #[error(transparent)]
+    Bank(#[from] BankError),
+    /// The file could not be written.
+    #[error(transparent)]
+    Edit(#[from] EditError),
 }
 
 /// One lesson as the index shows it.
@@ -685,6 +710,73 @@ fn render_builtin<C: Cells>(lessons: &[C]) -> Rendered {
 /// Whether the bank's `_index.md` exists and equals `rendered`.
 pub fn is_current(bank: &Bank, rendered: &str) -> bool {
     bank.index.as_ref().is_some_and(|s| s.text == rendered)
+}
+
+/// Write an already rendered `_index.md` (atomically) unless the bank's file holds exactly
+/// that; whether it was written. The one place `_index.md` is written: the caller holds the
+/// bank's lock.
+pub fn write_if_changed(bank: &Bank, rendered: &Rendered) -> Result<bool, EditError> {
+    if bank
+        .index
+        .as_ref()
+        .is_some_and(|s| rendered.matches(&s.text))
+    {
+        return Ok(false);
+    }
+    let text: Cow<'_, str> = match rendered.pieces.as_slice() {
+        [one] => Cow::Borrowed(one),
+        pieces => Cow::Owned(pieces.concat()),
+    };
+    write_atomic(&bank.root, &bank.index_path(), text.as_bytes())?;
+    Ok(true)
+}
+
+/// Render the bank's `_index.md` and write it when the file differs; whether it was written.
+/// The caller holds the bank's lock.
+pub fn refresh(bank: &Bank) -> Result<bool, IndexError> {
+    let rendered = render_parts(bank)?;
+    Ok(write_if_changed(bank, &rendered)?)
+}
+
+/// What [`write`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IndexWrite {
+    /// The bank's `_index.md`.
+    pub path: std::path::PathBuf,
+    /// How many lessons it lists.
+    pub lessons: usize,
+    /// Whether the file was written (false: it was up to date).
+    pub written: bool,
+}
+
+/// `lesson index`: under the bank's lock, render the `_index.md` of the bank at `root` as of
+/// `now` and write it when the file differs. A missing bank is an error, not a directory to
+/// create.
+pub fn write(root: &Path, now: jiff::Timestamp) -> Result<IndexWrite, IndexError> {
+    if !root.is_dir() {
+        return Err(BankError::NotFound(root.display().to_string()).into());
+    }
+    let mut lock = BankLock::open(root).map_err(|source| IndexError::Lock {
+        path: root.display().to_string(),
+        source,
+    })?;
+    lock.with(|| {
+        let (bank, scanned) = scan(root, now, true).map_err(|source| IndexError::Load {
+            path: root.display().to_string(),
+            source,
+        })?;
+        let lessons = scanned.len();
+        let template = Template::load(&bank.root, TEMPLATE, BUILTIN_TEMPLATE)?;
+        let rendered = scanned.render(&template)?;
+        // thousands of rows: freed in parallel, as `Rendered::into_string` frees its pieces
+        scanned.rows.into_par_iter().for_each(drop);
+        let written = write_if_changed(&bank, &rendered)?;
+        Ok(IndexWrite {
+            path: bank.index_path(),
+            lessons,
+            written,
+        })
+    })?
 }
 
 #[cfg(test)]

@@ -10,6 +10,8 @@
 
 pub mod add;
 pub mod archive;
+pub mod init;
+pub mod new;
 pub mod record;
 pub mod review;
 pub mod supersede;
@@ -271,19 +273,4 @@ fn uneditable(doc: &Document, e: Unedit) -> CurateError {
         path: doc.source.path.display().to_string(),
         reason: e.0,
     }
-}
-
-/// Write `_index.md` when the bank's rendering differs from the file; whether it was written.
-pub fn refresh_index(bank: &Bank) -> Result<bool, CurateError> {
-    let rendered = crate::index_md::render(bank)?;
-    write_index(bank, &rendered)
-}
-
-/// Write an already rendered `_index.md` unless the file holds it; whether it was written.
-fn write_index(bank: &Bank, rendered: &str) -> Result<bool, CurateError> {
-    if crate::index_md::is_current(bank, rendered) {
-        return Ok(false);
-    }
-    crate::edit::write_atomic(&bank.root, &bank.index_path(), rendered.as_bytes())?;
-    Ok(true)
 }

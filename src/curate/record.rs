@@ -4,15 +4,15 @@
 use std::path::PathBuf;
 
 use super::{edited, file_counts, find, frontmatter, json_without, lesson_of, locked};
-use super::{with_import, write_index, CurateError, Stamp};
+use super::{with_import, CurateError, Stamp};
 use crate::bank::{Bank, Overlay};
+use crate::curate::new::NewEvidence;
 use crate::document::Document;
 use crate::edit::frontmatter::NewItem;
 use crate::ledger::{
     Applied, Counts, Delta, Event, EventKind, EvidenceRef, Ledger, LineProblem, OutcomeEvent,
     RunOutcome,
 };
-use crate::scaffold::NewEvidence;
 
 /// What to record.
 #[derive(Debug, Clone)]
@@ -79,13 +79,13 @@ fn record_locked(
     // counts and evidence do not change supersession: the loaded bank stays valid with the new
     // file, and the index is rendered before anything is written (a broken template stops here)
     bank.documents[i] = planned.doc;
-    let index = crate::index_md::render(&bank)?;
+    let index = crate::index_md::render_parts(&bank)?;
 
     ledger.append(root, &planned.events)?;
     if planned.recorded.changed {
         crate::edit::write_atomic(root, &planned.recorded.path, new_text.as_bytes())?;
     }
-    write_index(&bank, &index)?;
+    crate::index_md::write_if_changed(&bank, &index)?;
     Ok(planned.recorded)
 }
 

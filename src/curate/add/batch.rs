@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use super::{AddError, Prepared};
 use crate::bank::Bank;
-use crate::curate::{edited, find, frontmatter, lesson_of, with_import, write_index};
+use crate::curate::{edited, find, frontmatter, lesson_of, with_import};
 use crate::curate::{CurateError, Stamp};
 use crate::dedup::Pair;
 use crate::document::Document;
@@ -216,7 +216,7 @@ impl Batch {
 
     fn create(&mut self, candidate: &Prepared) -> Result<Admitted, CurateError> {
         let slug = candidate.lesson.slug.value.clone();
-        if let Some(path) = crate::scaffold::existing(&self.bank, &slug) {
+        if let Some(path) = crate::curate::new::existing(&self.bank, &slug) {
             return Err(CurateError::Refused(format!(
                 "{}: the slug `{slug}` is taken by {} (an archived lesson or a ledger keeps it); give the candidate another slug",
                 candidate.label,
@@ -237,7 +237,7 @@ impl Batch {
                 ))
             })?;
         }
-        let path = crate::scaffold::lesson_path(&self.bank.root, &slug);
+        let path = crate::curate::new::lesson_path(&self.bank.root, &slug);
         let doc = Document::parse(
             Source::new(path.clone(), candidate.doc.source.text.clone()),
             None,
@@ -361,11 +361,11 @@ impl Batch {
     /// the batch with nothing written.
     pub fn commit(self) -> Result<(), AddError> {
         let root = self.bank.root.clone();
-        let index = crate::index_md::render(&self.bank).map_err(CurateError::from)?;
+        let index = crate::index_md::render_parts(&self.bank).map_err(CurateError::from)?;
         self.write(&root, &index).map_err(AddError::PartlyWritten)
     }
 
-    fn write(self, root: &Path, index: &str) -> Result<(), CurateError> {
+    fn write(self, root: &Path, index: &crate::index_md::Rendered) -> Result<(), CurateError> {
         let mut ledgers = self.ledgers;
         let mut append = |slug: &str, events: &[Event]| -> Result<(), CurateError> {
             if events.is_empty() {
@@ -397,14 +397,14 @@ impl Batch {
             }
         }
         for slug in new_slugs {
-            let path = crate::scaffold::lesson_path(root, slug);
+            let path = crate::curate::new::lesson_path(root, slug);
             let doc = by_path[path.as_path()];
             crate::edit::write_atomic(root, &path, doc.source.text.as_bytes())?;
             if let Some(events) = self.pending.get(slug) {
                 append(slug, events)?;
             }
         }
-        write_index(&self.bank, index)?;
+        crate::index_md::write_if_changed(&self.bank, index)?;
         Ok(())
     }
 }
