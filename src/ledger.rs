@@ -29,7 +29,6 @@
 //! mangled it) is reported with its line number and ignored, never fatal; an event this version
 //! does not know is kept and ignored, so that older and newer versions can share a bank.
 
-use std::fmt;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
@@ -37,6 +36,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::edit::EditError;
+/// The counts events carry are the lesson model's.
+pub use crate::lesson::Counts;
 
 /// The directory of ledgers, inside the bank.
 pub const LOG_DIR: &str = "_log";
@@ -73,21 +74,6 @@ fn hostname() -> Option<String> {
         .or_else(|| from_file("/etc/hostname"))
         .map(|h| h.trim().to_string())
         .filter(|h| !h.is_empty())
-}
-
-/// `success_count` and `failure_count`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Counts {
-    /// Times the lesson worked when applied.
-    pub success_count: u64,
-    /// Times its claim was contradicted.
-    pub failure_count: u64,
-}
-
-impl fmt::Display for Counts {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}/{}", self.success_count, self.failure_count)
-    }
 }
 
 /// Whether the lesson's advice was followed in the run.

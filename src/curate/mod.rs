@@ -24,7 +24,7 @@ use crate::document::Document;
 use crate::edit::frontmatter::{Frontmatter, Unedit};
 use crate::edit::{BankLock, EditError};
 use crate::index_md::IndexError;
-use crate::ledger::{Counts, Event, EventKind, Ledger, LedgerError};
+use crate::ledger::{Event, EventKind, Ledger, LedgerError};
 use crate::lesson::{slug_problem, Lesson};
 use crate::source::Source;
 
@@ -204,20 +204,12 @@ fn lesson_of(doc: &Document) -> &Lesson {
     doc.lesson.as_ref().expect("found documents hold a lesson")
 }
 
-/// A lesson's counts as written (0 when absent).
-pub fn file_counts(lesson: &Lesson) -> Counts {
-    Counts {
-        success_count: lesson.successes(),
-        failure_count: lesson.failures(),
-    }
-}
-
 /// The events to append to a ledger: an `imported` event first when the ledger says nothing
 /// about the counts yet (so that the lesson's own counts become its initial values).
 pub fn with_import(ledger: &Ledger, lesson: &Lesson, stamp: &Stamp, kind: EventKind) -> Vec<Event> {
     let mut events = Vec::new();
     if ledger.needs_import() {
-        events.push(stamp.event(EventKind::Imported(file_counts(lesson))));
+        events.push(stamp.event(EventKind::Imported(lesson.counts())));
     }
     events.push(stamp.event(kind));
     events

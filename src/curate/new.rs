@@ -402,7 +402,7 @@ fn created_event(root: &Path, draft: &Draft, stamp: &Stamp) -> Result<(), NewErr
     else {
         return Ok(());
     };
-    let kind = EventKind::Created(super::file_counts(lesson));
+    let kind = EventKind::Created(lesson.counts());
     let mut ledger = Ledger::read(root, &lesson.slug.value)?;
     ledger.append(root, &[stamp.event(kind)])?;
     Ok(())

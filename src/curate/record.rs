@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use super::{edited, file_counts, find, frontmatter, json_without, lesson_of, locked};
+use super::{edited, find, frontmatter, json_without, lesson_of, locked};
 use super::{with_import, CurateError, Stamp};
 use crate::bank::{Bank, Overlay};
 use crate::curate::new::NewEvidence;
@@ -126,7 +126,7 @@ pub fn plan(
         evidence: evidence.clone(),
     };
     let already = already_recorded(ledger, &outcome)?;
-    let before = file_counts(lesson);
+    let before = lesson.counts();
     let mut after = match ledger.tally() {
         Some(t) => t.counts(),
         None => before,
@@ -156,8 +156,8 @@ pub fn plan(
         );
     }
     let new = edited(doc, &edits, |old, new| {
-        if file_counts(new) != after {
-            return Some(format!("the counts read {}, not {after}", file_counts(new)));
+        if new.counts() != after {
+            return Some(format!("the counts read {}, not {after}", new.counts()));
         }
         let mut expected: Vec<_> = old.evidence.iter().map(evidence_key).collect();
         if !listed {

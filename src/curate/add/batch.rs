@@ -12,7 +12,8 @@ use crate::curate::{CurateError, Stamp};
 use crate::dedup::Pair;
 use crate::document::Document;
 use crate::edit::frontmatter::NewItem;
-use crate::ledger::{Counts, Event, EventKind, EvidenceRef, Ledger, Merge};
+use crate::ledger::{Event, EventKind, EvidenceRef, Ledger, Merge};
+use crate::lesson::Counts;
 use crate::source::Source;
 
 /// Why a candidate went into an existing lesson.
