@@ -2,6 +2,7 @@
 
 pub mod fix;
 pub mod rules;
+pub mod schema_walk;
 mod suppression;
 
 use std::collections::HashMap;
@@ -114,7 +115,7 @@ pub struct FileContext<'a> {
     /// The instant expiry is judged at.
     pub now: jiff::Timestamp,
     /// The schema's closed mappings in this file, computed on first use by any rule.
-    pub(crate) objects: std::cell::OnceCell<Vec<rules::schema_walk::Object>>,
+    pub(crate) objects: std::cell::OnceCell<Vec<schema_walk::Object>>,
 }
 
 impl<'a> FileContext<'a> {

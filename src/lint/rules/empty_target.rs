@@ -1,8 +1,8 @@
 //! `empty-target` (S012).
 
-use super::schema_walk::{Frontmatter, ObjectKind};
 use crate::declare_rule;
 use crate::diagnostic::Diagnostic;
+use crate::lint::schema_walk::{Frontmatter, ObjectKind};
 use crate::lint::{Check, FileContext};
 
 declare_rule! {

@@ -1,8 +1,8 @@
 //! `invalid-count` (S014).
 
-use super::schema_walk::Frontmatter;
 use crate::declare_rule;
 use crate::diagnostic::Diagnostic;
+use crate::lint::schema_walk::Frontmatter;
 use crate::lint::{Check, FileContext};
 use crate::yaml::Scalar;
 

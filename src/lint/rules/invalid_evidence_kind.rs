@@ -1,9 +1,9 @@
 //! `invalid-evidence-kind` (S010).
 
-use super::schema_walk::{closest, excerpt, one_of, Frontmatter};
 use crate::declare_rule;
 use crate::diagnostic::Diagnostic;
 use crate::lesson::EvidenceKind;
+use crate::lint::schema_walk::{closest, excerpt, one_of, Frontmatter};
 use crate::lint::{Check, FileContext};
 
 declare_rule! {

@@ -1,9 +1,9 @@
 //! `invalid-supersedes-slug` (S015).
 
-use super::schema_walk::{excerpt, slug_help, Frontmatter};
 use crate::declare_rule;
 use crate::diagnostic::Diagnostic;
 use crate::lesson::slug_problem;
+use crate::lint::schema_walk::{excerpt, slug_help, Frontmatter};
 use crate::lint::{Check, FileContext};
 
 declare_rule! {

@@ -1,8 +1,8 @@
 //! `invalid-tag` (S008).
 
-use super::schema_walk::{excerpt, tag_problem, Frontmatter};
 use crate::declare_rule;
 use crate::diagnostic::Diagnostic;
+use crate::lint::schema_walk::{excerpt, tag_problem, Frontmatter};
 use crate::lint::{Check, FileContext};
 
 /// The schema's `maxItems` for `trigger.tags`.

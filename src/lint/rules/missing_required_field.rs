@@ -1,8 +1,8 @@
 //! `missing-required-field` (S001).
 
-use super::schema_walk::{list, Frontmatter, ObjectKind};
 use crate::declare_rule;
 use crate::diagnostic::Diagnostic;
+use crate::lint::schema_walk::{list, Frontmatter, ObjectKind};
 use crate::lint::{Check, FileContext};
 
 declare_rule! {

@@ -1,8 +1,8 @@
 //! `misspelled-field` (S019).
 
-use super::schema_walk::Frontmatter;
 use crate::declare_rule;
 use crate::diagnostic::{Diagnostic, Edit, Fix};
+use crate::lint::schema_walk::Frontmatter;
 use crate::lint::{Check, FileContext};
 
 declare_rule! {

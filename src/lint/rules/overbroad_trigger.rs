@@ -1,9 +1,9 @@
 //! `overbroad-trigger` (T001).
 
-use super::schema_walk::{excerpt, matches_everything, Frontmatter, ObjectKind};
 use crate::declare_rule;
 use crate::diagnostic::Diagnostic;
 use crate::lesson::TARGET_KEYS;
+use crate::lint::schema_walk::{excerpt, matches_everything, Frontmatter, ObjectKind};
 use crate::lint::{Check, FileContext};
 
 declare_rule! {

@@ -1,9 +1,9 @@
 //! `vendor-redefines-standard-field` (S018).
 
-use super::schema_walk::Frontmatter;
 use crate::declare_rule;
 use crate::diagnostic::Diagnostic;
 use crate::lesson::TOP_LEVEL_KEYS;
+use crate::lint::schema_walk::Frontmatter;
 use crate::lint::{Check, FileContext};
 use crate::yaml::NodeId;
 

@@ -1,8 +1,8 @@
 //! `wrong-type` (S003).
 
-use super::schema_walk::{Frontmatter, ObjectKind};
 use crate::declare_rule;
 use crate::diagnostic::Diagnostic;
+use crate::lint::schema_walk::{Frontmatter, ObjectKind};
 use crate::lint::{Check, FileContext};
 use crate::yaml::{NodeId, Scalar};
 
@@ -161,7 +161,7 @@ fn help(fm: &Frontmatter<'_>, want: Want, value: NodeId) -> Option<String> {
         }
         (Want::Strings, Some(Scalar::Str(s))) => Some(format!(
             "write a sequence, even for one item: `[{}]`",
-            super::schema_walk::excerpt(s)
+            crate::lint::schema_walk::excerpt(s)
         )),
         _ => None,
     }

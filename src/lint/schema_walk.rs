@@ -146,6 +146,24 @@ impl<'a> Frontmatter<'a> {
         })
     }
 
+    /// The prologue of a rule on one top-level field: the file's frontmatter and `key`'s
+    /// (key, value) nodes, when the frontmatter is a mapping that has `key`.
+    pub fn field(ctx: &'a FileContext<'a>, key: &str) -> Option<(Self, NodeId, NodeId)> {
+        let fm = Frontmatter::of(ctx)?;
+        let (key, value) = fm.get(fm.root, key)?;
+        Some((fm, key, value))
+    }
+
+    /// [`Frontmatter::field`] when the value is a string: also the string.
+    pub fn string_field(
+        ctx: &'a FileContext<'a>,
+        key: &str,
+    ) -> Option<(Self, NodeId, NodeId, &'a str)> {
+        let (fm, key, value) = Frontmatter::field(ctx, key)?;
+        let text = fm.string(value)?;
+        Some((fm, key, value, text))
+    }
+
     /// The file's source, for [`crate::diagnostic::Diagnostic::new`].
     pub fn source(&self) -> &'a Source {
         &self.doc.source
