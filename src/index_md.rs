@@ -1,8 +1,8 @@
 //! `_index.md`: rendered from `templates/_index.md.j2`, deterministic byte for byte.
 //!
 //! The template is built in and can be overridden by the bank's own `templates/_index.md.j2`.
-//! Its context is `lessons` (a list of [`Entry`], sorted by slug then path) and `counts`
-//! ([`Counts`]); the filter `cell` makes a value safe for a markdown table cell.
+//! Its context is `lessons` (a list of [`IndexEntry`], sorted by slug then path) and `counts`
+//! ([`StatusCounts`]); the filter `cell` makes a value safe for a markdown table cell.
 
 use std::borrow::Cow;
 use std::fmt::Write as _;
@@ -56,7 +56,7 @@ pub enum IndexError {
 
 /// One lesson as the index shows it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Entry {
+pub struct IndexEntry {
     /// The lesson's slug.
     pub slug: String,
     /// The file, relative to the bank, with `/` separators.
@@ -83,7 +83,7 @@ pub struct Entry {
 
 /// How many lessons there are, by status.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
-pub struct Counts {
+pub struct StatusCounts {
     /// Every lesson.
     pub total: usize,
     /// Active lessons.
@@ -97,13 +97,13 @@ pub struct Counts {
 #[derive(Serialize)]
 struct Context {
     lessons: minijinja::Value,
-    counts: Counts,
+    counts: StatusCounts,
 }
 
 /// The entries as a template sequence whose items become template values one at a time, as the
 /// template reaches them: a bank of 100,000 lessons is never held as a tree of values.
 #[derive(Debug)]
-struct Lazy(Vec<Entry>);
+struct Lazy(Vec<IndexEntry>);
 
 impl minijinja::value::Object for Lazy {
     fn repr(self: &std::sync::Arc<Self>) -> minijinja::value::ObjectRepr {
@@ -129,7 +129,7 @@ pub fn status_text(status: &Status) -> String {
 }
 
 /// Every lesson of the bank as an index entry, sorted by slug, then path.
-pub fn entries(bank: &Bank) -> Vec<Entry> {
+pub fn entries(bank: &Bank) -> Vec<IndexEntry> {
     rows(bank).into_par_iter().map(Row::into_entry).collect()
 }
 
@@ -199,12 +199,12 @@ impl<'a> Row<'a> {
         }
     }
 
-    fn into_entry(self) -> Entry {
+    fn into_entry(self) -> IndexEntry {
         let superseded_by = match &self.status {
             Status::Superseded(by) => by.clone(),
             _ => Vec::new(),
         };
-        Entry {
+        IndexEntry {
             link: link(&self.slug, &self.path),
             slug: self.slug.into_owned(),
             path: self.path,
@@ -239,7 +239,7 @@ impl Scanned {
     }
 
     /// The rows as index entries (what a template sees).
-    pub fn into_entries(self) -> Vec<Entry> {
+    pub fn into_entries(self) -> Vec<IndexEntry> {
         self.rows.into_par_iter().map(Row::into_entry).collect()
     }
 
@@ -368,14 +368,14 @@ fn unreserved(b: u8) -> bool {
 }
 
 /// Count entries by status.
-pub fn counts(entries: &[Entry]) -> Counts {
+pub fn counts(entries: &[IndexEntry]) -> StatusCounts {
     counts_of(entries.iter().map(|e| e.state))
 }
 
-fn counts_of<'s>(states: impl ExactSizeIterator<Item = &'s str>) -> Counts {
-    let mut c = Counts {
+fn counts_of<'s>(states: impl ExactSizeIterator<Item = &'s str>) -> StatusCounts {
+    let mut c = StatusCounts {
         total: states.len(),
-        ..Counts::default()
+        ..StatusCounts::default()
     };
     for state in states {
         match state {
@@ -503,7 +503,7 @@ fn builtin(template: &Template) -> bool {
 /// template engine; the tests turn it off to hold the two to the same bytes.
 pub fn render_entries(
     template: &Template,
-    lessons: Vec<Entry>,
+    lessons: Vec<IndexEntry>,
     direct: bool,
 ) -> Result<String, IndexError> {
     if direct && builtin(template) {
@@ -516,7 +516,7 @@ pub fn render_entries(
     })?)
 }
 
-/// The cells of one row of the built-in template's table: an [`Entry`] (what the template
+/// The cells of one row of the built-in template's table: an [`IndexEntry`] (what the template
 /// sees) or a [`Row`] (written straight from the lesson, without building the entry).
 trait Cells: Sync {
     fn state(&self) -> &'static str;
@@ -532,7 +532,7 @@ trait Cells: Sync {
     fn status(&self, out: &mut String, scratch: &mut String);
 }
 
-impl Cells for Entry {
+impl Cells for IndexEntry {
     fn state(&self) -> &'static str {
         self.state
     }

@@ -508,7 +508,7 @@ impl Known {
 
 /// An event and the line it stands on.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Entry {
+pub struct LedgerEntry {
     /// 1-based line number.
     pub line: usize,
     /// The event.
@@ -569,7 +569,7 @@ pub struct Ledger {
     /// Whether the file exists.
     pub exists: bool,
     /// Every whole event, in file order.
-    pub entries: Vec<Entry>,
+    pub entries: Vec<LedgerEntry>,
     /// Lines that are not whole events.
     pub problems: Vec<LineProblem>,
     lines: usize,
@@ -621,7 +621,7 @@ impl Ledger {
                     .map_err(|_| "not UTF-8".to_string())
                     .and_then(Event::parse);
                 match parsed {
-                    Ok(event) => ledger.entries.push(Entry {
+                    Ok(event) => ledger.entries.push(LedgerEntry {
                         line: number,
                         event,
                     }),
@@ -656,7 +656,7 @@ impl Ledger {
     }
 
     /// The outcome events, in order.
-    pub fn outcomes(&self) -> impl Iterator<Item = (&Entry, &OutcomeEvent)> {
+    pub fn outcomes(&self) -> impl Iterator<Item = (&LedgerEntry, &OutcomeEvent)> {
         self.entries.iter().filter_map(|e| match &e.event.kind {
             EventKind::Outcome(o) => Some((e, o)),
             _ => None,
@@ -714,7 +714,7 @@ impl Ledger {
         self.exists = true;
         for event in events {
             self.lines += 1;
-            self.entries.push(Entry {
+            self.entries.push(LedgerEntry {
                 line: self.lines,
                 event: event.clone(),
             });

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use clap::{Args, ValueEnum};
 use lesson::bank::{Bank, Status};
 use lesson::document::Document;
-use lesson::index_md::{self, Entry};
+use lesson::index_md::{self, IndexEntry};
 use lesson::lesson::{Lesson, Target};
 use serde::Serialize;
 
@@ -126,7 +126,7 @@ pub fn run(root: &Path, args: ListArgs) -> anyhow::Result<ExitCode> {
     };
     match args.format {
         OutputFormat::Text => {
-            let entries: Vec<Entry> = index_md::entries(&bank)
+            let entries: Vec<IndexEntry> = index_md::entries(&bank)
                 .into_iter()
                 .filter(|e| keep(e.state))
                 .collect();
@@ -149,7 +149,7 @@ pub fn run(root: &Path, args: ListArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// An aligned table: slug, outcome, confidence, successes/failures, status, title.
-fn table(entries: &[Entry]) -> String {
+fn table(entries: &[IndexEntry]) -> String {
     if entries.is_empty() {
         return String::new();
     }

@@ -2,7 +2,7 @@
 
 use crate::declare_rule;
 use crate::diagnostic::Diagnostic;
-use crate::lint::schema_walk::Frontmatter;
+use crate::lint::schema_walk::FrontmatterView;
 use crate::lint::{Check, FileContext};
 use crate::yaml::Scalar;
 
@@ -30,7 +30,7 @@ declare_rule! {
 }
 
 fn check(ctx: &FileContext<'_>, out: &mut Vec<Diagnostic>) {
-    let Some((fm, key, value)) = Frontmatter::field(ctx, "confidence") else {
+    let Some((fm, key, value)) = FrontmatterView::field(ctx, "confidence") else {
         return;
     };
     let number = match fm.yaml.scalar(value) {

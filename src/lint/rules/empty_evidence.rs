@@ -2,7 +2,7 @@
 
 use crate::declare_rule;
 use crate::diagnostic::Diagnostic;
-use crate::lint::schema_walk::Frontmatter;
+use crate::lint::schema_walk::FrontmatterView;
 use crate::lint::{Check, FileContext};
 
 declare_rule! {
@@ -29,7 +29,7 @@ declare_rule! {
 }
 
 fn check(ctx: &FileContext<'_>, out: &mut Vec<Diagnostic>) {
-    let Some((fm, key, value)) = Frontmatter::field(ctx, "evidence") else {
+    let Some((fm, key, value)) = FrontmatterView::field(ctx, "evidence") else {
         return;
     };
     if fm.yaml.seq(value).is_some_and(<[_]>::is_empty) {

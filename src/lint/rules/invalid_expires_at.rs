@@ -3,7 +3,7 @@
 use crate::declare_rule;
 use crate::diagnostic::Diagnostic;
 use crate::lesson::Expiry;
-use crate::lint::schema_walk::{excerpt, Frontmatter};
+use crate::lint::schema_walk::{excerpt, FrontmatterView};
 use crate::lint::{Check, FileContext};
 
 declare_rule! {
@@ -33,7 +33,7 @@ declare_rule! {
 }
 
 fn check(ctx: &FileContext<'_>, out: &mut Vec<Diagnostic>) {
-    let Some((fm, key, value, text)) = Frontmatter::string_field(ctx, "expires_at") else {
+    let Some((fm, key, value, text)) = FrontmatterView::string_field(ctx, "expires_at") else {
         return;
     };
     if Expiry::parse(text).is_some() {

@@ -3,7 +3,7 @@
 use crate::declare_rule;
 use crate::diagnostic::Diagnostic;
 use crate::lesson::Outcome;
-use crate::lint::schema_walk::{closest, excerpt, one_of, Frontmatter};
+use crate::lint::schema_walk::{closest, excerpt, one_of, FrontmatterView};
 use crate::lint::{Check, FileContext};
 
 declare_rule! {
@@ -31,7 +31,7 @@ declare_rule! {
 }
 
 fn check(ctx: &FileContext<'_>, out: &mut Vec<Diagnostic>) {
-    let Some((fm, key, value, outcome)) = Frontmatter::string_field(ctx, "outcome") else {
+    let Some((fm, key, value, outcome)) = FrontmatterView::string_field(ctx, "outcome") else {
         return;
     };
     if Outcome::parse(outcome).is_some() {

@@ -3,7 +3,7 @@
 use crate::declare_rule;
 use crate::diagnostic::Diagnostic;
 use crate::lesson::{LEGACY_SCHEMAS, SCHEMA};
-use crate::lint::schema_walk::{excerpt, Frontmatter};
+use crate::lint::schema_walk::{excerpt, FrontmatterView};
 use crate::lint::{Check, FileContext};
 
 declare_rule! {
@@ -31,7 +31,7 @@ declare_rule! {
 }
 
 fn check(ctx: &FileContext<'_>, out: &mut Vec<Diagnostic>) {
-    let Some((fm, key, value, id)) = Frontmatter::string_field(ctx, "schema") else {
+    let Some((fm, key, value, id)) = FrontmatterView::string_field(ctx, "schema") else {
         return;
     };
     if id == SCHEMA || LEGACY_SCHEMAS.contains(&id) {

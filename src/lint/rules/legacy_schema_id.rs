@@ -3,7 +3,7 @@
 use crate::declare_rule;
 use crate::diagnostic::{Diagnostic, Edit, Fix};
 use crate::lesson::{LEGACY_SCHEMAS, SCHEMA};
-use crate::lint::schema_walk::Frontmatter;
+use crate::lint::schema_walk::FrontmatterView;
 use crate::lint::{Check, FileContext};
 
 declare_rule! {
@@ -31,7 +31,7 @@ declare_rule! {
 }
 
 fn check(ctx: &FileContext<'_>, out: &mut Vec<Diagnostic>) {
-    let Some((fm, key, value)) = Frontmatter::field(ctx, "schema") else {
+    let Some((fm, key, value)) = FrontmatterView::field(ctx, "schema") else {
         return;
     };
     let Some(id) = fm.string(value).filter(|id| LEGACY_SCHEMAS.contains(id)) else {
