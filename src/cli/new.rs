@@ -104,8 +104,17 @@ pub fn run(root: &Path, args: NewArgs) -> anyhow::Result<ExitCode> {
     }
 }
 
-/// Print the draft's findings to stderr; whether any of them blocks writing.
+/// Print the draft's findings (and the lesson it nearly duplicates) to stderr; whether any of
+/// them blocks writing.
 fn refused(draft: &Draft) -> bool {
+    if let Some(pair) = &draft.near {
+        eprintln!(
+            "warning: `{}` looks like a near-duplicate of `{}` (score {:.2}: slug {:.2}, text \
+             {:.2}); `lesson add` would merge it there: make the trigger distinct, or `lesson \
+             supersede {} --by {}` if it replaces it",
+            pair.b, pair.a, pair.score, pair.slug_similarity, pair.text_similarity, pair.a, pair.b
+        );
+    }
     if !draft.findings.is_empty() {
         let text = report::render(
             Format::Full,

@@ -239,6 +239,9 @@ pub struct Draft {
     pub bank: Bank,
     /// Findings on the draft, minus `index-stale` and sub-error findings in the placeholder body.
     pub findings: Vec<Diagnostic>,
+    /// The existing lesson it looks like a near-duplicate of (`a` is that lesson's slug), as
+    /// `lesson add` and `lesson dedup` judge it: `new` writes it all the same, with a warning.
+    pub near: Option<crate::dedup::Pair>,
 }
 
 impl Draft {
@@ -298,6 +301,11 @@ pub fn draft(mut bank: Bank, new: &NewLesson) -> Result<Draft, NewError> {
     let doc = Document::parse(Source::new(path.clone(), text.clone()), None);
     let body_start = doc.body.as_ref().map_or(usize::MAX, |b| b.start);
     let read_back = doc.lesson.clone();
+    // the lesson `lesson add` would have merged it into, if any (a bank whose dedup settings
+    // are invalid says so in `lesson dedup`; here it only means no hint)
+    let near = read_back
+        .as_deref()
+        .and_then(|lesson| crate::dedup::duplicate_of(&bank, lesson).ok().flatten());
     let at = bank.documents.partition_point(|d| d.source.path < path);
     bank.documents.insert(at, doc);
 
@@ -315,6 +323,7 @@ pub fn draft(mut bank: Bank, new: &NewLesson) -> Result<Draft, NewError> {
         text,
         bank,
         findings,
+        near,
     };
     if draft.refused() {
         return Ok(draft);

@@ -219,3 +219,48 @@ fn the_recorder_is_never_unknown() {
     git(&["config", "user.email", "ana@example.org"]);
     assert_eq!(recorded_by(repo.path(), "run:who-2"), "ana@example.org");
 }
+
+/// Item 18: `lesson new` of a near-duplicate warns with the nearest lesson and its score (it
+/// still writes: a human asked for it); a distinct lesson gets no such warning.
+#[test]
+fn new_warns_about_a_near_duplicate() {
+    let s = Sandbox::with_bank("tests/fixtures/banks/retrieve");
+    let new = |slug: &str, title: &str, trigger: &str| {
+        s.run(&[
+            "new",
+            slug,
+            "--title",
+            title,
+            "--trigger",
+            trigger,
+            "--tag",
+            "ci",
+            "--evidence",
+            "run:r1",
+        ])
+    };
+    let near = new(
+        "cache-cargo-registry-in-ci-again",
+        "Cache the cargo registry, not the target directory, in CI.",
+        "Speeding up a slow Rust CI build.",
+    );
+    assert_eq!(near.code, 0, "{near}");
+    assert!(
+        near.stderr.contains(
+            "warning: `cache-cargo-registry-in-ci-again` looks like a near-duplicate of \
+             `cache-cargo-registry-in-ci` (score "
+        ),
+        "{near}"
+    );
+    assert!(s
+        .bank()
+        .join("cache-cargo-registry-in-ci-again.md")
+        .is_file());
+    let distinct = new(
+        "water-the-ferns",
+        "Water the ferns before the nightly CI job.",
+        "Office plants wilting over the weekend.",
+    );
+    assert_eq!(distinct.code, 0, "{distinct}");
+    assert!(!distinct.stderr.contains("near-duplicate"), "{distinct}");
+}
