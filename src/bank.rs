@@ -16,8 +16,6 @@ use crate::walk::RootDir;
 pub const INDEX_FILE: &str = "_index.md";
 /// The environment variable that names a bank.
 pub const DIR_ENV: &str = "LESSON_DIR";
-/// The environment variable that fixes "now" (RFC 3339), for reproducible runs and tests.
-pub const NOW_ENV: &str = "LESSON_NOW";
 
 /// Loading a bank failed.
 #[derive(Debug, thiserror::Error)]
@@ -36,9 +34,6 @@ pub enum BankError {
         /// Why.
         message: String,
     },
-    /// `LESSON_NOW` is not an RFC 3339 timestamp.
-    #[error("{NOW_ENV}={0} is not an RFC 3339 timestamp")]
-    Now(String),
 }
 
 pub use crate::walk::WalkProblem;
@@ -114,11 +109,25 @@ pub fn relative_to(path: &Path, base: &Path) -> PathBuf {
     }
 }
 
-/// "Now": `LESSON_NOW` when set, else the system clock.
-pub fn now_from_env() -> Result<jiff::Timestamp, BankError> {
-    match std::env::var(NOW_ENV) {
-        Ok(v) => v.parse().map_err(|_| BankError::Now(v)),
-        Err(_) => Ok(jiff::Timestamp::now()),
+/// Where "now" comes from: the system clock, or a fixed instant (the command line's
+/// `LESSON_NOW`, tests). The library reads no environment: a front end builds the clock, and a
+/// long-lived process (`lesson watch`, a server) asks it at each use.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Clock {
+    /// The system clock, read at each use.
+    #[default]
+    System,
+    /// Always this instant.
+    Fixed(jiff::Timestamp),
+}
+
+impl Clock {
+    /// The instant now.
+    pub fn now(self) -> jiff::Timestamp {
+        match self {
+            Clock::System => jiff::Timestamp::now(),
+            Clock::Fixed(at) => at,
+        }
     }
 }
 
@@ -191,23 +200,24 @@ impl Bank {
         bank
     }
 
-    /// Load the bank at `root` (a display path, relative to the current directory or absolute).
-    pub fn load(root: &Path) -> Result<Bank, BankError> {
-        Bank::load_with(root, &Overlay::new(), now_from_env()?)
+    /// Load the bank at `root` (a display path, relative to the current directory or absolute),
+    /// with expiry judged at `now`.
+    pub fn load(root: &Path, now: jiff::Timestamp) -> Result<Bank, BankError> {
+        Bank::load_with(root, &Overlay::new(), now)
     }
 
     /// Load the lessons' frontmatter only, without parsing bodies: for commands that need the
     /// model but not the body (index, list, show).
-    pub fn load_lessons(root: &Path) -> Result<Bank, BankError> {
-        let (bank, _) = Bank::load_as(root, &Overlay::new(), now_from_env()?, false, |_, _| ())?;
+    pub fn load_lessons(root: &Path, now: jiff::Timestamp) -> Result<Bank, BankError> {
+        let (bank, _) = Bank::load_as(root, &Overlay::new(), now, false, |_, _| ())?;
         Ok(bank)
     }
 
     /// The lessons' models only: like [`Bank::load_lessons`], but every document keeps no text
     /// at all (each file's buffer is let go as soon as it is parsed). For commands that read
     /// fields and never point into a file, such as `lesson index`.
-    pub fn load_models(root: &Path) -> Result<Bank, BankError> {
-        let (bank, _) = Bank::load_as(root, &Overlay::new(), now_from_env()?, false, |_, doc| {
+    pub fn load_models(root: &Path, now: jiff::Timestamp) -> Result<Bank, BankError> {
+        let (bank, _) = Bank::load_as(root, &Overlay::new(), now, false, |_, doc| {
             doc.forget_text();
         })?;
         Ok(bank)

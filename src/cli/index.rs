@@ -59,7 +59,7 @@ pub fn run(root: &Path, args: IndexArgs) -> anyhow::Result<ExitCode> {
         );
         return Ok(ExitCode::from(1));
     }
-    let done = index_md::write(root, lesson::bank::now_from_env()?)?;
+    let done = index_md::write(root, super::now()?)?;
     if done.written {
         println!(
             "wrote {} ({} lesson{})",
@@ -82,7 +82,7 @@ fn is_current(bank: &lesson::Bank, rendered: &Rendered) -> bool {
 /// The bank at `root` (without its documents: see [`index_md::scan`]) and its `_index.md` as it
 /// should read.
 fn render(root: &Path, with_index: bool) -> anyhow::Result<(lesson::Bank, Rendered)> {
-    let now = lesson::bank::now_from_env()?;
+    let now = super::now()?;
     let (bank, scanned) = index_md::scan(root, now, with_index)
         .with_context(|| format!("cannot load the bank at {}", root.display()))?;
     let template = Template::load(&bank.root, index_md::TEMPLATE, index_md::BUILTIN_TEMPLATE)?;

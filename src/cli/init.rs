@@ -18,7 +18,7 @@ pub fn run(global_dir: Option<PathBuf>, args: InitArgs) -> anyhow::Result<ExitCo
         .dir
         .or(global_dir)
         .unwrap_or_else(|| PathBuf::from("lessons"));
-    let files = lesson::curate::init::init(&dir, lesson::bank::now_from_env()?)?;
+    let files = lesson::curate::init::init(&dir, super::now()?)?;
     let names: Vec<String> = files
         .iter()
         .filter_map(|f| f.file_name())

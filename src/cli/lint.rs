@@ -101,7 +101,7 @@ pub fn run(root: &Path, args: LintArgs) -> anyhow::Result<ExitCode> {
         rules: args.select.clone(),
     };
     check_paths(root, &selection.paths)?;
-    let now = lesson::bank::now_from_env()?;
+    let now = super::now()?;
     let format = Format::from(args.output_format);
     let human = matches!(format, Format::Full | Format::Concise);
     let stdout = std::io::stdout();

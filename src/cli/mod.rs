@@ -108,9 +108,29 @@ fn bank_dir(dir: Option<PathBuf>) -> anyhow::Result<PathBuf> {
     Ok(lesson::bank::discover(dir.as_deref(), env.as_deref(), &cwd))
 }
 
+/// The environment variable that fixes "now" (tests, reproducible runs).
+const NOW_ENV: &str = "LESSON_NOW";
+
+/// The clock of this run: `LESSON_NOW` when set, else the system clock.
+fn clock() -> anyhow::Result<lesson::bank::Clock> {
+    match std::env::var(NOW_ENV) {
+        Ok(v) => match v.parse() {
+            Ok(at) => Ok(lesson::bank::Clock::Fixed(at)),
+            Err(_) => anyhow::bail!("{NOW_ENV}={v} is not an RFC 3339 timestamp"),
+        },
+        Err(_) => Ok(lesson::bank::Clock::System),
+    }
+}
+
+/// "Now" for this run (see [`clock`]).
+fn now() -> anyhow::Result<jiff::Timestamp> {
+    Ok(clock()?.now())
+}
+
 /// Load a bank with context for the error message.
 fn load(root: &Path) -> anyhow::Result<lesson::Bank> {
-    lesson::Bank::load(root).with_context(|| format!("cannot load the bank at {}", root.display()))
+    lesson::Bank::load(root, now()?)
+        .with_context(|| format!("cannot load the bank at {}", root.display()))
 }
 
 /// Let go of a bank (or its rows) the process is done with without freeing it: the process
@@ -122,7 +142,7 @@ fn release<T>(bank: T) {
 
 /// Load a bank's frontmatter only (no bodies), for commands that do not lint.
 fn load_lessons(root: &Path) -> anyhow::Result<lesson::Bank> {
-    lesson::Bank::load_lessons(root)
+    lesson::Bank::load_lessons(root, now()?)
         .with_context(|| format!("cannot load the bank at {}", root.display()))
 }
 
@@ -133,8 +153,5 @@ fn stamp(root: &Path, by: Option<String>) -> anyhow::Result<lesson::curate::Stam
     if by.trim().is_empty() || by.contains(['\n', '\r']) {
         anyhow::bail!("--by needs an id on one line, such as ana@laptop");
     }
-    Ok(lesson::curate::Stamp {
-        at: lesson::bank::now_from_env()?,
-        by,
-    })
+    Ok(lesson::curate::Stamp { at: now()?, by })
 }

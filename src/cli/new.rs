@@ -84,7 +84,7 @@ pub fn run(root: &Path, args: NewArgs) -> anyhow::Result<ExitCode> {
         confidence: args.confidence,
     };
     if args.dry_run {
-        let draft = new::preview(root, &lesson, lesson::bank::now_from_env()?)?;
+        let draft = new::preview(root, &lesson, super::now()?)?;
         if refused(&draft) {
             return Ok(ExitCode::from(1));
         }

@@ -67,7 +67,7 @@ pub fn run(root: &Path, args: SearchArgs) -> anyhow::Result<ExitCode> {
         k: args.k,
         budget: args.budget,
         include_expired: args.include_expired,
-        now: lesson::bank::now_from_env()?,
+        now: super::now()?,
     };
     let answer = retriever.answer(&request)?;
     match args.format {

@@ -49,6 +49,7 @@ pub fn run(root: &Path, args: WatchArgs) -> anyhow::Result<ExitCode> {
         poll: args
             .poll
             .then(|| Duration::from_millis(args.poll_interval.max(1))),
+        clock: super::clock()?,
     };
     let (mut watch, first) = Watch::start(root, options)
         .with_context(|| format!("cannot watch the bank at {}", root.display()))?;

@@ -64,6 +64,8 @@ pub struct Options {
     pub debounce: Duration,
     /// Poll the file system at this interval instead of using native events.
     pub poll: Option<Duration>,
+    /// "Now" for expiry in `_index.md` and lint findings, read at each batch.
+    pub clock: crate::bank::Clock,
 }
 
 impl Default for Options {
@@ -71,6 +73,7 @@ impl Default for Options {
         Options {
             debounce: Duration::from_millis(200),
             poll: None,
+            clock: crate::bank::Clock::System,
         }
     }
 }
@@ -551,7 +554,7 @@ impl Watch {
         let (entries, text) = match (what, self.listing.take()) {
             (Listing::File, Some(last)) => last,
             (what, last) => {
-                let now = crate::bank::now_from_env().map_err(RetrieveError::from)?;
+                let now = self.options.clock.now();
                 let entries =
                     listing::entries(self.retriever.index(), now).map_err(RetrieveError::from)?;
                 let text = match last {
@@ -581,9 +584,7 @@ impl Watch {
     /// The file rules' findings on each changed file (read and parsed again in full).
     fn lint(&self, changed: &[String]) -> Vec<Diagnostic> {
         let config = self.retriever.config();
-        let Ok(now) = crate::bank::now_from_env() else {
-            return Vec::new();
-        };
+        let now = self.options.clock.now();
         let limit = config.lint.size_limit;
         let mut out = Vec::new();
         for rel in changed {
@@ -669,6 +670,7 @@ mod tests {
         let options = Options {
             debounce: Duration::from_millis(10),
             poll: Some(Duration::from_secs(3600)),
+            clock: crate::bank::Clock::System,
         };
         Watch::start(root, options).unwrap().0
     }

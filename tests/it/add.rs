@@ -289,7 +289,7 @@ mod batches {
             }
             let added = result.unwrap();
             prop_assert_eq!(added.admitted.len(), batch.len());
-            let bank = lesson::Bank::load(&root).unwrap();
+            let bank = lesson::Bank::load(&root, crate::sandbox::NOW.parse().unwrap()).unwrap();
             let errors: Vec<_> = lesson::lint::lint(&bank, &Default::default())
                 .into_iter()
                 .filter(|d| d.severity == Severity::Error)
