@@ -12,10 +12,9 @@ use std::time::{Duration, Instant, SystemTime};
 
 use lesson::bank::Bank;
 use lesson::index_md;
-use lesson::retrieve::store::Identity;
-use lesson::retrieve::{Hit, Request, Retriever};
+use lesson::retrieve::{marker, Hit, Identity, Request, Retriever};
 use lesson::template::Template;
-use lesson::watch::{listing, marker, Marker, MarkerError};
+use lesson::watch::{listing, Marker, MarkerError};
 use proptest::prelude::*;
 
 const LESSON: &str = env!("CARGO_BIN_EXE_lesson");

@@ -22,12 +22,13 @@
 //! persisted index in the bank's `.lesson/` current and searches it without parsing unchanged
 //! files.
 
-pub mod codec;
+mod codec;
 pub mod index;
+pub mod marker;
 pub mod record;
 pub mod render;
 pub mod score;
-pub mod segment;
+pub(crate) mod segment;
 pub mod store;
 pub mod text;
 pub mod walk;
@@ -37,7 +38,9 @@ use serde::Serialize;
 use crate::bank::Bank;
 use crate::lesson::Outcome;
 
+pub use codec::Corrupt;
 pub use index::Search;
+pub use marker::Identity;
 pub use record::TargetGlobs;
 pub use score::Settings;
 pub use store::{Refresh, RetrieveError, Retriever};

@@ -23,7 +23,7 @@ pub struct FileStat {
     pub ctime_ns: i64,
     /// Inode number (0 where there is none).
     pub ino: u64,
-    /// Hash of the bytes ([`super::codec::checksum`]).
+    /// Hash of the bytes (the index's 64-bit checksum).
     pub hash: u64,
     /// Whether mtime and ctime were old enough, when the file was read, that a later change
     /// within the same clock tick is impossible. An unsettled record is re-hashed on the next

@@ -39,6 +39,7 @@ use crate::source::{ReadProblem, Source};
 
 use super::codec::{self, Corrupt};
 use super::index::{self, Index};
+use super::marker::{self, Identity};
 use super::record::{FileStat, Record};
 use super::segment::{self, Header, Kind, Part, Patch, Segment};
 use super::walk;
@@ -81,43 +82,6 @@ pub struct Refresh {
     pub persisted: bool,
     /// The generation of the index in use.
     pub generation: u64,
-}
-
-/// Which index a process holds: its base (id and checksum), its delta's checksum and the
-/// generation. Any write changes it, so two processes that report the same identity hold the
-/// same bytes: what a watcher vouches for (see [`crate::watch`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct Identity {
-    /// The base's id.
-    pub index_id: u64,
-    /// The highest generation of base and delta.
-    pub generation: u64,
-    /// The base's stored checksum.
-    pub base: u64,
-    /// The delta's stored checksum, when a delta patches the base.
-    pub delta: Option<u64>,
-}
-
-impl Identity {
-    /// The identity of the index in `root`'s `.lesson/`, from the two files' headers alone
-    /// (`None` without a base). A delta counts when it names the base, as [`Index::new`]
-    /// pairs them.
-    pub fn on_disk(root: &Path) -> Option<Identity> {
-        let (kind, base, base_sum) = Segment::peek(&state_path(root, BASE_FILE))?;
-        if kind != Kind::Base {
-            return None;
-        }
-        let delta = Segment::peek(&state_path(root, DELTA_FILE))
-            .filter(|(kind, d, _)| *kind == Kind::Delta && d.index_id == base.index_id);
-        Some(Identity {
-            index_id: base.index_id,
-            generation: delta.map_or(base.generation, |(_, d, _)| {
-                d.generation.max(base.generation)
-            }),
-            base: base_sum,
-            delta: delta.map(|(_, _, sum)| sum),
-        })
-    }
 }
 
 /// A bank's persisted index, checked against the files and ready to search.
@@ -249,7 +213,7 @@ impl Retriever {
 
     /// Open like [`Retriever::open`], but without checking the files when a live watcher
     /// vouches for the index as loaded: `lesson watch` holds `.lesson/watch.lock` and has
-    /// published this very index's [`Identity`] (see [`crate::watch::marker`]). Otherwise (no
+    /// published this very index's [`Identity`] (see [`marker`]). Otherwise (no
     /// watcher, a killed one, another index on disk) the files are checked as `open` checks
     /// them. The lock is looked at before the marker is read, so a marker left by a watcher
     /// that died is never taken for a live one's.
@@ -260,7 +224,7 @@ impl Retriever {
     /// in the window is never shown with its old text; the search checks the files and runs
     /// again instead.
     pub fn open_fast(root: &Path) -> Result<Retriever, RetrieveError> {
-        let Some(vouched) = crate::watch::marker::vouched(root) else {
+        let Some(vouched) = marker::vouched(root) else {
             return Retriever::open(root);
         };
         let (mut r, why) = Retriever::load(root)?;
@@ -824,7 +788,7 @@ pub fn relative(root: &Path, path: &Path) -> String {
     parts.join("/")
 }
 
-fn state_path(root: &Path, file: &str) -> PathBuf {
+pub(crate) fn state_path(root: &Path, file: &str) -> PathBuf {
     root.join(STATE_DIR).join(file)
 }
 

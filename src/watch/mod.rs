@@ -27,7 +27,6 @@
 //! or one killed) a search checks the files itself, as always.
 
 pub mod listing;
-pub mod marker;
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -43,12 +42,14 @@ use crate::diagnostic::Diagnostic;
 use crate::document::Document;
 use crate::edit::{self, BankLock, EditError, STATE_DIR};
 use crate::index_md::{self, Entry, IndexError};
-use crate::retrieve::store::{self, Identity, BASE_FILE, DELTA_FILE};
+use crate::retrieve::marker;
+use crate::retrieve::store::{self, BASE_FILE, DELTA_FILE};
+use crate::retrieve::Identity;
 use crate::retrieve::{walk, Refresh, RetrieveError, Retriever};
 use crate::source::Source;
 use crate::template::Template;
 
-pub use marker::{Marker, MarkerError};
+pub use crate::retrieve::marker::{Marker, MarkerError};
 
 /// A batch naming more lesson paths than this is reconciled by a full stat walk: cheaper than
 /// that many lookups, and the walk is the source of truth.

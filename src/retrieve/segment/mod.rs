@@ -11,7 +11,7 @@
 //! The index keeps what ranking and the gates need, and what it takes to notice a change:
 //! each doc's path and stat, a lesson's numbers (confidence, counts, field lengths, expiry),
 //! its slug, tags, targets and `supersedes`, and the posting lists; and its title, so that
-//! `_index.md` can be rendered from the index alone (see [`crate::watch::listing`]). What a
+//! `_index.md` can be rendered from the index alone (as `lesson watch` does). What a
 //! hit shows (title, description, gist, tags as written) is read from the hit's file, whose
 //! hash the index knows, so description and gist are not stored twice.
 //!
