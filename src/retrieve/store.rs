@@ -258,7 +258,7 @@ impl Retriever {
             ..Refresh::default()
         };
         let mut replaced: Vec<u32> = Vec::new();
-        let mut todo: Vec<(&str, Option<index::Entry>, std::fs::Metadata)> = Vec::new();
+        let mut todo: Vec<(&str, Option<index::IndexedFile>, std::fs::Metadata)> = Vec::new();
         for rel in wanted {
             let entry = self.index.find(rel)?;
             let meta = std::fs::metadata(self.root.join(rel))
@@ -337,7 +337,7 @@ impl Retriever {
         let position: HashMap<&str, usize, BuildHasherDefault<walk::PathHasher>> =
             old.iter().enumerate().map(|(i, e)| (e.path, i)).collect();
         let mut seen = vec![false; old.len()];
-        let todo: Vec<(&walk::File, Option<&index::Entry>)> = files
+        let todo: Vec<(&walk::File, Option<&index::IndexedFile>)> = files
             .iter()
             .map(|f| {
                 let entry = position.get(f.rel.as_str()).map(|&i| {
@@ -631,7 +631,7 @@ enum Change {
 
 fn check(
     rel: &str,
-    entry: &index::Entry,
+    entry: &index::IndexedFile,
     path: &Path,
     meta: Option<&std::fs::Metadata>,
     limit: u64,
@@ -673,7 +673,7 @@ fn check(
 
 /// Whether a file's stat says it is as indexed (then it is not read). A file over the size
 /// limit is never read: its record holds nothing a racy change could make stale.
-fn unchanged(entry: &index::Entry, meta: Option<&std::fs::Metadata>, limit: u64) -> bool {
+fn unchanged(entry: &index::IndexedFile, meta: Option<&std::fs::Metadata>, limit: u64) -> bool {
     let Some(meta) = meta else {
         return false;
     };

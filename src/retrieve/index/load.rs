@@ -354,7 +354,7 @@ impl Index {
     }
 
     /// The live docs (lessons or not), sorted by path.
-    pub fn entries(&self) -> Result<Vec<Entry<'_>>, Corrupt> {
+    pub fn entries(&self) -> Result<Vec<IndexedFile<'_>>, Corrupt> {
         let paths = self
             .paths
             .get_or_init(|| {
@@ -379,7 +379,7 @@ impl Index {
             .docs
             .iter()
             .map(|&(id, start, end)| {
-                Ok(Entry {
+                Ok(IndexedFile {
                     id,
                     path: &paths.text[start..end],
                     stat: self.stat(id as usize)?,
@@ -390,12 +390,12 @@ impl Index {
 
     /// The live doc at `path` (relative to the root, `/`-separated), if any: a binary search
     /// of the delta's paths, then of the base's (each segment's docs are in path order).
-    pub fn find<'p>(&self, path: &'p str) -> Result<Option<Entry<'p>>, Corrupt> {
+    pub fn find<'p>(&self, path: &'p str) -> Result<Option<IndexedFile<'p>>, Corrupt> {
         for (seg, offset) in self.segments().collect::<Vec<_>>().into_iter().rev() {
             let at = seg.lower_bound(path)?;
             if at < seg.doc_count() && self.is_live(offset + at) && seg.path(at)? == path {
                 let id = offset + at;
-                return Ok(Some(Entry {
+                return Ok(Some(IndexedFile {
                     id: id as u32,
                     path,
                     stat: self.stat(id)?,

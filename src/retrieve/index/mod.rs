@@ -189,7 +189,7 @@ struct Paths {
 
 /// A live doc, for checking the index against the files.
 #[derive(Debug, Clone, Copy)]
-pub struct Entry<'a> {
+pub struct IndexedFile<'a> {
     /// Doc id in the index (base docs first, then delta docs).
     pub id: u32,
     /// Path relative to the bank root.
