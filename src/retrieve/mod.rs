@@ -31,7 +31,6 @@ pub mod score;
 pub(crate) mod segment;
 pub mod store;
 pub mod text;
-pub mod walk;
 
 use serde::Serialize;
 

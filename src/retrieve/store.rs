@@ -3,7 +3,7 @@
 //! them against the files, so a search is correct whatever state they are in.
 //!
 //! - **Checking** walks the bank as [`Bank::load`](crate::bank::Bank::load) does (see
-//!   [`super::walk`]) and compares each file's stat (size, mtime, ctime, inode) with its
+//!   [`crate::walk`]) and compares each file's stat (size, mtime, ctime, inode) with its
 //!   record. A file whose stat differs (or whose record is not yet settled: changed within
 //!   [`SETTLE_NS`] of being read, when a second change could share its timestamps) is hashed;
 //!   only when the hash differs is it parsed again. New files are parsed, vanished ones
@@ -42,8 +42,8 @@ use super::index::{self, Index};
 use super::marker::{self, Identity};
 use super::record::{FileStat, Record};
 use super::segment::{self, Header, Kind, Part, Patch, Segment};
-use super::walk;
 use super::{Request, Search, Settings};
+use crate::walk;
 
 /// The base file, inside `.lesson/`.
 pub const BASE_FILE: &str = "retrieve.idx";
@@ -337,7 +337,7 @@ impl Retriever {
         let position: HashMap<&str, usize, BuildHasherDefault<walk::PathHasher>> =
             old.iter().enumerate().map(|(i, e)| (e.path, i)).collect();
         let mut seen = vec![false; old.len()];
-        let todo: Vec<(&walk::File, Option<&index::IndexedFile>)> = files
+        let todo: Vec<(&walk::StatedFile, Option<&index::IndexedFile>)> = files
             .iter()
             .map(|f| {
                 let entry = position.get(f.rel.as_str()).map(|&i| {
@@ -560,7 +560,11 @@ impl Retriever {
     }
 
     /// Parse every file (`files` sorted by path) into a new base, a chunk at a time.
-    fn rebuild(&mut self, files: &[walk::File], report: &mut Refresh) -> Result<(), RetrieveError> {
+    fn rebuild(
+        &mut self,
+        files: &[walk::StatedFile],
+        report: &mut Refresh,
+    ) -> Result<(), RetrieveError> {
         let limit = self.config.lint.size_limit;
         let generation = self.generation() + 1;
         let mut encoder = segment::Encoder::default();

@@ -45,9 +45,10 @@ use crate::index_md::{self, Entry, IndexError};
 use crate::retrieve::marker;
 use crate::retrieve::store::{self, BASE_FILE, DELTA_FILE};
 use crate::retrieve::Identity;
-use crate::retrieve::{walk, Refresh, RetrieveError, Retriever};
+use crate::retrieve::{Refresh, RetrieveError, Retriever};
 use crate::source::Source;
 use crate::template::Template;
+use crate::walk;
 
 pub use crate::retrieve::marker::{Marker, MarkerError};
 

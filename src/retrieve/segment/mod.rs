@@ -63,7 +63,7 @@ use crate::lesson::Outcome;
 use super::record::{FileStat, TargetGlobs};
 use super::score::{self, TermHasher, LEN_SLOTS};
 use super::text::{self, Term};
-use super::walk::path_order;
+use crate::walk::path_order;
 
 mod merge;
 mod read;
