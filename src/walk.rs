@@ -2,8 +2,10 @@
 //!
 //! Rules: below the root, names starting with `.` or `_` are skipped (`_index.md`, `_archive/`,
 //! `_log/`, `.lesson/`), and so is a top-level `templates/` directory; symlinks are followed
-//! (a link back to an ancestor directory is reported, not followed); files ending in `.md` are
-//! lessons unless an `exclude` glob of `lesson.toml` matches their path relative to the root.
+//! (a link back to an ancestor directory is reported, not followed), but never out of the bank
+//! nor to a place the walk reaches by its own path (both reported at the link: the target is
+//! not opened, and no file is found twice); files ending in `.md` are lessons unless an
+//! `exclude` glob of `lesson.toml` matches their path relative to the root.
 //! [`visit`] applies them to one directory entry; two walks drive it:
 //!
 //! - [`walk`], in order on one thread, reporting what it cannot read (loading and linting);
@@ -25,13 +27,26 @@ use std::sync::Mutex;
 
 use globset::GlobSet;
 
-/// A place the walk could not read, or a symlink loop it did not follow.
+/// A place the walk could not read, or a symlink it did not follow.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WalkProblem {
     /// The entry (file, directory or link) concerned.
     pub path: PathBuf,
     /// What went wrong.
     pub message: String,
+    /// Which kind of problem.
+    pub kind: WalkProblemKind,
+}
+
+/// The kinds of [`WalkProblem`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WalkProblemKind {
+    /// An entry that could not be read, or a symlink loop.
+    Unreadable,
+    /// A symlink whose target is outside the bank (not opened).
+    OutsideBank,
+    /// A symlink to a file or directory the walk reaches by its own path (not followed).
+    Duplicate,
 }
 
 /// A lesson file the walk found.
@@ -118,6 +133,8 @@ struct Rules<'a> {
     exclude: &'a GlobSet,
     /// The length of the root prefix of every path the walk makes, separator included.
     root_len: usize,
+    /// The root with every symlink resolved: where a link may lead.
+    canonical_root: Option<PathBuf>,
 }
 
 impl Rules<'_> {
@@ -125,8 +142,79 @@ impl Rules<'_> {
         Rules {
             exclude,
             root_len: root.join("x").as_os_str().len() - 1,
+            canonical_root: std::fs::canonicalize(root).ok(),
         }
     }
+
+    /// Why the symlink at `path` (to a directory when `dir`) is not followed, if it is not:
+    /// it leads out of the bank, or to a place the walk reaches by its own path. Only links
+    /// pay for this (a `realpath`); the target is never opened.
+    fn link_problem(&self, path: &Path, dir: bool) -> Option<WalkProblem> {
+        link_problem(self.canonical_root.as_deref(), self.exclude, path, dir)
+    }
+}
+
+/// Whether the walk would refuse the lesson file at `rel` (`/`-separated, below `root`) for
+/// the symlinks on its way: one leads out of the bank, or to a file the walk reaches by its
+/// own path. For a path named by something other than the walk (a watcher's event); a
+/// `realpath` each, nothing opened.
+pub fn refused_link(root: &Path, rel: &str, exclude: &GlobSet) -> bool {
+    let canonical_root = std::fs::canonicalize(root).ok();
+    let path = root.join(rel);
+    match (&canonical_root, std::fs::canonicalize(&path)) {
+        (Some(c), Ok(target)) if target == c.join(rel) => false,
+        (_, Err(_)) => false,
+        _ => link_problem(canonical_root.as_deref(), exclude, &path, false).is_some(),
+    }
+}
+
+/// See [`Rules::link_problem`].
+fn link_problem(
+    canonical_root: Option<&Path>,
+    exclude: &GlobSet,
+    path: &Path,
+    dir: bool,
+) -> Option<WalkProblem> {
+    let problem = |message: String, kind| {
+        Some(WalkProblem {
+            path: path.to_path_buf(),
+            message,
+            kind,
+        })
+    };
+    let outside = || {
+        problem(
+            "symlink to a path outside the bank; not read".to_string(),
+            WalkProblemKind::OutsideBank,
+        )
+    };
+    let (Some(root), Ok(target)) = (canonical_root, std::fs::canonicalize(path)) else {
+        return outside();
+    };
+    let Ok(rel) = target.strip_prefix(root) else {
+        return outside();
+    };
+    let parts: Vec<String> = rel
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect();
+    let rel = parts.join("/");
+    let walked = if dir {
+        !rel.is_empty()
+            && parts
+                .iter()
+                .all(|p| !p.starts_with('.') && !p.starts_with('_'))
+            && parts[0] != "templates"
+    } else {
+        is_lesson_path(&rel, exclude)
+    };
+    if walked {
+        return problem(
+            format!("symlink to `{rel}`, which is walked by its own path; not followed"),
+            WalkProblemKind::Duplicate,
+        );
+    }
+    None
 }
 
 /// A directory entry the walk keeps.
@@ -150,6 +238,7 @@ fn visit(
         Some(Err(WalkProblem {
             path,
             message: err.to_string(),
+            kind: WalkProblemKind::Unreadable,
         }))
     };
     let entry = match entry {
@@ -174,6 +263,7 @@ fn visit(
     } else {
         (file_type.is_dir(), file_type.is_file(), None)
     };
+    let linked = followed.is_some();
     if is_dir {
         if top && name == b"templates" {
             return None;
@@ -187,12 +277,23 @@ fn visit(
             return Some(Err(WalkProblem {
                 path,
                 message: "symlink loop; not followed".to_string(),
+                kind: WalkProblemKind::Unreadable,
             }));
+        }
+        if linked {
+            if let Some(problem) = rules.link_problem(&path, true) {
+                return Some(Err(problem));
+            }
         }
         Some(Ok(Visit::Dir(path, file_name, id)))
     } else if is_file && name.ends_with(b".md") && name.len() > 3 {
         if !rules.exclude.is_empty() && rules.exclude.is_match(below_root(&path, rules.root_len)) {
             return None;
+        }
+        if linked {
+            if let Some(problem) = rules.link_problem(&path, false) {
+                return Some(Err(problem));
+            }
         }
         let how = match followed {
             Some(m) => How::Followed(m),
@@ -239,6 +340,7 @@ impl Walker<'_> {
                 return self.problems.push(WalkProblem {
                     path: dir.to_path_buf(),
                     message: err.to_string(),
+                    kind: WalkProblemKind::Unreadable,
                 })
             }
         };

@@ -550,3 +550,83 @@ proptest! {
         }
     }
 }
+
+/// A lesson file and a directory linked from outside the bank are never read: the secret they
+/// hold appears in no output of any reading command (nor in `_index.md`); a directory of the
+/// bank linked a second time is not walked twice, so its lesson comes back once.
+#[cfg(unix)]
+#[test]
+fn symlinks_out_of_the_bank_are_not_read_and_no_lesson_comes_back_twice() {
+    use std::os::unix::fs::symlink;
+    use std::process::Command;
+    const SECRET: &str = "zqxsecretmarker";
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("bank");
+    let outside = tmp.path().join("outside");
+    std::fs::create_dir_all(root.join("ci")).unwrap();
+    std::fs::create_dir_all(outside.join("dir")).unwrap();
+    std::fs::write(root.join("lesson.toml"), "").unwrap();
+    let inside = lesson("cache-builds", "Cache builds in ci", "");
+    std::fs::write(root.join("ci/cache-builds.md"), inside).unwrap();
+    let leak = lesson("leak", &format!("Cache builds {SECRET}"), "");
+    std::fs::write(outside.join("leak.md"), &leak).unwrap();
+    let inner = lesson("inner", &format!("Cache builds {SECRET}"), "");
+    std::fs::write(outside.join("dir/inner.md"), &inner).unwrap();
+    symlink(outside.join("leak.md"), root.join("leak.md")).unwrap();
+    symlink(outside.join("dir"), root.join("shared")).unwrap();
+    symlink("ci", root.join("alias")).unwrap();
+
+    let run = |args: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_lesson"))
+            .args(args)
+            .env("LESSON_DIR", &root)
+            .env("LESSON_NOW", NOW)
+            .env("LESSON_BY", "tester")
+            .output()
+            .unwrap();
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            !text.contains(SECRET),
+            "{args:?} printed the secret:\n{text}"
+        );
+        text
+    };
+    for format in ["full", "concise", "json", "github", "sarif"] {
+        let out = run(&["lint", "--output-format", format]);
+        assert!(out.contains("P013"), "lint {format}: {out}");
+    }
+    let full = run(&["lint"]);
+    assert!(
+        full.contains("leak.md") && full.contains("shared"),
+        "{full}"
+    );
+    assert!(full.contains("P014") && full.contains("alias"), "{full}");
+    for format in ["text", "json", "prompt"] {
+        run(&["search", "cache builds", "--format", format]);
+    }
+    let json = run(&["search", "cache builds", "--format", "json"]);
+    assert_eq!(json.matches("cache-builds.md").count(), 1, "{json}");
+    assert!(!json.contains("alias/"), "{json}");
+    run(&["list"]);
+    let listed = run(&["list", "--format", "json"]);
+    assert_eq!(listed.matches("cache-builds.md").count(), 1, "{listed}");
+    run(&["show", "leak"]);
+    run(&["show", "inner"]);
+    run(&["index", "--stdout"]);
+    run(&["index"]);
+    let index_md = std::fs::read_to_string(root.join("_index.md")).unwrap();
+    assert!(!index_md.contains(SECRET), "{index_md}");
+
+    // the library's retriever neither
+    let mut retriever = Retriever::open(&root).unwrap();
+    let hits = retriever
+        .search(&Request::new("cache builds").now(now()))
+        .unwrap()
+        .hits;
+    let paths: Vec<&str> = hits.iter().map(|h| h.path.as_str()).collect();
+    assert_eq!(paths, ["ci/cache-builds.md"]);
+}

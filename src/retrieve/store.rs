@@ -263,7 +263,10 @@ impl Retriever {
             let entry = self.index.find(rel)?;
             let meta = std::fs::metadata(self.root.join(rel))
                 .ok()
-                .filter(std::fs::Metadata::is_file);
+                .filter(std::fs::Metadata::is_file)
+                // a link the walk does not follow is no lesson here either (a realpath per
+                // named path, never per file of a walk)
+                .filter(|_| !walk::refused_link(&self.root, rel, &self.exclude));
             match (entry, meta) {
                 (entry, Some(meta)) => todo.push((rel, entry, meta)),
                 (Some(gone), None) => {
