@@ -63,6 +63,9 @@ struct Report<'a> {
     prompt_tokens: usize,
     lessons: u64,
     eligible: u64,
+    /// Lessons never served because their own file has error-level findings.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    held_back: Vec<retrieve::HeldBack>,
 }
 
 #[derive(Debug, Serialize)]
@@ -101,6 +104,11 @@ pub fn run(root: &Path, args: SearchArgs) -> anyhow::Result<ExitCode> {
     let prompt = render::prompt(&template, &found.hits, budget)?;
     let mut shown: Vec<Hit> = found.hits[..prompt.shown].to_vec();
     retrieve::mark_conflicts(&mut shown);
+    if args.format != Format::Json && !found.held_back.is_empty() {
+        let n = found.held_back.len();
+        let lessons = if n == 1 { "lesson" } else { "lessons" };
+        eprintln!("note: {n} {lessons} with errors were not served (lesson lint lists them)");
+    }
     match args.format {
         Format::Prompt => print!("{}", prompt.text),
         Format::Text => {
@@ -165,6 +173,14 @@ pub fn run(root: &Path, args: SearchArgs) -> anyhow::Result<ExitCode> {
                 prompt_tokens: prompt.tokens,
                 lessons: found.lessons,
                 eligible: found.eligible,
+                held_back: found
+                    .held_back
+                    .iter()
+                    .map(|h| retrieve::HeldBack {
+                        path: root.join(&h.path).display().to_string(),
+                        ..h.clone()
+                    })
+                    .collect(),
             };
             println!("{}", serde_json::to_string_pretty(&report)?);
         }

@@ -38,7 +38,7 @@ use crate::bank::Bank;
 use crate::lesson::Outcome;
 
 pub use codec::Corrupt;
-pub use index::Search;
+pub use index::{HeldBack, Search};
 pub use marker::Identity;
 pub use record::TargetGlobs;
 pub use score::Settings;

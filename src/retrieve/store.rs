@@ -246,6 +246,7 @@ impl Retriever {
     /// changed contents), sorted; [`Retriever::last_refresh`] says the rest.
     pub fn refresh_paths(&mut self, paths: &[String]) -> Result<Vec<String>, RetrieveError> {
         let limit = self.config.lint.size_limit;
+        let config = &self.config;
         let mut wanted: Vec<&str> = paths
             .iter()
             .map(String::as_str)
@@ -282,8 +283,8 @@ impl Retriever {
             .map(|(rel, entry, meta)| {
                 let path = root.join(rel);
                 match entry {
-                    Some(entry) => check(rel, &entry, &path, Some(&meta), limit),
-                    None => Change::Parsed(read_record(rel, &path, limit)),
+                    Some(entry) => check(rel, &entry, &path, Some(&meta), limit, config),
+                    None => Change::Parsed(read_record(rel, &path, limit, config)),
                 }
             })
             .collect();
@@ -321,6 +322,7 @@ impl Retriever {
 
     fn refresh_with(&mut self, rebuild: Option<String>) -> Result<(), RetrieveError> {
         let limit = self.config.lint.size_limit;
+        let config = &self.config;
         let mut files = walk::lesson_files(&self.root, &self.exclude);
         let mut report = Refresh {
             files: files.len(),
@@ -364,8 +366,15 @@ impl Retriever {
             .into_par_iter()
             .map(|(f, entry)| match entry {
                 Some(entry) if unchanged(entry, f.meta.as_ref(), limit) => Change::None,
-                Some(entry) => check(&f.rel, entry, &root.join(&f.rel), f.meta.as_ref(), limit),
-                None => Change::Parsed(read_record(&f.rel, &root.join(&f.rel), limit)),
+                Some(entry) => check(
+                    &f.rel,
+                    entry,
+                    &root.join(&f.rel),
+                    f.meta.as_ref(),
+                    limit,
+                    config,
+                ),
+                None => Change::Parsed(read_record(&f.rel, &root.join(&f.rel), limit, config)),
             })
             .collect();
         let mut records: Vec<Record> = Vec::new();
@@ -569,12 +578,13 @@ impl Retriever {
         report: &mut Refresh,
     ) -> Result<(), RetrieveError> {
         let limit = self.config.lint.size_limit;
+        let config = &self.config;
         let generation = self.generation() + 1;
         let mut encoder = segment::Encoder::default();
         for chunk in files.chunks(segment::Encoder::CHUNK) {
             let records: Vec<Record> = chunk
                 .par_iter()
-                .map(|f| read_record(&f.rel, &self.root.join(&f.rel), limit))
+                .map(|f| read_record(&f.rel, &self.root.join(&f.rel), limit, config))
                 .collect();
             encoder.add(&records);
         }
@@ -642,10 +652,11 @@ fn check(
     path: &Path,
     meta: Option<&std::fs::Metadata>,
     limit: u64,
+    config: &Config,
 ) -> Change {
     let Some(meta) = meta else {
         // vanished between the walk and its stat: recorded as unreadable, re-checked next time
-        return Change::Reparsed(entry.id, read_record(rel, path, limit));
+        return Change::Reparsed(entry.id, read_record(rel, path, limit, config));
     };
     if unchanged(entry, Some(meta), limit) {
         return Change::None;
@@ -653,17 +664,17 @@ fn check(
     let stamp = stamp(meta);
     let old = entry.stat;
     if stamp.size != old.size || stamp.size > limit {
-        return Change::Reparsed(entry.id, read_record(rel, path, limit));
+        return Change::Reparsed(entry.id, read_record(rel, path, limit, config));
     }
     let read_at = wall_clock_ns();
     let Ok(bytes) = std::fs::read(path) else {
-        return Change::Reparsed(entry.id, read_record(rel, path, limit));
+        return Change::Reparsed(entry.id, read_record(rel, path, limit, config));
     };
     let hash = codec::checksum(&bytes);
     if hash != old.hash || bytes.len() as u64 != stamp.size {
         return Change::Reparsed(
             entry.id,
-            record_from_bytes(rel, path, bytes, stamp, read_at, limit),
+            record_from_bytes(rel, path, bytes, stamp, read_at, limit, config),
         );
     }
     let stat = FileStat {
@@ -691,7 +702,7 @@ fn unchanged(entry: &index::IndexedFile, meta: Option<&std::fs::Metadata>, limit
 
 /// Read and parse one file into a record, as [`Bank::load`] reads it (a file over the size
 /// limit is not read; an unreadable one is no lesson until its stat changes).
-fn read_record(rel: &str, path: &Path, limit: u64) -> Record {
+fn read_record(rel: &str, path: &Path, limit: u64, config: &Config) -> Record {
     let read_at = wall_clock_ns();
     let meta = std::fs::metadata(path);
     let stamp = meta.as_ref().map(stamp).unwrap_or_default();
@@ -702,7 +713,7 @@ fn read_record(rel: &str, path: &Path, limit: u64) -> Record {
             settled: stat_known && settled(&stamp, read_at),
             ..stamp
         };
-        Record::new(rel.to_string(), stat, &doc)
+        Record::new(rel.to_string(), stat, &doc, config)
     };
     match meta {
         Ok(m) if m.len() > limit => unreadable(ReadProblem::TooLarge {
@@ -710,7 +721,7 @@ fn read_record(rel: &str, path: &Path, limit: u64) -> Record {
             limit,
         }),
         _ => match std::fs::read(path) {
-            Ok(bytes) => record_from_bytes(rel, path, bytes, stamp, read_at, limit),
+            Ok(bytes) => record_from_bytes(rel, path, bytes, stamp, read_at, limit, config),
             Err(e) => unreadable(ReadProblem::Io {
                 message: e.to_string(),
             }),
@@ -725,6 +736,7 @@ fn record_from_bytes(
     stamp: FileStat,
     read_at: i64,
     limit: u64,
+    config: &Config,
 ) -> Record {
     let stat = FileStat {
         size: bytes.len() as u64,
@@ -735,7 +747,7 @@ fn record_from_bytes(
     };
     let (source, problem) = Source::from_bytes(path.to_path_buf(), bytes);
     let doc = Document::parse(source, problem);
-    Record::new(rel.to_string(), stat, &doc)
+    Record::new(rel.to_string(), stat, &doc, config)
 }
 
 /// What `stat` says of a file (not settled, no hash yet).
@@ -839,13 +851,15 @@ fn new_index_id(generation: u64) -> u64 {
     codec::checksum(&bytes) | 1
 }
 
-/// What in the configuration shapes the index: which files are read as lessons.
+/// What in the configuration shapes the index: which files are read as lessons, and which
+/// findings hold a lesson back (the lint settings).
 pub fn config_hash(config: &Config) -> u64 {
     let mut key = format!("v{}\n{}\n", segment::FORMAT_VERSION, config.lint.size_limit);
     for glob in &config.lint.exclude {
         key.push_str(glob);
         key.push('\n');
     }
+    key.push_str(&format!("{:?}\n", config.lint));
     super::text::fnv1a(key.as_bytes())
 }
 
@@ -860,7 +874,12 @@ pub fn records_of_bank(bank: &Bank) -> Vec<Record> {
                 settled: true,
                 ..meta.as_ref().map(stamp).unwrap_or_default()
             };
-            Record::new(relative(&bank.root, &doc.source.path), stat, doc)
+            Record::new(
+                relative(&bank.root, &doc.source.path),
+                stat,
+                doc,
+                &bank.config,
+            )
         })
         .collect()
 }

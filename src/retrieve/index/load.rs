@@ -59,6 +59,7 @@ impl Index {
             deleted_count,
             restat,
             candidates: Bits::default(),
+            held: Vec::new(),
             expires: Vec::new(),
             targets: Vec::new(),
             target_sets: OnceLock::new(),
@@ -125,6 +126,24 @@ impl Index {
         for &id in &superseded {
             candidates.clear(id as usize);
         }
+        // a lesson with an error-level finding in its own file is never served
+        let mut held = Vec::new();
+        for (seg, offset) in self.segments() {
+            for (id, codes) in seg.all_held()? {
+                if !lessons.get(offset + id as usize) {
+                    continue;
+                }
+                candidates.clear(offset + id as usize);
+                let path = seg.path(id as usize)?;
+                held.push(HeldBack {
+                    slug: seg.slug_of(id as usize, &path)?,
+                    path,
+                    codes: codes.iter().map(|c| c.to_string()).collect(),
+                });
+            }
+        }
+        held.sort_by(|a, b| path_order(&a.path, &b.path));
+        self.held = held;
         self.candidates = candidates;
 
         // expiry and targets, of live docs, by global id

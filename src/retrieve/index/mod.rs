@@ -167,8 +167,10 @@ pub struct Index {
     deleted: Bits,
     deleted_count: usize,
     restat: HashMap<u32, FileStat>,
-    /// Live lessons that no live lesson supersedes.
+    /// Live lessons that no live lesson supersedes and no error holds back.
     candidates: Bits,
+    /// Live lessons held back for error-level findings in their own file, in path order.
+    held: Vec<HeldBack>,
     expires: Vec<(u32, i64)>,
     targets: Vec<(u32, u32)>,
     target_sets: OnceLock<Result<Vec<TargetSet>, Corrupt>>,
@@ -220,6 +222,17 @@ pub struct Listed {
     /// `expires_at`, nanoseconds since the epoch.
     pub expires_ns: Option<i64>,
 }
+/// A lesson that is not served: its own file has error-level findings.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct HeldBack {
+    /// Slug.
+    pub slug: String,
+    /// Path relative to the bank root.
+    pub path: String,
+    /// The codes of its error-level findings, sorted.
+    pub codes: Vec<String>,
+}
+
 /// What a search found, and how much work it took.
 #[derive(Debug, Clone)]
 pub struct Search {
@@ -239,4 +252,7 @@ pub struct Search {
     pub skipped_terms: u64,
     /// Hits left out because their file changed or vanished since the index was checked.
     pub stale: u64,
+    /// Lessons of the bank never served because their own file has error-level findings
+    /// (`lesson lint` lists them), in path order.
+    pub held_back: Vec<HeldBack>,
 }

@@ -101,6 +101,7 @@ impl Index {
             postings: 0,
             skipped_terms: 0,
             stale: 0,
+            held_back: self.held.clone(),
         };
 
         // gates, as a bitset over doc ids, before any text

@@ -46,6 +46,8 @@
 //! expires    (doc u32, expires_at i64 ns) ascending
 //! tags       count u32, a bit per doc (tagged), then per tag (ascending): the key, and the
 //!            doc ids as a posting list (count and byte length as varints)
+//! held       the lessons with error-level findings, laid out as supersedes: per doc the
+//!            codes
 //! dict       24 bytes per term, ascending: term u64, postings offset u64, docs u32,
 //!            checksum of the list u32 (its length: up to the next offset)
 //! postings   the lists ([`codec`]'s block format)
@@ -74,7 +76,7 @@ pub use read::{Segment, SegmentTags};
 pub use write::{encode, Encoder, Patch};
 
 /// The on-disk format version; a file of another version is rebuilt.
-pub const FORMAT_VERSION: u32 = 2;
+pub const FORMAT_VERSION: u32 = 3;
 const MAGIC: &[u8; 8] = b"LESSONIX";
 
 /// The sections, in file order.
@@ -96,11 +98,12 @@ enum Sec {
     Targets,
     Expires,
     Tags,
+    Held,
     Dict,
     Postings,
 }
 
-const SECTIONS: usize = 18;
+const SECTIONS: usize = 19;
 const FIXED: usize = 120;
 const HEAD: usize = FIXED + SECTIONS * 24 + 8;
 const RESTAT_ENTRY: usize = 48;
@@ -116,6 +119,8 @@ pub(crate) const F_TAGS: u8 = 4;
 pub(crate) const F_TARGETS: u8 = 8;
 pub(crate) const F_SUPERSEDES: u8 = 16;
 pub(crate) const F_EXPIRES: u8 = 32;
+/// A lesson with an error-level finding in its own file: indexed, never served.
+pub(crate) const F_HELD: u8 = 64;
 
 pub(crate) type TermMap<V> = HashMap<Term, V, std::hash::BuildHasherDefault<TermHasher>>;
 
@@ -164,6 +169,8 @@ pub struct LessonMeta {
     pub targets: Vec<TargetGlobs>,
     /// `supersedes`.
     pub supersedes: Vec<String>,
+    /// The codes of the error-level findings in its file, sorted: held back when any.
+    pub errors: Vec<String>,
 }
 
 /// What the index keeps of a file.
@@ -275,6 +282,11 @@ mod tests {
                 }]
             },
             supersedes: supersedes.iter().map(|s| s.to_string()).collect(),
+            errors: if supersedes.is_empty() {
+                Vec::new()
+            } else {
+                vec!["S001".to_string()]
+            },
         }
     }
 

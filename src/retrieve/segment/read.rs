@@ -576,6 +576,14 @@ impl Segment {
         }
     }
 
+    /// Every lesson held back for error-level findings, with their codes.
+    pub fn all_held(&self) -> Result<Vec<(u32, Vec<&str>)>, Corrupt> {
+        let table = DocStrings::new(self.sec(Sec::Held)?)?;
+        (0..table.count)
+            .map(|i| Ok((table.doc(i), table.list(i)?)))
+            .collect()
+    }
+
     /// Every doc with `supersedes`, with them.
     pub fn all_supersedes(&self) -> Result<Vec<(u32, Vec<&str>)>, Corrupt> {
         let table = DocStrings::new(self.sec(Sec::Supersedes)?)?;
@@ -725,6 +733,7 @@ impl Segment {
         let sets = self.target_sets()?;
         let targets: HashMap<u32, u32> = self.target_pairs()?.0.into_iter().collect();
         let supersedes: HashMap<u32, Vec<&str>> = self.all_supersedes()?.into_iter().collect();
+        let held: HashMap<u32, Vec<&str>> = self.all_held()?.into_iter().collect();
         let expires: HashMap<u32, i64> = self.expires()?.into_iter().collect();
         let slugs = DocStrings::new(self.sec(Sec::Slugs)?)?;
         let mut slug_of: HashMap<u32, &str> = HashMap::new();
@@ -754,6 +763,10 @@ impl Segment {
                         .map(|&s| sets[s as usize].clone())
                         .unwrap_or_default(),
                     supersedes: supersedes
+                        .get(&key)
+                        .map(|s| s.iter().map(|s| s.to_string()).collect())
+                        .unwrap_or_default(),
+                    errors: held
                         .get(&key)
                         .map(|s| s.iter().map(|s| s.to_string()).collect())
                         .unwrap_or_default(),

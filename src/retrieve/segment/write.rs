@@ -48,6 +48,7 @@ fn analyse(r: &Record) -> (Doc, Vec<(Term, Tf)>) {
             tag_keys: l.tag_keys(),
             targets: l.targets.clone(),
             supersedes: l.supersedes.clone(),
+            errors: l.errors.clone(),
         }),
     };
     (doc, counts.into_iter().collect())
@@ -174,7 +175,8 @@ pub(super) fn write_segment(
                 | flag(!l.tag_keys.is_empty(), F_TAGS)
                 | flag(!l.targets.is_empty(), F_TARGETS)
                 | flag(!l.supersedes.is_empty(), F_SUPERSEDES)
-                | flag(l.expires_ns.is_some(), F_EXPIRES);
+                | flag(l.expires_ns.is_some(), F_EXPIRES)
+                | flag(!l.errors.is_empty(), F_HELD);
             confidence = l.confidence;
             successes = l.successes;
             failures = l.failures;
@@ -234,6 +236,12 @@ pub(super) fn write_segment(
         .map(|(id, l, _)| (*id, l.supersedes.iter().map(String::as_str).collect()))
         .collect();
     secs[sec(Sec::Supersedes)].buf = doc_strings(&supersedes, true);
+    let held: Vec<(u32, Vec<&str>)> = lesson_docs
+        .iter()
+        .filter(|(_, l, _)| !l.errors.is_empty())
+        .map(|(id, l, _)| (*id, l.errors.iter().map(String::as_str).collect()))
+        .collect();
+    secs[sec(Sec::Held)].buf = doc_strings(&held, true);
     let mut by_slug: HashMap<&str, Vec<u32>> = HashMap::new();
     for (id, l, _) in &lesson_docs {
         by_slug.entry(l.slug.as_str()).or_default().push(*id);
