@@ -8,7 +8,8 @@
 
 use std::time::{Duration, Instant};
 
-use lesson::retrieve::{walk, Request, Retriever};
+use lesson::retrieve::{Request, Retriever};
+use lesson::walk;
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();

@@ -36,7 +36,7 @@ pub enum BankError {
     },
 }
 
-pub use crate::walk::WalkProblem;
+pub use crate::walk::{WalkProblem, WalkProblemKind};
 
 /// Why a lesson is or is not active.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -70,6 +70,11 @@ pub fn run(root: &Path, args: SearchArgs) -> anyhow::Result<ExitCode> {
         now: super::now()?,
     };
     let answer = retriever.answer(&request)?;
+    if args.format != Format::Json && !answer.held_back.is_empty() {
+        let n = answer.held_back.len();
+        let lessons = if n == 1 { "lesson" } else { "lessons" };
+        eprintln!("note: {n} {lessons} with errors were not served (lesson lint lists them)");
+    }
     match args.format {
         Format::Prompt => {
             print!("{}", answer.prompt.text);

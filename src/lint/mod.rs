@@ -407,9 +407,7 @@ fn finish(
         })
         .collect();
     let mut bank_level: Vec<Diagnostic> = found.into_iter().flatten().collect();
-    if enabled(&rules::walk_error::RULE) {
-        rules::walk_diagnostics(bank, &mut bank_level);
-    }
+    rules::walk_diagnostics(bank, enabled, &mut bank_level);
     let mut passes = passes;
     let mut others = Vec::new();
     for d in bank_level {

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use crate::retrieve::{Answer, Hit};
+use crate::retrieve::{Answer, HeldBack, Hit};
 
 /// `lesson search --format json`: the request as resolved, the hits shown, and the figures.
 #[derive(Debug, Serialize)]
@@ -18,6 +18,9 @@ struct AnswerJson<'a> {
     prompt_tokens: usize,
     lessons: u64,
     eligible: u64,
+    /// Lessons never served because their own file has error-level findings.
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    held_back: &'a [HeldBack],
 }
 
 #[derive(Debug, Serialize)]
@@ -61,6 +64,7 @@ pub fn json(answer: &Answer, root: &Path) -> serde_json::Result<String> {
         prompt_tokens: answer.prompt.tokens,
         lessons: answer.lessons,
         eligible: answer.eligible,
+        held_back: &answer.held_back,
     };
     serde_json::to_string_pretty(&report)
 }

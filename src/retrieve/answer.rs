@@ -28,6 +28,8 @@ pub struct Answer {
     pub lessons: u64,
     /// Lessons that passed the gates (status, targets, tags).
     pub eligible: u64,
+    /// Lessons never served because their own file has error-level findings.
+    pub held_back: Vec<super::HeldBack>,
 }
 
 impl Answer {
@@ -68,6 +70,7 @@ impl Retriever {
             prompt,
             lessons: found.lessons,
             eligible: found.eligible,
+            held_back: found.held_back,
         })
     }
 }

@@ -20,11 +20,6 @@ impl Writer {
         self.buf.len()
     }
 
-    /// Whether nothing was written.
-    pub fn is_empty(&self) -> bool {
-        self.buf.is_empty()
-    }
-
     /// A byte.
     pub fn u8(&mut self, v: u8) {
         self.buf.push(v);
@@ -64,11 +59,6 @@ impl Writer {
         self.varint(s.len() as u64);
         self.buf.extend_from_slice(s.as_bytes());
     }
-
-    /// Overwrite 8 bytes at `at` with `v` (for offsets known only later).
-    pub fn patch_u64(&mut self, at: usize, v: u64) {
-        self.buf[at..at + 8].copy_from_slice(&v.to_le_bytes());
-    }
 }
 
 /// A cursor over bytes.
@@ -85,6 +75,7 @@ impl<'a> Reader<'a> {
     }
 
     /// Whether every byte was read.
+    #[cfg(test)]
     pub fn is_empty(&self) -> bool {
         self.pos >= self.bytes.len()
     }
@@ -119,11 +110,6 @@ impl<'a> Reader<'a> {
     /// A little-endian i64.
     pub fn i64(&mut self) -> Result<i64, Corrupt> {
         Ok(self.u64()? as i64)
-    }
-
-    /// An f64.
-    pub fn f64(&mut self) -> Result<f64, Corrupt> {
-        Ok(f64::from_bits(self.u64()?))
     }
 
     /// An unsigned LEB128 varint.
@@ -325,11 +311,6 @@ impl ListWriter {
         if self.ids.len() == BLOCK {
             self.flush();
         }
-    }
-
-    /// Postings so far.
-    pub fn count(&self) -> u32 {
-        self.count
     }
 
     fn flush(&mut self) {

@@ -23,15 +23,15 @@
 //! files.
 
 mod answer;
-pub mod codec;
+mod codec;
 pub mod index;
+pub mod marker;
 pub mod record;
 pub mod render;
 pub mod score;
-pub mod segment;
+pub(crate) mod segment;
 pub mod store;
 pub mod text;
-pub mod walk;
 
 use serde::Serialize;
 
@@ -39,7 +39,9 @@ use crate::bank::Bank;
 use crate::lesson::Outcome;
 
 pub use answer::Answer;
-pub use index::Search;
+pub use codec::Corrupt;
+pub use index::{HeldBack, Search};
+pub use marker::Identity;
 pub use record::TargetGlobs;
 pub use score::Settings;
 pub use store::{Refresh, RetrieveError, Retriever};

@@ -4,6 +4,8 @@
 
 use std::path::Path;
 
+use crate::config::Config;
+use crate::diagnostic::Severity;
 use crate::document::Document;
 use crate::lesson::{Lesson, Outcome};
 use crate::source::Source;
@@ -23,7 +25,7 @@ pub struct FileStat {
     pub ctime_ns: i64,
     /// Inode number (0 where there is none).
     pub ino: u64,
-    /// Hash of the bytes ([`super::codec::checksum`]).
+    /// Hash of the bytes (the index's 64-bit checksum).
     pub hash: u64,
     /// Whether mtime and ctime were old enough, when the file was read, that a later change
     /// within the same clock tick is impossible. An unsettled record is re-hashed on the next
@@ -85,6 +87,9 @@ pub struct LessonFields {
     pub gist: String,
     /// The markdown body.
     pub body: String,
+    /// The codes of the error-level findings in its own file (lint's file rules, with the
+    /// bank's levels and suppressions), sorted: a lesson with any is never served.
+    pub errors: Vec<String>,
 }
 
 /// One indexed file.
@@ -102,9 +107,13 @@ pub struct Record {
 pub const GIST_CHARS: usize = 200;
 
 impl Record {
-    /// The record of a parsed file.
-    pub fn new(path: String, stat: FileStat, doc: &Document) -> Record {
-        let lesson = doc.lesson.as_ref().map(|l| LessonFields::new(doc, l));
+    /// The record of a parsed file, judged by `config`'s lint levels.
+    pub fn new(path: String, stat: FileStat, doc: &Document, config: &Config) -> Record {
+        let lesson = doc.lesson.as_ref().map(|l| {
+            let mut fields = LessonFields::new(doc, l);
+            fields.errors = error_codes(doc, config);
+            fields
+        });
         Record { path, stat, lesson }
     }
 }
@@ -154,6 +163,7 @@ impl LessonFields {
             conflicts_with: l.conflicts_with.iter().map(|s| s.value.clone()).collect(),
             gist,
             body,
+            errors: Vec::new(),
         }
     }
 
@@ -227,6 +237,19 @@ pub fn shorten(s: &str, max: usize) -> String {
         _ => cut.as_str(),
     };
     format!("{}…", cut.trim_end_matches([',', ';', ':', ' ']))
+}
+
+/// The codes of the error-level findings of `doc`'s own file, sorted, without repeats. Rules
+/// that depend on the instant (expiry) are not error-level, so the index needs no `now`.
+fn error_codes(doc: &Document, config: &Config) -> Vec<String> {
+    let mut codes: Vec<String> = crate::lint::lint_file(doc, config, jiff::Timestamp::now())
+        .into_iter()
+        .filter(|d| d.severity == Severity::Error)
+        .map(|d| d.code.to_string())
+        .collect();
+    codes.sort();
+    codes.dedup();
+    codes
 }
 
 /// The lesson in a file's bytes, parsed as a record's lesson is (`None` when it is no lesson).

@@ -73,12 +73,12 @@ pub struct Context<'a> {
     /// [`LABEL`].
     pub label: &'static str,
     /// The hits, best first.
-    pub lessons: Vec<Entry<'a>>,
+    pub lessons: Vec<PromptLesson<'a>>,
 }
 
 /// One hit, as the prompt template sees it.
 #[derive(Debug, Serialize)]
-pub struct Entry<'a> {
+pub struct PromptLesson<'a> {
     /// Slug.
     pub slug: &'a str,
     /// The title without a final period (the gist follows it).
@@ -135,7 +135,7 @@ impl<'a> Context<'a> {
         let lessons = hits
             .iter()
             .enumerate()
-            .map(|(i, h)| Entry {
+            .map(|(i, h)| PromptLesson {
                 slug: &h.slug,
                 title: headline(&h.title),
                 gist: &h.gist,

@@ -3,7 +3,7 @@
 //! them against the files, so a search is correct whatever state they are in.
 //!
 //! - **Checking** walks the bank as [`Bank::load`](crate::bank::Bank::load) does (see
-//!   [`super::walk`]) and compares each file's stat (size, mtime, ctime, inode) with its
+//!   [`crate::walk`]) and compares each file's stat (size, mtime, ctime, inode) with its
 //!   record. A file whose stat differs (or whose record is not yet settled: changed within
 //!   [`SETTLE_NS`] of being read, when a second change could share its timestamps) is hashed;
 //!   only when the hash differs is it parsed again. New files are parsed, vanished ones
@@ -39,10 +39,11 @@ use crate::source::{ReadProblem, Source};
 
 use super::codec::{self, Corrupt};
 use super::index::{self, Index};
+use super::marker::{self, Identity};
 use super::record::{FileStat, Record};
 use super::segment::{self, Header, Kind, Part, Patch, Segment};
-use super::walk;
 use super::{Request, Search, Settings};
+use crate::walk;
 
 /// The base file, inside `.lesson/`.
 pub const BASE_FILE: &str = "retrieve.idx";
@@ -84,43 +85,6 @@ pub struct Refresh {
     pub persisted: bool,
     /// The generation of the index in use.
     pub generation: u64,
-}
-
-/// Which index a process holds: its base (id and checksum), its delta's checksum and the
-/// generation. Any write changes it, so two processes that report the same identity hold the
-/// same bytes: what a watcher vouches for (see [`crate::watch`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct Identity {
-    /// The base's id.
-    pub index_id: u64,
-    /// The highest generation of base and delta.
-    pub generation: u64,
-    /// The base's stored checksum.
-    pub base: u64,
-    /// The delta's stored checksum, when a delta patches the base.
-    pub delta: Option<u64>,
-}
-
-impl Identity {
-    /// The identity of the index in `root`'s `.lesson/`, from the two files' headers alone
-    /// (`None` without a base). A delta counts when it names the base, as [`Index::new`]
-    /// pairs them.
-    pub fn on_disk(root: &Path) -> Option<Identity> {
-        let (kind, base, base_sum) = Segment::peek(&state_path(root, BASE_FILE))?;
-        if kind != Kind::Base {
-            return None;
-        }
-        let delta = Segment::peek(&state_path(root, DELTA_FILE))
-            .filter(|(kind, d, _)| *kind == Kind::Delta && d.index_id == base.index_id);
-        Some(Identity {
-            index_id: base.index_id,
-            generation: delta.map_or(base.generation, |(_, d, _)| {
-                d.generation.max(base.generation)
-            }),
-            base: base_sum,
-            delta: delta.map(|(_, _, sum)| sum),
-        })
-    }
 }
 
 /// A bank's persisted index, checked against the files and ready to search.
@@ -252,7 +216,7 @@ impl Retriever {
 
     /// Open like [`Retriever::open`], but without checking the files when a live watcher
     /// vouches for the index as loaded: `lesson watch` holds `.lesson/watch.lock` and has
-    /// published this very index's [`Identity`] (see [`crate::watch::marker`]). Otherwise (no
+    /// published this very index's [`Identity`] (see [`marker`]). Otherwise (no
     /// watcher, a killed one, another index on disk) the files are checked as `open` checks
     /// them. The lock is looked at before the marker is read, so a marker left by a watcher
     /// that died is never taken for a live one's.
@@ -263,7 +227,7 @@ impl Retriever {
     /// in the window is never shown with its old text; the search checks the files and runs
     /// again instead.
     pub fn open_fast(root: &Path) -> Result<Retriever, RetrieveError> {
-        let Some(vouched) = crate::watch::marker::vouched(root) else {
+        let Some(vouched) = marker::vouched(root) else {
             return Retriever::open(root);
         };
         let (mut r, why) = Retriever::load(root)?;
@@ -285,6 +249,7 @@ impl Retriever {
     /// changed contents), sorted; [`Retriever::last_refresh`] says the rest.
     pub fn refresh_paths(&mut self, paths: &[String]) -> Result<Vec<String>, RetrieveError> {
         let limit = self.config.lint.size_limit;
+        let config = &self.config;
         let mut wanted: Vec<&str> = paths
             .iter()
             .map(String::as_str)
@@ -297,12 +262,15 @@ impl Retriever {
             ..Refresh::default()
         };
         let mut replaced: Vec<u32> = Vec::new();
-        let mut todo: Vec<(&str, Option<index::Entry>, std::fs::Metadata)> = Vec::new();
+        let mut todo: Vec<(&str, Option<index::IndexedFile>, std::fs::Metadata)> = Vec::new();
         for rel in wanted {
             let entry = self.index.find(rel)?;
             let meta = std::fs::metadata(self.root.join(rel))
                 .ok()
-                .filter(std::fs::Metadata::is_file);
+                .filter(std::fs::Metadata::is_file)
+                // a link the walk does not follow is no lesson here either (a realpath per
+                // named path, never per file of a walk)
+                .filter(|_| !walk::refused_link(&self.root, rel, &self.exclude));
             match (entry, meta) {
                 (entry, Some(meta)) => todo.push((rel, entry, meta)),
                 (Some(gone), None) => {
@@ -318,8 +286,8 @@ impl Retriever {
             .map(|(rel, entry, meta)| {
                 let path = root.join(rel);
                 match entry {
-                    Some(entry) => check(rel, &entry, &path, Some(&meta), limit),
-                    None => Change::Parsed(read_record(rel, &path, limit)),
+                    Some(entry) => check(rel, &entry, &path, Some(&meta), limit, config),
+                    None => Change::Parsed(read_record(rel, &path, limit, config)),
                 }
             })
             .collect();
@@ -357,6 +325,7 @@ impl Retriever {
 
     fn refresh_with(&mut self, rebuild: Option<String>) -> Result<(), RetrieveError> {
         let limit = self.config.lint.size_limit;
+        let config = &self.config;
         let mut files = walk::lesson_files(&self.root, &self.exclude);
         let mut report = Refresh {
             files: files.len(),
@@ -376,7 +345,7 @@ impl Retriever {
         let position: HashMap<&str, usize, BuildHasherDefault<walk::PathHasher>> =
             old.iter().enumerate().map(|(i, e)| (e.path, i)).collect();
         let mut seen = vec![false; old.len()];
-        let todo: Vec<(&walk::File, Option<&index::Entry>)> = files
+        let todo: Vec<(&walk::StatedFile, Option<&index::IndexedFile>)> = files
             .iter()
             .map(|f| {
                 let entry = position.get(f.rel.as_str()).map(|&i| {
@@ -400,8 +369,15 @@ impl Retriever {
             .into_par_iter()
             .map(|(f, entry)| match entry {
                 Some(entry) if unchanged(entry, f.meta.as_ref(), limit) => Change::None,
-                Some(entry) => check(&f.rel, entry, &root.join(&f.rel), f.meta.as_ref(), limit),
-                None => Change::Parsed(read_record(&f.rel, &root.join(&f.rel), limit)),
+                Some(entry) => check(
+                    &f.rel,
+                    entry,
+                    &root.join(&f.rel),
+                    f.meta.as_ref(),
+                    limit,
+                    config,
+                ),
+                None => Change::Parsed(read_record(&f.rel, &root.join(&f.rel), limit, config)),
             })
             .collect();
         let mut records: Vec<Record> = Vec::new();
@@ -599,14 +575,19 @@ impl Retriever {
     }
 
     /// Parse every file (`files` sorted by path) into a new base, a chunk at a time.
-    fn rebuild(&mut self, files: &[walk::File], report: &mut Refresh) -> Result<(), RetrieveError> {
+    fn rebuild(
+        &mut self,
+        files: &[walk::StatedFile],
+        report: &mut Refresh,
+    ) -> Result<(), RetrieveError> {
         let limit = self.config.lint.size_limit;
+        let config = &self.config;
         let generation = self.generation() + 1;
         let mut encoder = segment::Encoder::default();
         for chunk in files.chunks(segment::Encoder::CHUNK) {
             let records: Vec<Record> = chunk
                 .par_iter()
-                .map(|f| read_record(&f.rel, &self.root.join(&f.rel), limit))
+                .map(|f| read_record(&f.rel, &self.root.join(&f.rel), limit, config))
                 .collect();
             encoder.add(&records);
         }
@@ -670,14 +651,15 @@ enum Change {
 
 fn check(
     rel: &str,
-    entry: &index::Entry,
+    entry: &index::IndexedFile,
     path: &Path,
     meta: Option<&std::fs::Metadata>,
     limit: u64,
+    config: &Config,
 ) -> Change {
     let Some(meta) = meta else {
         // vanished between the walk and its stat: recorded as unreadable, re-checked next time
-        return Change::Reparsed(entry.id, read_record(rel, path, limit));
+        return Change::Reparsed(entry.id, read_record(rel, path, limit, config));
     };
     if unchanged(entry, Some(meta), limit) {
         return Change::None;
@@ -685,17 +667,17 @@ fn check(
     let stamp = stamp(meta);
     let old = entry.stat;
     if stamp.size != old.size || stamp.size > limit {
-        return Change::Reparsed(entry.id, read_record(rel, path, limit));
+        return Change::Reparsed(entry.id, read_record(rel, path, limit, config));
     }
     let read_at = wall_clock_ns();
     let Ok(bytes) = std::fs::read(path) else {
-        return Change::Reparsed(entry.id, read_record(rel, path, limit));
+        return Change::Reparsed(entry.id, read_record(rel, path, limit, config));
     };
     let hash = codec::checksum(&bytes);
     if hash != old.hash || bytes.len() as u64 != stamp.size {
         return Change::Reparsed(
             entry.id,
-            record_from_bytes(rel, path, bytes, stamp, read_at, limit),
+            record_from_bytes(rel, path, bytes, stamp, read_at, limit, config),
         );
     }
     let stat = FileStat {
@@ -712,7 +694,7 @@ fn check(
 
 /// Whether a file's stat says it is as indexed (then it is not read). A file over the size
 /// limit is never read: its record holds nothing a racy change could make stale.
-fn unchanged(entry: &index::Entry, meta: Option<&std::fs::Metadata>, limit: u64) -> bool {
+fn unchanged(entry: &index::IndexedFile, meta: Option<&std::fs::Metadata>, limit: u64) -> bool {
     let Some(meta) = meta else {
         return false;
     };
@@ -723,7 +705,7 @@ fn unchanged(entry: &index::Entry, meta: Option<&std::fs::Metadata>, limit: u64)
 
 /// Read and parse one file into a record, as [`Bank::load`] reads it (a file over the size
 /// limit is not read; an unreadable one is no lesson until its stat changes).
-fn read_record(rel: &str, path: &Path, limit: u64) -> Record {
+fn read_record(rel: &str, path: &Path, limit: u64, config: &Config) -> Record {
     let read_at = wall_clock_ns();
     let meta = std::fs::metadata(path);
     let stamp = meta.as_ref().map(stamp).unwrap_or_default();
@@ -734,7 +716,7 @@ fn read_record(rel: &str, path: &Path, limit: u64) -> Record {
             settled: stat_known && settled(&stamp, read_at),
             ..stamp
         };
-        Record::new(rel.to_string(), stat, &doc)
+        Record::new(rel.to_string(), stat, &doc, config)
     };
     match meta {
         Ok(m) if m.len() > limit => unreadable(ReadProblem::TooLarge {
@@ -742,7 +724,7 @@ fn read_record(rel: &str, path: &Path, limit: u64) -> Record {
             limit,
         }),
         _ => match std::fs::read(path) {
-            Ok(bytes) => record_from_bytes(rel, path, bytes, stamp, read_at, limit),
+            Ok(bytes) => record_from_bytes(rel, path, bytes, stamp, read_at, limit, config),
             Err(e) => unreadable(ReadProblem::Io {
                 message: e.to_string(),
             }),
@@ -757,6 +739,7 @@ fn record_from_bytes(
     stamp: FileStat,
     read_at: i64,
     limit: u64,
+    config: &Config,
 ) -> Record {
     let stat = FileStat {
         size: bytes.len() as u64,
@@ -767,7 +750,7 @@ fn record_from_bytes(
     };
     let (source, problem) = Source::from_bytes(path.to_path_buf(), bytes);
     let doc = Document::parse(source, problem);
-    Record::new(rel.to_string(), stat, &doc)
+    Record::new(rel.to_string(), stat, &doc, config)
 }
 
 /// What `stat` says of a file (not settled, no hash yet).
@@ -827,7 +810,7 @@ pub fn relative(root: &Path, path: &Path) -> String {
     parts.join("/")
 }
 
-fn state_path(root: &Path, file: &str) -> PathBuf {
+pub(crate) fn state_path(root: &Path, file: &str) -> PathBuf {
     root.join(STATE_DIR).join(file)
 }
 
@@ -871,13 +854,15 @@ fn new_index_id(generation: u64) -> u64 {
     codec::checksum(&bytes) | 1
 }
 
-/// What in the configuration shapes the index: which files are read as lessons.
+/// What in the configuration shapes the index: which files are read as lessons, and which
+/// findings hold a lesson back (the lint settings).
 pub fn config_hash(config: &Config) -> u64 {
     let mut key = format!("v{}\n{}\n", segment::FORMAT_VERSION, config.lint.size_limit);
     for glob in &config.lint.exclude {
         key.push_str(glob);
         key.push('\n');
     }
+    key.push_str(&format!("{:?}\n", config.lint));
     super::text::fnv1a(key.as_bytes())
 }
 
@@ -892,7 +877,12 @@ pub fn records_of_bank(bank: &Bank) -> Vec<Record> {
                 settled: true,
                 ..meta.as_ref().map(stamp).unwrap_or_default()
             };
-            Record::new(relative(&bank.root, &doc.source.path), stat, doc)
+            Record::new(
+                relative(&bank.root, &doc.source.path),
+                stat,
+                doc,
+                &bank.config,
+            )
         })
         .collect()
 }

@@ -7,9 +7,9 @@ use std::collections::HashMap;
 
 use crate::bank::Status;
 use crate::index_md::{self, IndexEntry};
-use crate::retrieve::codec::Corrupt;
 use crate::retrieve::index::Index;
 use crate::retrieve::record::clamp_ns;
+use crate::retrieve::Corrupt;
 
 /// Every live lesson of `index` as an `_index.md` entry, with status judged at `now`, sorted
 /// by slug, then path (as [`index_md::entries`] sorts a bank's).

@@ -545,3 +545,161 @@ proptest! {
         }
     }
 }
+
+/// A lesson file and a directory linked from outside the bank are never read: the secret they
+/// hold appears in no output of any reading command (nor in `_index.md`); a directory of the
+/// bank linked a second time is not walked twice, so its lesson comes back once.
+#[cfg(unix)]
+#[test]
+fn symlinks_out_of_the_bank_are_not_read_and_no_lesson_comes_back_twice() {
+    use std::os::unix::fs::symlink;
+    use std::process::Command;
+    const SECRET: &str = "zqxsecretmarker";
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("bank");
+    let outside = tmp.path().join("outside");
+    std::fs::create_dir_all(root.join("ci")).unwrap();
+    std::fs::create_dir_all(outside.join("dir")).unwrap();
+    std::fs::write(root.join("lesson.toml"), "").unwrap();
+    let inside = lesson("cache-builds", "Cache builds in ci", "");
+    std::fs::write(root.join("ci/cache-builds.md"), inside).unwrap();
+    let leak = lesson("leak", &format!("Cache builds {SECRET}"), "");
+    std::fs::write(outside.join("leak.md"), &leak).unwrap();
+    let inner = lesson("inner", &format!("Cache builds {SECRET}"), "");
+    std::fs::write(outside.join("dir/inner.md"), &inner).unwrap();
+    symlink(outside.join("leak.md"), root.join("leak.md")).unwrap();
+    symlink(outside.join("dir"), root.join("shared")).unwrap();
+    symlink("ci", root.join("alias")).unwrap();
+
+    let run = |args: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_lesson"))
+            .args(args)
+            .env("LESSON_DIR", &root)
+            .env("LESSON_NOW", NOW)
+            .env("LESSON_BY", "tester")
+            .output()
+            .unwrap();
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            !text.contains(SECRET),
+            "{args:?} printed the secret:\n{text}"
+        );
+        text
+    };
+    for format in ["full", "concise", "json", "github", "sarif"] {
+        let out = run(&["lint", "--output-format", format]);
+        assert!(out.contains("P013"), "lint {format}: {out}");
+    }
+    let full = run(&["lint"]);
+    assert!(
+        full.contains("leak.md") && full.contains("shared"),
+        "{full}"
+    );
+    assert!(full.contains("P014") && full.contains("alias"), "{full}");
+    for format in ["text", "json", "prompt"] {
+        run(&["search", "cache builds", "--format", format]);
+    }
+    let json = run(&["search", "cache builds", "--format", "json"]);
+    assert_eq!(json.matches("cache-builds.md").count(), 1, "{json}");
+    assert!(!json.contains("alias/"), "{json}");
+    run(&["list"]);
+    let listed = run(&["list", "--format", "json"]);
+    assert_eq!(listed.matches("cache-builds.md").count(), 1, "{listed}");
+    run(&["show", "leak"]);
+    run(&["show", "inner"]);
+    run(&["index", "--stdout"]);
+    run(&["index"]);
+    let index_md = std::fs::read_to_string(root.join("_index.md")).unwrap();
+    assert!(!index_md.contains(SECRET), "{index_md}");
+
+    // the library's retriever neither
+    let mut retriever = Retriever::open(&root).unwrap();
+    let hits = retriever
+        .search(&Request::new("cache builds").now(now()))
+        .unwrap()
+        .hits;
+    let paths: Vec<&str> = hits.iter().map(|h| h.path.as_str()).collect();
+    assert_eq!(paths, ["ci/cache-builds.md"]);
+}
+
+/// A lesson with an error-level finding in its own file (`confidence: 7`, `confidence: "0.99"`)
+/// is never served, by the library (fresh and persisted index) or by `lesson search`, which
+/// says how many were held back and why.
+#[test]
+fn lessons_with_errors_are_held_back() {
+    let tmp = bank(&[
+        ("good.md", lesson("good", "Cache builds in ci", "")),
+        (
+            "seven.md",
+            lesson("seven", "Cache builds in ci twice", "confidence: 7\n"),
+        ),
+        (
+            "quoted.md",
+            lesson(
+                "quoted",
+                "Cache builds in ci thrice",
+                "confidence: \"0.99\"\n",
+            ),
+        ),
+    ]);
+    let root = tmp.path();
+    let request = Request::new("cache builds in ci").now(now());
+    let slugs = |hits: &[Hit]| hits.iter().map(|h| h.slug.clone()).collect::<Vec<_>>();
+
+    let loaded = Bank::load(root, now()).unwrap();
+    assert_eq!(slugs(&loaded.retrieve(&request)), ["good"]);
+    let mut retriever = Retriever::open(root).unwrap();
+    let found = retriever.search(&request).unwrap();
+    assert_eq!(slugs(&found.hits), ["good"]);
+    let held: Vec<(&str, &str, Vec<String>)> = found
+        .held_back
+        .iter()
+        .map(|h| (h.slug.as_str(), h.path.as_str(), h.codes.clone()))
+        .collect();
+    assert_eq!(held.len(), 2, "{held:?}");
+    assert_eq!((held[0].0, held[0].1), ("quoted", "quoted.md"));
+    assert_eq!((held[1].0, held[1].1), ("seven", "seven.md"));
+    assert!(held.iter().all(|h| !h.2.is_empty()));
+    // the persisted index, opened again, holds them back without parsing anything
+    let mut again = Retriever::open(root).unwrap();
+    assert_eq!(slugs(&again.search(&request).unwrap().hits), ["good"]);
+
+    let run = |format: &str| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_lesson"))
+            .args(["search", "cache builds in ci", "--format", format])
+            .env("LESSON_DIR", root)
+            .env("LESSON_NOW", NOW)
+            .output()
+            .unwrap()
+    };
+    let json = run("json");
+    let report: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    let served: Vec<&str> = report["hits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["slug"].as_str().unwrap())
+        .collect();
+    assert_eq!(served, ["good"]);
+    let held = report["held_back"].as_array().unwrap();
+    assert_eq!(held.len(), 2);
+    assert_eq!(held[1]["slug"], "seven");
+    assert!(held[1]["codes"].as_array().is_some_and(|c| !c.is_empty()));
+    for format in ["text", "prompt"] {
+        let out = run(format);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(
+            stderr, "note: 2 lessons with errors were not served (lesson lint lists them)\n",
+            "{format}"
+        );
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            !stdout.contains("twice") && !stdout.contains("thrice"),
+            "{stdout}"
+        );
+    }
+}

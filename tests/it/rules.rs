@@ -78,6 +78,29 @@ fn generated_fixture(code: &str, tmp: &Path) -> Option<PathBuf> {
             std::os::unix::fs::symlink("..", root.join("sub/loop")).unwrap();
             Some(root)
         }
+        #[cfg(unix)]
+        "P013" => {
+            // a lesson file and a directory linked from outside the bank
+            let root = tmp.join("bank");
+            let outside = tmp.join("outside");
+            std::fs::create_dir_all(&root).unwrap();
+            std::fs::create_dir_all(outside.join("dir")).unwrap();
+            std::fs::write(outside.join("secret.md"), "SECRET-P013\n").unwrap();
+            std::fs::write(outside.join("dir/x.md"), "SECRET-P013\n").unwrap();
+            std::os::unix::fs::symlink(outside.join("secret.md"), root.join("leak.md")).unwrap();
+            std::os::unix::fs::symlink(outside.join("dir"), root.join("shared")).unwrap();
+            Some(root)
+        }
+        #[cfg(unix)]
+        "P014" => {
+            // a directory and a file of the bank, each linked a second time
+            let root = tmp.join("bank");
+            std::fs::create_dir_all(root.join("ci")).unwrap();
+            std::fs::write(root.join("ci/one.md"), "# one\n").unwrap();
+            std::os::unix::fs::symlink("ci", root.join("alias")).unwrap();
+            std::os::unix::fs::symlink("ci/one.md", root.join("again.md")).unwrap();
+            Some(root)
+        }
         _ => None,
     }
 }

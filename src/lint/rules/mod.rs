@@ -8,6 +8,7 @@ use crate::yaml::YamlErrorKind;
 
 pub mod confidence_out_of_range;
 pub mod duplicate_key;
+pub mod duplicate_path;
 pub mod duplicate_slug;
 pub mod empty_evidence;
 pub mod empty_target;
@@ -47,6 +48,7 @@ pub mod slug_mismatch;
 pub mod superseded_twice;
 pub mod supersedes_missing;
 pub mod supersession_cycle;
+pub mod symlink_outside_bank;
 pub mod title_mismatch;
 pub mod unknown_field;
 pub mod unreadable_file;
@@ -88,6 +90,8 @@ pub static RULES: &[&Rule] = &[
     &yaml_too_complex::RULE,
     &frontmatter_not_mapping::RULE,
     &walk_error::RULE,
+    &symlink_outside_bank::RULE,
+    &duplicate_path::RULE,
     &merge_conflict::RULE,
     &missing_required_field::RULE,
     &unknown_field::RULE,
@@ -216,16 +220,35 @@ pub fn parse_diagnostics(doc: &Document, out: &mut Vec<Diagnostic>) {
     }
 }
 
-/// Diagnostics for paths the bank walk could not enter (P012).
-pub fn walk_diagnostics(bank: &crate::bank::Bank, out: &mut Vec<Diagnostic>) {
+/// Diagnostics for paths the bank walk could not enter (P012) and symlinks it did not follow
+/// (P013, P014), of the rules `enabled` keeps. The link's target is never read: the finding
+/// has no text.
+pub fn walk_diagnostics(
+    bank: &crate::bank::Bank,
+    enabled: impl Fn(&Rule) -> bool,
+    out: &mut Vec<Diagnostic>,
+) {
+    use crate::bank::WalkProblemKind;
     for p in &bank.walk_problems {
+        let rule = match p.kind {
+            WalkProblemKind::Unreadable => &walk_error::RULE,
+            WalkProblemKind::OutsideBank => &symlink_outside_bank::RULE,
+            WalkProblemKind::Duplicate => &duplicate_path::RULE,
+        };
+        if !enabled(rule) {
+            continue;
+        }
         let src = Source::new(p.path.clone(), String::new());
-        out.push(Diagnostic::new(
-            &walk_error::RULE,
-            &src,
-            0..0,
-            p.message.clone(),
-        ));
+        let d = Diagnostic::new(rule, &src, 0..0, p.message.clone());
+        out.push(match p.kind {
+            WalkProblemKind::Unreadable => d,
+            WalkProblemKind::OutsideBank => {
+                d.with_help("replace the link with the lesson itself, or remove it")
+            }
+            WalkProblemKind::Duplicate => {
+                d.with_help("remove the link: its target is in the bank already")
+            }
+        });
     }
 }
 

@@ -23,8 +23,46 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use super::segment::{Kind, Segment};
+use super::store::{state_path, BASE_FILE, DELTA_FILE};
 use crate::edit::{self, EditError, STATE_DIR};
-use crate::retrieve::store::Identity;
+
+/// Which index a process holds: its base (id and checksum), its delta's checksum and the
+/// generation. Any write changes it, so two processes that report the same identity hold the
+/// same bytes: what a watcher vouches for (`lesson watch`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Identity {
+    /// The base's id.
+    pub index_id: u64,
+    /// The highest generation of base and delta.
+    pub generation: u64,
+    /// The base's stored checksum.
+    pub base: u64,
+    /// The delta's stored checksum, when a delta patches the base.
+    pub delta: Option<u64>,
+}
+
+impl Identity {
+    /// The identity of the index in `root`'s `.lesson/`, from the two files' headers alone
+    /// (`None` without a base). A delta counts when it names the base, as [`Index::new`](super::index::Index::new)
+    /// pairs them.
+    pub fn on_disk(root: &Path) -> Option<Identity> {
+        let (kind, base, base_sum) = Segment::peek(&state_path(root, BASE_FILE))?;
+        if kind != Kind::Base {
+            return None;
+        }
+        let delta = Segment::peek(&state_path(root, DELTA_FILE))
+            .filter(|(kind, d, _)| *kind == Kind::Delta && d.index_id == base.index_id);
+        Some(Identity {
+            index_id: base.index_id,
+            generation: delta.map_or(base.generation, |(_, d, _)| {
+                d.generation.max(base.generation)
+            }),
+            base: base_sum,
+            delta: delta.map(|(_, _, sum)| sum),
+        })
+    }
+}
 
 /// The lock a running watcher holds, inside `.lesson/`.
 pub const LOCK_FILE: &str = "watch.lock";

@@ -1,0 +1,451 @@
+//! Writing a segment: records analysed into docs and posting lists, laid out as the format
+//! in [`super`] says.
+
+use std::collections::HashMap;
+
+use rayon::prelude::*;
+
+use super::*;
+use crate::retrieve::codec::{self, ListWriter, Tf, Writer};
+use crate::retrieve::record::Record;
+
+/// A record's doc and its terms with their counts per field.
+fn analyse(r: &Record) -> (Doc, Vec<(Term, Tf)>) {
+    let Some(l) = &r.lesson else {
+        let doc = Doc {
+            path: r.path.clone(),
+            stat: r.stat,
+            lesson: None,
+        };
+        return (doc, Vec::new());
+    };
+    let mut counts: TermMap<Tf> = TermMap::with_capacity_and_hasher(1024, Default::default());
+    let mut lens = [0u32; LEN_SLOTS];
+    let mut add = |field: usize, s: &str| {
+        text::for_each_term(s, |t| {
+            lens[score::slot(field, text::kind(t))] += 1;
+            counts.entry(t).or_default()[field] += 1;
+        });
+    };
+    add(0, &l.title);
+    add(1, &l.description);
+    for tag in &l.tags {
+        add(2, tag);
+    }
+    add(3, &l.body);
+    let doc = Doc {
+        path: r.path.clone(),
+        stat: r.stat,
+        lesson: Some(LessonMeta {
+            slug: l.slug.clone(),
+            title: l.title.clone(),
+            outcome: l.outcome,
+            confidence: l.confidence,
+            successes: l.successes,
+            failures: l.failures,
+            expires_ns: l.expires_ns,
+            lens,
+            tag_keys: l.tag_keys(),
+            targets: l.targets.clone(),
+            supersedes: l.supersedes.clone(),
+            errors: l.errors.clone(),
+        }),
+    };
+    (doc, counts.into_iter().collect())
+}
+
+/// What a new segment holds besides its docs.
+#[derive(Debug, Clone, Default)]
+pub struct Patch {
+    /// Base doc ids this delta deletes.
+    pub deleted: Vec<u32>,
+    /// New stats for base docs whose file was touched, not changed.
+    pub restat: Vec<(u32, FileStat)>,
+}
+
+fn bitset_bytes(n: usize, on: impl Fn(usize) -> bool) -> Vec<u8> {
+    let mut words = vec![0u64; n.div_ceil(64)];
+    for (i, w) in words.iter_mut().enumerate() {
+        for b in 0..64 {
+            let id = i * 64 + b;
+            if id < n && on(id) {
+                *w |= 1 << b;
+            }
+        }
+    }
+    words.iter().flat_map(|w| w.to_le_bytes()).collect()
+}
+
+/// Strings of some docs: count u32, (doc u32, offset u32) ascending, then the data.
+fn doc_strings(entries: &[(u32, Vec<&str>)], list: bool) -> Vec<u8> {
+    let mut table = Writer::default();
+    let mut data = Writer::default();
+    table.u32(entries.len() as u32);
+    for (doc, strings) in entries {
+        table.u32(*doc);
+        table.u32(data.len() as u32);
+        if list {
+            data.varint(strings.len() as u64);
+        }
+        for s in strings {
+            data.str(s);
+        }
+    }
+    table.buf.extend_from_slice(&data.buf);
+    table.buf
+}
+
+/// `n` strings in doc order as a column: front-coded in blocks of [`COLUMN_BLOCK`], each
+/// block's offset first.
+fn column<'a>(strings: impl Iterator<Item = &'a str>, n: usize) -> Writer {
+    let mut offsets = Writer::default();
+    let mut data = Writer::default();
+    offsets.u32(n.div_ceil(COLUMN_BLOCK) as u32);
+    let mut prev = "";
+    for (id, s) in strings.enumerate() {
+        let shared = if id % COLUMN_BLOCK == 0 {
+            offsets.u32(data.len() as u32);
+            0
+        } else {
+            prev.as_bytes()
+                .iter()
+                .zip(s.as_bytes())
+                .take_while(|(a, b)| a == b)
+                .count()
+        };
+        data.varint(shared as u64);
+        let rest = &s.as_bytes()[shared..];
+        data.varint(rest.len() as u64);
+        data.buf.extend_from_slice(rest);
+        prev = s;
+    }
+    offsets.buf.extend_from_slice(&data.buf);
+    offsets
+}
+
+/// Write a segment: header, patch, docs and sorted term lists.
+pub(super) fn write_segment(
+    kind: Kind,
+    header: Header,
+    patch: &Patch,
+    docs: &[Doc],
+    lists: &[(Term, u32, Vec<u8>)],
+) -> Vec<u8> {
+    let n = docs.len();
+    let mut secs: Vec<Writer> = (0..SECTIONS).map(|_| Writer::default()).collect();
+    let sec = |s: Sec| s as usize;
+
+    let mut deleted = patch.deleted.clone();
+    deleted.sort_unstable();
+    deleted.dedup();
+    for &id in &deleted {
+        secs[sec(Sec::Deleted)].u32(id);
+    }
+    let mut restat = patch.restat.clone();
+    restat.sort_unstable_by_key(|(id, _)| *id);
+    restat.dedup_by_key(|(id, _)| *id);
+    let w = &mut secs[sec(Sec::Restat)];
+    for (id, s) in &restat {
+        w.u32(*id);
+        w.u64(s.size);
+        w.i64(s.mtime_ns);
+        w.i64(s.ctime_ns);
+        w.u64(s.ino);
+        w.u64(s.hash);
+        w.u8(u8::from(s.settled));
+        w.buf.extend_from_slice(&[0, 0, 0]);
+    }
+
+    // the fixed-size tables
+    let mut lens = vec![0u32; LEN_SLOTS * n];
+    let mut totals = [0u64; LEN_SLOTS];
+    let mut lessons = 0u32;
+    for (id, d) in docs.iter().enumerate() {
+        let w = &mut secs[sec(Sec::Stat)];
+        w.u64(d.stat.size);
+        w.i64(d.stat.ctime_ns);
+        w.u64(d.stat.ino);
+        w.u64(d.stat.hash);
+        let flag = |b: bool, f: u8| if b { f } else { 0 };
+        let mut flags = flag(d.stat.settled, F_SETTLED);
+        let (mut confidence, mut successes, mut failures, mut outcome) = (0.0, 0, 0, 0);
+        if let Some(l) = &d.lesson {
+            lessons += 1;
+            flags |= F_LESSON
+                | flag(!l.tag_keys.is_empty(), F_TAGS)
+                | flag(!l.targets.is_empty(), F_TARGETS)
+                | flag(!l.supersedes.is_empty(), F_SUPERSEDES)
+                | flag(l.expires_ns.is_some(), F_EXPIRES)
+                | flag(!l.errors.is_empty(), F_HELD);
+            confidence = l.confidence;
+            successes = l.successes;
+            failures = l.failures;
+            outcome = outcome_byte(l.outcome);
+            for (slot, &len) in l.lens.iter().enumerate() {
+                lens[slot * n + id] = len;
+                totals[slot] += u64::from(len);
+            }
+        }
+        let w = &mut secs[sec(Sec::Rank)];
+        w.i64(d.stat.mtime_ns);
+        w.f64(confidence);
+        w.u64(successes);
+        w.u64(failures);
+        w.u8(flags);
+        w.u8(outcome);
+        w.buf.extend_from_slice(&[0; 6]);
+    }
+    let w = &mut secs[sec(Sec::Lens)];
+    for len in lens {
+        w.u32(len);
+    }
+
+    secs[sec(Sec::Paths)] = column(docs.iter().map(|d| d.path.as_str()), n);
+    secs[sec(Sec::Titles)] = column(
+        docs.iter()
+            .map(|d| d.lesson.as_ref().map_or("", |l| l.title.as_str())),
+        n,
+    );
+
+    secs[sec(Sec::Lessons)].buf = bitset_bytes(n, |id| docs[id].lesson.is_some());
+
+    // slugs, supersession, targets, expiry, tags
+    let lesson_docs: Vec<(u32, &LessonMeta, &str)> = docs
+        .iter()
+        .enumerate()
+        .filter_map(|(id, d)| d.lesson.as_ref().map(|l| (id as u32, l, d.path.as_str())))
+        .collect();
+    let slugs: Vec<(u32, Vec<&str>)> = lesson_docs
+        .iter()
+        .filter(|(_, l, path)| l.slug != stem(path))
+        .map(|(id, l, _)| (*id, vec![l.slug.as_str()]))
+        .collect();
+    secs[sec(Sec::Slugs)].buf = doc_strings(&slugs, false);
+    let mut slug_index: Vec<(u64, u32)> = lesson_docs
+        .iter()
+        .map(|(id, l, _)| (slug_hash(&l.slug), *id))
+        .collect();
+    slug_index.sort_unstable();
+    for (h, id) in slug_index {
+        secs[sec(Sec::SlugIndex)].u64(h);
+        secs[sec(Sec::SlugIndex)].u32(id);
+    }
+    let supersedes: Vec<(u32, Vec<&str>)> = lesson_docs
+        .iter()
+        .filter(|(_, l, _)| !l.supersedes.is_empty())
+        .map(|(id, l, _)| (*id, l.supersedes.iter().map(String::as_str).collect()))
+        .collect();
+    secs[sec(Sec::Supersedes)].buf = doc_strings(&supersedes, true);
+    let held: Vec<(u32, Vec<&str>)> = lesson_docs
+        .iter()
+        .filter(|(_, l, _)| !l.errors.is_empty())
+        .map(|(id, l, _)| (*id, l.errors.iter().map(String::as_str).collect()))
+        .collect();
+    secs[sec(Sec::Held)].buf = doc_strings(&held, true);
+    let mut by_slug: HashMap<&str, Vec<u32>> = HashMap::new();
+    for (id, l, _) in &lesson_docs {
+        by_slug.entry(l.slug.as_str()).or_default().push(*id);
+    }
+    let mut superseded: BTreeMap<u32, u32> = BTreeMap::new();
+    let mut superseders: Vec<(u64, u32)> = Vec::new();
+    for (id, l, _) in &lesson_docs {
+        for s in superseded_slugs(&l.slug, &l.supersedes) {
+            superseders.push((slug_hash(s), *id));
+            for &d in by_slug.get(s).into_iter().flatten() {
+                *superseded.entry(d).or_default() += 1;
+            }
+        }
+    }
+    for (d, count) in superseded {
+        secs[sec(Sec::Superseded)].u32(d);
+        secs[sec(Sec::Superseded)].u32(count);
+    }
+    superseders.sort_unstable();
+    for (h, id) in superseders {
+        secs[sec(Sec::Superseders)].u64(h);
+        secs[sec(Sec::Superseders)].u32(id);
+    }
+
+    let mut sets: Vec<&[TargetGlobs]> = Vec::new();
+    let mut set_ids: HashMap<&[TargetGlobs], u32> = HashMap::new();
+    let mut pairs: Vec<(u32, u32)> = Vec::new();
+    for (id, l, _) in &lesson_docs {
+        if l.targets.is_empty() {
+            continue;
+        }
+        let next = sets.len() as u32;
+        let set = *set_ids.entry(l.targets.as_slice()).or_insert_with(|| {
+            sets.push(&l.targets);
+            next
+        });
+        pairs.push((*id, set));
+    }
+    let w = &mut secs[sec(Sec::Targets)];
+    w.u32(pairs.len() as u32);
+    for (id, set) in pairs {
+        w.u32(id);
+        w.u32(set);
+    }
+    w.u32(sets.len() as u32);
+    for set in sets {
+        w.varint(set.len() as u64);
+        for t in set {
+            let globs = [&t.operator, &t.role, &t.skill];
+            let mut present = 0u8;
+            for (i, g) in globs.iter().enumerate() {
+                if g.is_some() {
+                    present |= 1 << i;
+                }
+            }
+            w.u8(present);
+            for g in globs.into_iter().flatten() {
+                w.str(g);
+            }
+        }
+    }
+
+    for (id, l, _) in &lesson_docs {
+        if let Some(at) = l.expires_ns {
+            secs[sec(Sec::Expires)].u32(*id);
+            secs[sec(Sec::Expires)].i64(at);
+        }
+    }
+
+    let mut tags: BTreeMap<&str, ListWriter> = BTreeMap::new();
+    for (id, l, _) in &lesson_docs {
+        for key in &l.tag_keys {
+            tags.entry(key.as_str()).or_default().push(*id, &[0; 4]);
+        }
+    }
+    let w = &mut secs[sec(Sec::Tags)];
+    w.u32(tags.len() as u32);
+    w.buf.extend_from_slice(&bitset_bytes(n, |id| {
+        docs[id]
+            .lesson
+            .as_ref()
+            .is_some_and(|l| !l.tag_keys.is_empty())
+    }));
+    for (key, list) in tags {
+        let (count, bytes) = list.finish();
+        w.str(key);
+        w.varint(u64::from(count));
+        w.varint(bytes.len() as u64);
+        w.buf.extend_from_slice(&bytes);
+    }
+
+    // the dictionary and the posting lists
+    let mut posting_off = 0u64;
+    for (t, count, bytes) in lists {
+        let w = &mut secs[sec(Sec::Dict)];
+        w.u64(*t);
+        w.u64(posting_off);
+        w.u32(*count);
+        w.u32(codec::checksum(bytes) as u32);
+        posting_off += bytes.len() as u64;
+    }
+    let postings_len: usize = lists.iter().map(|(_, _, b)| b.len()).sum();
+
+    // assemble: the head, then each section on an 8-byte boundary
+    let mut out = Writer::default();
+    let body_len: usize = secs.iter().map(|s| s.len() + 8).sum::<usize>() + postings_len;
+    out.buf.reserve(HEAD + body_len);
+    out.buf.resize(HEAD, 0);
+    let mut table = Vec::with_capacity(SECTIONS);
+    for (i, s) in secs.iter().enumerate() {
+        out.buf.resize(out.len().next_multiple_of(8), 0);
+        let start = out.len();
+        if i == Sec::Postings as usize {
+            for (_, _, bytes) in lists {
+                out.buf.extend_from_slice(bytes);
+            }
+            table.push((start, out.len() - start, 0));
+        } else {
+            out.buf.extend_from_slice(&s.buf);
+            table.push((start, s.len(), codec::checksum(&s.buf)));
+        }
+    }
+    let mut h = Writer::default();
+    h.buf.extend_from_slice(MAGIC);
+    h.u32(FORMAT_VERSION);
+    h.u32(match kind {
+        Kind::Base => 0,
+        Kind::Delta => 1,
+    });
+    h.u64(header.index_id);
+    h.u64(header.generation);
+    h.u64(header.config_hash);
+    h.u32(n as u32);
+    h.u32(lists.len() as u32);
+    h.u32(lessons);
+    h.u32(SECTIONS as u32);
+    for t in totals {
+        h.u64(t);
+    }
+    for (off, len, sum) in table {
+        h.u64(off as u64);
+        h.u64(len as u64);
+        h.u64(sum);
+    }
+    let sum = codec::checksum(&h.buf);
+    h.u64(sum);
+    debug_assert_eq!(h.len(), HEAD);
+    out.buf[..HEAD].copy_from_slice(&h.buf);
+    out.buf
+}
+
+/// Encode a segment from records (any order: they are sorted by path).
+pub fn encode(kind: Kind, header: Header, mut records: Vec<Record>, patch: &Patch) -> Vec<u8> {
+    records.sort_by(|a, b| path_order(&a.path, &b.path));
+    let mut encoder = Encoder::default();
+    for chunk in records.chunks(Encoder::CHUNK) {
+        encoder.add(chunk);
+    }
+    encoder.finish(kind, header, patch)
+}
+
+/// A segment being written from records that arrive in path order, a chunk at a time (so
+/// that a whole bank's records need never be in memory at once).
+#[derive(Default)]
+pub struct Encoder {
+    lists: TermMap<ListWriter>,
+    docs: Vec<Doc>,
+}
+
+impl Encoder {
+    /// A good number of records per [`Encoder::add`].
+    pub const CHUNK: usize = 2048;
+
+    /// Add records (sorted by path, and after every record added before).
+    pub fn add(&mut self, chunk: &[Record]) {
+        debug_assert!(chunk
+            .windows(2)
+            .all(|w| path_order(&w[0].path, &w[1].path).is_lt()));
+        debug_assert!(chunk.first().is_none_or(|r| self
+            .docs
+            .last()
+            .is_none_or(|d| path_order(&d.path, &r.path).is_lt())));
+        // analysed in parallel, appended in order: deterministic output
+        let analysed: Vec<(Doc, Vec<(Term, Tf)>)> = chunk.par_iter().map(analyse).collect();
+        for (doc, terms) in analysed {
+            let id = self.docs.len() as u32;
+            self.docs.push(doc);
+            for (t, tf) in terms {
+                self.lists.entry(t).or_default().push(id, &tf);
+            }
+        }
+    }
+
+    /// The segment's bytes.
+    pub fn finish(self, kind: Kind, header: Header, patch: &Patch) -> Vec<u8> {
+        let mut lists: Vec<(Term, u32, Vec<u8>)> = self
+            .lists
+            .into_iter()
+            .map(|(t, l)| {
+                let (count, bytes) = l.finish();
+                (t, count, bytes)
+            })
+            .collect();
+        lists.par_sort_unstable_by_key(|(t, _, _)| *t);
+        write_segment(kind, header, patch, &self.docs, &lists)
+    }
+}
