@@ -12,8 +12,7 @@ use crate::lesson::Lesson;
 use crate::source::{ReadProblem, Source};
 use crate::walk::RootDir;
 
-/// The generated index file.
-pub const INDEX_FILE: &str = "_index.md";
+pub use crate::layout::INDEX_FILE;
 /// The environment variable that names a bank.
 pub const DIR_ENV: &str = "LESSON_DIR";
 

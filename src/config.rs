@@ -5,8 +5,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-/// The file name of a bank's configuration.
-pub const CONFIG_FILE: &str = "lesson.toml";
+pub use crate::layout::CONFIG_FILE;
 
 /// A bank's configuration, with defaults for everything.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
@@ -380,45 +379,43 @@ impl Config {
         Config::parse(&text, &path.display().to_string())
     }
 
-    /// Parse configuration text; `path` is for messages. A key of `[lint.rules]` that names no
-    /// rule is an error (with the closest rule, if one is close), as an unknown key is.
+    /// Parse configuration text; `path` is for messages. Which rules the keys of `[lint.rules]`
+    /// name is the linter's to say ([`crate::lint::check_config`]).
     pub fn parse(text: &str, path: &str) -> Result<Config, ConfigError> {
-        let invalid = |offset: usize, message: String| {
-            let source = crate::source::Source::new(path, text.to_string());
-            let (line, column) = source.line_col(offset);
-            ConfigError::Invalid {
-                path: path.to_string(),
-                line,
-                column,
-                message,
-            }
-        };
-        let config: Config = toml::from_str(text)
-            .map_err(|e| invalid(e.span().map_or(0, |s| s.start), e.message().to_string()))?;
-        let unknown = config
-            .lint
-            .rules
-            .keys()
-            .find_map(|key| crate::lint::check_rule_key(key).err());
-        if let Some(unknown) = unknown {
-            // read again for the key's position (only on this error path)
-            let offset = toml::from_str::<RuleKeys>(text)
-                .ok()
-                .and_then(|keys| {
-                    keys.lint
-                        .rules
-                        .into_keys()
-                        .find(|k| *k.get_ref() == unknown.given)
-                })
-                .map_or(0, |k| k.span().start);
-            return Err(invalid(offset, format!("[lint.rules]: {unknown}")));
-        }
-        Ok(config)
+        toml::from_str(text).map_err(|e| {
+            invalid_at(
+                text,
+                path,
+                e.span().map_or(0, |s| s.start),
+                e.message().to_string(),
+            )
+        })
+    }
+
+    /// An error at the key `key` of `[lint.rules]` in the configuration text `text`.
+    pub fn rule_key_error(text: &str, path: &str, key: &str, message: String) -> ConfigError {
+        let offset = toml::from_str::<RuleKeys>(text)
+            .ok()
+            .and_then(|keys| keys.lint.rules.into_keys().find(|k| *k.get_ref() == key))
+            .map_or(0, |k| k.span().start);
+        invalid_at(text, path, offset, format!("[lint.rules]: {message}"))
     }
 
     /// The resolved configuration as TOML, every default spelled out.
     pub fn to_toml(&self) -> String {
         toml::to_string_pretty(self).expect("config serializes")
+    }
+}
+
+/// A configuration error at a byte offset of its text.
+fn invalid_at(text: &str, path: &str, offset: usize, message: String) -> ConfigError {
+    let source = crate::source::Source::new(path, text.to_string());
+    let (line, column) = source.line_col(offset);
+    ConfigError::Invalid {
+        path: path.to_string(),
+        line,
+        column,
+        message,
     }
 }
 
@@ -445,51 +442,6 @@ mod tests {
         assert_eq!(c.lint.rules["S006"], Level::Warning);
         assert_eq!(c.lint.rules["missing-section"], Level::Off);
         assert_eq!(c.lint.size_limit, 1024 * 1024);
-    }
-
-    /// An unknown rule in `[lint.rules]` is an error at its key, with the closest rule.
-    #[test]
-    fn unknown_rule_names_are_errors_with_a_suggestion() {
-        for (text, at, message) in [
-            (
-                "[lint.rules]\nS006 = \"warning\"\nunknwon-field = \"off\"\n",
-                (3, 1),
-                "[lint.rules]: unknown rule `unknwon-field`; did you mean `unknown-field`?",
-            ),
-            (
-                "[lint]\nrules = { S13 = \"off\" }\n",
-                (2, 11),
-                "[lint.rules]: unknown rule `S13`; did you mean `S013`?",
-            ),
-            (
-                "[lint.rules]\nNOPE = \"off\"\n",
-                (2, 1),
-                "[lint.rules]: unknown rule `NOPE`; `lesson rule` lists the rules",
-            ),
-            // a prefix selects on the command line, but a level is set per rule
-            (
-                "[lint.rules]\nS = \"off\"\n",
-                (2, 1),
-                "[lint.rules]: unknown rule `S`; `lesson rule` lists the rules",
-            ),
-        ] {
-            let err = Config::parse(text, "lesson.toml").unwrap_err();
-            let ConfigError::Invalid {
-                line,
-                column,
-                message: got,
-                ..
-            } = err
-            else {
-                panic!("{text}")
-            };
-            assert_eq!(
-                (line, column, got.as_str()),
-                (at.0, at.1, message),
-                "{text}"
-            );
-        }
-        assert!(Config::parse("[lint.rules]\ns006 = \"off\"\n", "x").is_ok());
     }
 
     #[test]

@@ -39,11 +39,10 @@ use crate::edit::EditError;
 /// The counts events carry are the lesson model's.
 pub use crate::lesson::Counts;
 
-/// The directory of ledgers, inside the bank.
-pub const LOG_DIR: &str = "_log";
+pub use crate::layout::LOG_DIR;
 /// The ledger file of a slug.
 pub fn path(root: &Path, slug: &str) -> PathBuf {
-    root.join(LOG_DIR).join(format!("{slug}.jsonl"))
+    crate::layout::log_path(root, slug)
 }
 
 /// Whether the lesson's advice was followed in the run.

@@ -14,6 +14,7 @@ pub mod distill;
 pub mod document;
 pub mod edit;
 pub mod index_md;
+pub mod layout;
 pub mod ledger;
 pub mod lesson;
 pub mod lint;

@@ -9,8 +9,7 @@ use minijinja::value::Value;
 use minijinja::{AutoEscape, Environment, Error, ErrorKind, UndefinedBehavior};
 use serde::Serialize;
 
-/// The directory of a bank that holds template overrides.
-pub const TEMPLATES_DIR: &str = "templates";
+pub use crate::layout::TEMPLATES_DIR;
 
 /// A template could not be read, parsed or rendered.
 #[derive(Debug, thiserror::Error)]

@@ -105,7 +105,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 fn bank_dir(dir: Option<PathBuf>) -> anyhow::Result<PathBuf> {
     let cwd = std::env::current_dir().context("cannot read the current directory")?;
     let env = std::env::var_os(lesson::bank::DIR_ENV).map(PathBuf::from);
-    Ok(lesson::bank::discover(dir.as_deref(), env.as_deref(), &cwd))
+    let root = lesson::bank::discover(dir.as_deref(), env.as_deref(), &cwd);
+    // a rule `lesson.toml` names that does not exist is an error for every command
+    let config = lesson::config::Config::load(&root)?;
+    lesson::lint::check_config(&root, &config)?;
+    Ok(root)
 }
 
 /// The environment variable that fixes "now" (tests, reproducible runs).

@@ -7,10 +7,8 @@ use crate::config::CONFIG_FILE;
 use crate::edit::{EditError, STATE_DIR, TEMP_PREFIX};
 use crate::index_md::IndexError;
 
-/// The `.gitignore` of a new bank.
-pub const GITIGNORE: &str = ".gitignore";
-/// The `.gitattributes` of a new bank.
-pub const GITATTRIBUTES: &str = ".gitattributes";
+pub use crate::layout::GITATTRIBUTES;
+pub use crate::layout::GITIGNORE;
 /// Ledgers are append-only: git merges them by keeping the lines of both sides.
 pub const INIT_GITATTRIBUTES: &str = "_log/*.jsonl merge=union\n";
 
@@ -115,7 +113,7 @@ mod tests {
 
     #[test]
     fn init_config_shows_the_defaults() {
-        let parsed = crate::config::Config::parse(INIT_CONFIG, "lesson.toml").unwrap();
+        let parsed = crate::lint::parse_config(INIT_CONFIG, "lesson.toml").unwrap();
         assert_eq!(parsed, crate::config::Config::default());
         let uncommented: String = INIT_CONFIG
             .lines()
@@ -125,7 +123,7 @@ mod tests {
             })
             .map(|l| format!("{l}\n"))
             .collect();
-        let parsed = crate::config::Config::parse(&uncommented, "lesson.toml").unwrap();
+        let parsed = crate::lint::parse_config(&uncommented, "lesson.toml").unwrap();
         let mut expected = crate::config::Config::default();
         expected
             .lint

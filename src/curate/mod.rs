@@ -29,8 +29,7 @@ use crate::ledger::{Event, EventKind, Ledger, LedgerError};
 use crate::lesson::{slug_problem, Lesson};
 use crate::source::Source;
 
-/// The archive directory, inside the bank.
-pub const ARCHIVE_DIR: &str = "_archive";
+pub use crate::layout::ARCHIVE_DIR;
 
 /// A curation command was refused or failed. Nothing was written unless the message says so.
 #[derive(Debug, thiserror::Error)]
@@ -197,7 +196,7 @@ fn not_found(bank: &Bank, slug: &str) -> CurateError {
 
 /// Where `lesson archive` moves a lesson.
 pub fn archive_path(root: &Path, slug: &str) -> PathBuf {
-    root.join(ARCHIVE_DIR).join(format!("{slug}.md"))
+    crate::layout::archive_path(root, slug)
 }
 
 /// The document's lesson (a document [`find`] returned has one).

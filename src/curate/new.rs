@@ -253,7 +253,7 @@ impl Draft {
 
 /// The file a slug is written to.
 pub fn lesson_path(root: &Path, slug: &str) -> PathBuf {
-    root.join(format!("{slug}.md"))
+    crate::layout::lesson_path(root, slug)
 }
 
 /// A file of the bank that already uses `slug`: a lesson with that slug, a file with that
@@ -267,7 +267,7 @@ pub fn existing(bank: &Bank, slug: &str) -> Option<PathBuf> {
     }
     [
         lesson_path(&bank.root, slug),
-        lesson_path(&bank.root.join("_archive"), slug),
+        crate::layout::archive_path(&bank.root, slug),
         // a slug with a ledger was used before: its history is not a new lesson's
         crate::ledger::path(&bank.root, slug),
     ]

@@ -12,8 +12,7 @@ use std::fs::File;
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
-/// Directory (inside the bank, git-ignored) for local state: lock, index cache.
-pub const STATE_DIR: &str = ".lesson";
+pub use crate::layout::STATE_DIR;
 /// The name prefix of the temp files [`write_atomic`] renames into place.
 pub const TEMP_PREFIX: &str = ".lesson-tmp-";
 
@@ -234,7 +233,7 @@ impl BankLock {
     pub fn open(bank: &Path) -> Result<BankLock, EditError> {
         let dir = bank.join(STATE_DIR);
         std::fs::create_dir_all(&dir).map_err(io(&dir))?;
-        let path = dir.join("lock");
+        let path = dir.join(crate::layout::BANK_LOCK_FILE);
         let file = File::options()
             .create(true)
             .truncate(false)

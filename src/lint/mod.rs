@@ -11,8 +11,7 @@ use std::path::{Path, PathBuf};
 use rayon::prelude::*;
 
 use crate::bank::{Bank, BankError, Overlay};
-use crate::config::Config;
-use crate::config::Level;
+use crate::config::{Config, ConfigError, Level, CONFIG_FILE};
 use crate::diagnostic::{Applicability, Diagnostic, RuleId, Severity};
 use crate::document::Document;
 
@@ -186,6 +185,49 @@ pub fn check_rule_key(key: &str) -> Result<(), UnknownRule> {
     }
 }
 
+/// The keys of `[lint.rules]` name rules by code or name: a key that names none is an error at
+/// its position in `lesson.toml`, with the closest rule, as an unknown key is (ruff does the
+/// same). `config` is the bank's at `root`, whose `lesson.toml` is read again only on error.
+pub fn check_config(root: &Path, config: &Config) -> Result<(), ConfigError> {
+    let Some(unknown) = config
+        .lint
+        .rules
+        .keys()
+        .find_map(|key| check_rule_key(key).err())
+    else {
+        return Ok(());
+    };
+    let path = root.join(CONFIG_FILE);
+    let text = std::fs::read_to_string(&path).unwrap_or_default();
+    let path = path.display().to_string();
+    Err(Config::rule_key_error(
+        &text,
+        &path,
+        &unknown.given,
+        unknown.to_string(),
+    ))
+}
+
+/// Parse configuration text (`path` is for messages) and check its rule keys like
+/// [`check_config`].
+pub fn parse_config(text: &str, path: &str) -> Result<Config, ConfigError> {
+    let config = Config::parse(text, path)?;
+    match config
+        .lint
+        .rules
+        .keys()
+        .find_map(|key| check_rule_key(key).err())
+    {
+        None => Ok(config),
+        Some(unknown) => Err(Config::rule_key_error(
+            text,
+            path,
+            &unknown.given,
+            unknown.to_string(),
+        )),
+    }
+}
+
 /// The rule code or name closest to `given` (a typo, a code without its leading zero), if
 /// one is close enough to suggest.
 fn closest_rule(given: &str) -> Option<&'static str> {
@@ -334,6 +376,7 @@ fn lint_pass(
 ) -> Result<(Bank, Vec<Diagnostic>), BankError> {
     // the levels depend on lesson.toml, which the loader reads again: it is small
     let config = Config::load(root)?;
+    check_config(root, &config)?;
     let levels = levels(&config, selection);
     let checks = file_checks(|r| levels.get(r.code).copied().flatten().is_some());
     let (mut bank, passes) = Bank::load_visiting(root, overlay, now, |config, doc| {
@@ -544,6 +587,51 @@ impl Summary {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An unknown rule in `[lint.rules]` is an error at its key, with the closest rule.
+    #[test]
+    fn unknown_rule_names_are_errors_with_a_suggestion() {
+        for (text, at, message) in [
+            (
+                "[lint.rules]\nS006 = \"warning\"\nunknwon-field = \"off\"\n",
+                (3, 1),
+                "[lint.rules]: unknown rule `unknwon-field`; did you mean `unknown-field`?",
+            ),
+            (
+                "[lint]\nrules = { S13 = \"off\" }\n",
+                (2, 11),
+                "[lint.rules]: unknown rule `S13`; did you mean `S013`?",
+            ),
+            (
+                "[lint.rules]\nNOPE = \"off\"\n",
+                (2, 1),
+                "[lint.rules]: unknown rule `NOPE`; `lesson rule` lists the rules",
+            ),
+            // a prefix selects on the command line, but a level is set per rule
+            (
+                "[lint.rules]\nS = \"off\"\n",
+                (2, 1),
+                "[lint.rules]: unknown rule `S`; `lesson rule` lists the rules",
+            ),
+        ] {
+            let err = parse_config(text, "lesson.toml").unwrap_err();
+            let ConfigError::Invalid {
+                line,
+                column,
+                message: got,
+                ..
+            } = err
+            else {
+                panic!("{text}")
+            };
+            assert_eq!(
+                (line, column, got.as_str()),
+                (at.0, at.1, message),
+                "{text}"
+            );
+        }
+        assert!(parse_config("[lint.rules]\ns006 = \"off\"\n", "x").is_ok());
+    }
 
     #[test]
     fn markdown_loses_the_doc_comment_indent() {

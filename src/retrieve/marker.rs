@@ -64,10 +64,8 @@ impl Identity {
     }
 }
 
-/// The lock a running watcher holds, inside `.lesson/`.
-pub const LOCK_FILE: &str = "watch.lock";
-/// The marker a running watcher publishes, inside `.lesson/`.
-pub const MARKER_FILE: &str = "watch.json";
+pub use crate::layout::WATCH_LOCK_FILE as LOCK_FILE;
+pub use crate::layout::WATCH_MARKER_FILE as MARKER_FILE;
 
 /// What `.lesson/watch.json` holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

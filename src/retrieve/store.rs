@@ -34,7 +34,7 @@ use rayon::prelude::*;
 use crate::bank::{Bank, BankError};
 use crate::config::Config;
 use crate::document::Document;
-use crate::edit::{self, BankLock, STATE_DIR};
+use crate::edit::{self, BankLock};
 use crate::source::{ReadProblem, Source};
 
 use super::codec::{self, Corrupt};
@@ -45,10 +45,8 @@ use super::segment::{self, Header, Kind, Part, Patch, Segment};
 use super::{Request, Search, Settings};
 use crate::walk;
 
-/// The base file, inside `.lesson/`.
-pub const BASE_FILE: &str = "retrieve.idx";
-/// The delta file, inside `.lesson/`.
-pub const DELTA_FILE: &str = "retrieve.delta";
+pub use crate::layout::INDEX_BASE_FILE as BASE_FILE;
+pub use crate::layout::INDEX_DELTA_FILE as DELTA_FILE;
 /// A file changed less than this long before it was read may change again unseen within the
 /// same timestamp tick; its record is re-hashed until it is older (2 s covers coarse clocks).
 pub const SETTLE_NS: i64 = 2_000_000_000;
@@ -114,6 +112,7 @@ impl Retriever {
             return Err(BankError::NotFound(root.display().to_string()).into());
         }
         let config = Config::load(root).map_err(BankError::from)?;
+        crate::lint::check_config(root, &config).map_err(BankError::from)?;
         let exclude = crate::bank::exclude_set(&config)?;
         let config_hash = config_hash(&config);
         let (index, why) = match load(root, config_hash) {
@@ -626,7 +625,7 @@ impl Retriever {
             return false;
         };
         // the cache ignores itself, in banks that `lesson init` did not set up too
-        let ignore = state_path(&self.root, ".gitignore");
+        let ignore = state_path(&self.root, crate::layout::GITIGNORE);
         if !ignore.exists() {
             let _ = std::fs::write(&ignore, "*\n");
         }
@@ -811,7 +810,7 @@ pub fn relative(root: &Path, path: &Path) -> String {
 }
 
 pub(crate) fn state_path(root: &Path, file: &str) -> PathBuf {
-    root.join(STATE_DIR).join(file)
+    crate::layout::state_path(root, file)
 }
 
 /// Load the base and delta; `Err` says why a rebuild is needed.

@@ -395,7 +395,7 @@ impl Watch {
                 reopen_why = Some(format!("{CONFIG_FILE} changed"));
             } else if single && rel == INDEX_FILE {
                 index_md_touched = true;
-            } else if first == "templates" {
+            } else if first == crate::layout::TEMPLATES_DIR {
                 // the top-level templates/ holds the `_index.md` template (a new one is watched)
                 if single && abs.is_dir() {
                     self.watch_dir(abs, batch);

@@ -19,6 +19,8 @@ mod eval;
 mod eval_dedup;
 #[cfg(feature = "baselines")]
 mod helper;
+#[cfg(test)]
+mod tidy;
 
 use anyhow::{bail, Context};
 

@@ -126,11 +126,7 @@ fn check(bank: &Bank, out: &mut Vec<Diagnostic>) {
 /// Whether `_archive/<slug>.md` exists. A slug that could leave the directory is never looked up.
 fn archived(bank: &Bank, slug: &str) -> bool {
     let safe = !slug.is_empty() && !slug.starts_with('.') && !slug.contains(['/', '\\', '\0', ':']);
-    safe && bank
-        .root
-        .join("_archive")
-        .join(format!("{slug}.md"))
-        .is_file()
+    safe && crate::layout::archive_path(&bank.root, slug).is_file()
 }
 
 /// The most similar slug, when it is close enough to be a typo.

@@ -1,0 +1,69 @@
+//! Every path a bank has on disk, named once (DESIGN.md §1). The modules that read or write
+//! these join the names below to the bank's root; none spells one itself.
+//!
+//! ```text
+//! lessons/                  the bank's root: any directory with lesson.toml (or ./lessons)
+//!   lesson.toml             configuration
+//!   _index.md               generated, committed
+//!   <slug>.md               one lesson (also in subdirectories)
+//!   _archive/<slug>.md      lessons moved out of the live set, never deleted
+//!   _log/<slug>.jsonl       ledgers: append-only events
+//!   templates/              the bank's template overrides
+//!   .gitignore              written by `lesson init`: ignores .lesson/
+//!   .gitattributes          written by `lesson init`: ledgers merge by union
+//!   .lesson/                local state, git-ignored:
+//!     lock                  the bank's lock (every read-modify-write)
+//!     retrieve.idx          the retrieval index (base segment)
+//!     retrieve.delta        its delta segment
+//!     watch.lock, watch.json  a running `lesson watch` and the index it vouches for
+//!     .gitignore            ignores everything in .lesson/ (for banks without `lesson init`)
+//! ```
+
+use std::path::{Path, PathBuf};
+
+/// The bank's configuration.
+pub const CONFIG_FILE: &str = "lesson.toml";
+/// The generated index of the bank's lessons.
+pub const INDEX_FILE: &str = "_index.md";
+/// Lessons moved out of the live set by `lesson archive`.
+pub const ARCHIVE_DIR: &str = "_archive";
+/// Ledgers, one `<slug>.jsonl` a lesson.
+pub const LOG_DIR: &str = "_log";
+/// The bank's template overrides (`templates/<name>`).
+pub const TEMPLATES_DIR: &str = "templates";
+/// Written by `lesson init` (and in `.lesson/`): what git ignores.
+pub const GITIGNORE: &str = ".gitignore";
+/// Written by `lesson init`: ledgers merge by union.
+pub const GITATTRIBUTES: &str = ".gitattributes";
+/// Local state, git-ignored.
+pub const STATE_DIR: &str = ".lesson";
+/// In [`STATE_DIR`]: the bank's lock.
+pub const BANK_LOCK_FILE: &str = "lock";
+/// In [`STATE_DIR`]: the retrieval index's base segment.
+pub const INDEX_BASE_FILE: &str = "retrieve.idx";
+/// In [`STATE_DIR`]: the retrieval index's delta segment.
+pub const INDEX_DELTA_FILE: &str = "retrieve.delta";
+/// In [`STATE_DIR`]: held by a running `lesson watch`.
+pub const WATCH_LOCK_FILE: &str = "watch.lock";
+/// In [`STATE_DIR`]: the identity of the index a running `lesson watch` vouches for.
+pub const WATCH_MARKER_FILE: &str = "watch.json";
+
+/// A lesson's file at the bank's top level: `<root>/<slug>.md`.
+pub fn lesson_path(root: &Path, slug: &str) -> PathBuf {
+    root.join(format!("{slug}.md"))
+}
+
+/// Where `lesson archive` moves a lesson: `<root>/_archive/<slug>.md`.
+pub fn archive_path(root: &Path, slug: &str) -> PathBuf {
+    lesson_path(&root.join(ARCHIVE_DIR), slug)
+}
+
+/// A lesson's ledger: `<root>/_log/<slug>.jsonl`.
+pub fn log_path(root: &Path, slug: &str) -> PathBuf {
+    root.join(LOG_DIR).join(format!("{slug}.jsonl"))
+}
+
+/// A file of the local state: `<root>/.lesson/<name>`.
+pub fn state_path(root: &Path, name: &str) -> PathBuf {
+    root.join(STATE_DIR).join(name)
+}
