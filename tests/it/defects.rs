@@ -264,3 +264,31 @@ fn new_warns_about_a_near_duplicate() {
     assert_eq!(distinct.code, 0, "{distinct}");
     assert!(!distinct.stderr.contains("near-duplicate"), "{distinct}");
 }
+
+/// Item 17: when lessons matched but none fits the budget, every format says so; it used to
+/// say "none is similar enough to the request".
+#[test]
+fn a_budget_too_small_for_any_match_is_named() {
+    let s = Sandbox::with_bank("tests/fixtures/banks/retrieve");
+    let request = "cache the cargo registry for a slow rust CI build";
+    let text = s.run(&["search", request, "--budget", "10", "--format", "text"]);
+    assert_eq!(text.code, 0, "{text}");
+    assert!(
+        text.stdout.contains("no lesson shown: ")
+            && text
+                .stdout
+                .contains("matched, but not even the best fits the budget of 10 tokens"),
+        "{text}"
+    );
+    assert!(!text.stdout.contains("none is similar enough"), "{text}");
+    let prompt = s.run(&["search", request, "--budget", "10"]);
+    assert_eq!(prompt.stdout, "");
+    assert!(
+        prompt.stderr.contains("fits the budget of 10 tokens"),
+        "{prompt}"
+    );
+    let json = s.run(&["search", request, "--budget", "10", "--format", "json"]);
+    let value: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
+    assert!(value["matched"].as_u64().unwrap() > 0, "{value}");
+    assert_eq!(value["dropped_by_budget"], value["matched"]);
+}
