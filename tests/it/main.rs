@@ -9,6 +9,7 @@
 mod add;
 mod cli;
 mod corpora;
+mod counts;
 mod dedup;
 mod diagnostic_positions;
 mod distill;
