@@ -177,8 +177,8 @@ fn write_bank(bank: &Path, docs: &[Doc]) {
         let text = format!(
             "---\nschema: learning/v1\nslug: {}\ntitle: {}\ntrigger:\n  description: {}\noutcome: success\nevidence:\n  - kind: run\n    ref: beir-{}\n---\n\n# {}\n\n{}\n",
             slug(i),
-            lesson::scaffold::yaml_scalar(title),
-            lesson::scaffold::yaml_scalar(description.trim()),
+            lesson::yaml::emit::yaml_scalar(title),
+            lesson::yaml::emit::yaml_scalar(description.trim()),
             i,
             title,
             d.text

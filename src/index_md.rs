@@ -1,8 +1,8 @@
 //! `_index.md`: rendered from `templates/_index.md.j2`, deterministic byte for byte.
 //!
 //! The template is built in and can be overridden by the bank's own `templates/_index.md.j2`.
-//! Its context is `lessons` (a list of [`Entry`], sorted by slug then path) and `counts`
-//! ([`Counts`]); the filter `cell` makes a value safe for a markdown table cell.
+//! Its context is `lessons` (a list of [`IndexEntry`], sorted by slug then path) and `counts`
+//! ([`StatusCounts`]); the filter `cell` makes a value safe for a markdown table cell.
 
 use std::borrow::Cow;
 use std::fmt::Write as _;
@@ -13,6 +13,7 @@ use serde::Serialize;
 
 use crate::bank::{Bank, BankError, Status};
 use crate::document::Document;
+use crate::edit::{write_atomic, BankLock, EditError};
 use crate::lesson::Lesson;
 use crate::template::{Template, TemplateError};
 
@@ -21,17 +22,41 @@ pub const TEMPLATE: &str = "_index.md.j2";
 /// The built-in template.
 pub const BUILTIN_TEMPLATE: &str = include_str!("../templates/_index.md.j2");
 
-/// `_index.md` could not be rendered.
+/// `_index.md` could not be rendered or written.
 #[derive(Debug, thiserror::Error)]
 pub enum IndexError {
     /// The template could not be read, parsed or rendered.
     #[error(transparent)]
     Template(#[from] TemplateError),
+    /// The bank's lock could not be taken.
+    #[error("cannot lock the bank at {path}")]
+    Lock {
+        /// The bank.
+        path: String,
+        /// Why.
+        #[source]
+        source: EditError,
+    },
+    /// The bank could not be read.
+    #[error("cannot load the bank at {path}")]
+    Load {
+        /// The bank.
+        path: String,
+        /// Why.
+        #[source]
+        source: BankError,
+    },
+    /// The bank is missing.
+    #[error(transparent)]
+    Bank(#[from] BankError),
+    /// The file could not be written.
+    #[error(transparent)]
+    Edit(#[from] EditError),
 }
 
 /// One lesson as the index shows it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Entry {
+pub struct IndexEntry {
     /// The lesson's slug.
     pub slug: String,
     /// The file, relative to the bank, with `/` separators.
@@ -58,7 +83,7 @@ pub struct Entry {
 
 /// How many lessons there are, by status.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
-pub struct Counts {
+pub struct StatusCounts {
     /// Every lesson.
     pub total: usize,
     /// Active lessons.
@@ -72,13 +97,13 @@ pub struct Counts {
 #[derive(Serialize)]
 struct Context {
     lessons: minijinja::Value,
-    counts: Counts,
+    counts: StatusCounts,
 }
 
 /// The entries as a template sequence whose items become template values one at a time, as the
 /// template reaches them: a bank of 100,000 lessons is never held as a tree of values.
 #[derive(Debug)]
-struct Lazy(Vec<Entry>);
+struct Lazy(Vec<IndexEntry>);
 
 impl minijinja::value::Object for Lazy {
     fn repr(self: &std::sync::Arc<Self>) -> minijinja::value::ObjectRepr {
@@ -104,7 +129,7 @@ pub fn status_text(status: &Status) -> String {
 }
 
 /// Every lesson of the bank as an index entry, sorted by slug, then path.
-pub fn entries(bank: &Bank) -> Vec<Entry> {
+pub fn entries(bank: &Bank) -> Vec<IndexEntry> {
     rows(bank).into_par_iter().map(Row::into_entry).collect()
 }
 
@@ -174,12 +199,12 @@ impl<'a> Row<'a> {
         }
     }
 
-    fn into_entry(self) -> Entry {
+    fn into_entry(self) -> IndexEntry {
         let superseded_by = match &self.status {
             Status::Superseded(by) => by.clone(),
             _ => Vec::new(),
         };
-        Entry {
+        IndexEntry {
             link: link(&self.slug, &self.path),
             slug: self.slug.into_owned(),
             path: self.path,
@@ -214,7 +239,7 @@ impl Scanned {
     }
 
     /// The rows as index entries (what a template sees).
-    pub fn into_entries(self) -> Vec<Entry> {
+    pub fn into_entries(self) -> Vec<IndexEntry> {
         self.rows.into_par_iter().map(Row::into_entry).collect()
     }
 
@@ -343,14 +368,14 @@ fn unreserved(b: u8) -> bool {
 }
 
 /// Count entries by status.
-pub fn counts(entries: &[Entry]) -> Counts {
+pub fn counts(entries: &[IndexEntry]) -> StatusCounts {
     counts_of(entries.iter().map(|e| e.state))
 }
 
-fn counts_of<'s>(states: impl ExactSizeIterator<Item = &'s str>) -> Counts {
-    let mut c = Counts {
+fn counts_of<'s>(states: impl ExactSizeIterator<Item = &'s str>) -> StatusCounts {
+    let mut c = StatusCounts {
         total: states.len(),
-        ..Counts::default()
+        ..StatusCounts::default()
     };
     for state in states {
         match state {
@@ -478,7 +503,7 @@ fn builtin(template: &Template) -> bool {
 /// template engine; the tests turn it off to hold the two to the same bytes.
 pub fn render_entries(
     template: &Template,
-    lessons: Vec<Entry>,
+    lessons: Vec<IndexEntry>,
     direct: bool,
 ) -> Result<String, IndexError> {
     if direct && builtin(template) {
@@ -491,7 +516,7 @@ pub fn render_entries(
     })?)
 }
 
-/// The cells of one row of the built-in template's table: an [`Entry`] (what the template
+/// The cells of one row of the built-in template's table: an [`IndexEntry`] (what the template
 /// sees) or a [`Row`] (written straight from the lesson, without building the entry).
 trait Cells: Sync {
     fn state(&self) -> &'static str;
@@ -507,7 +532,7 @@ trait Cells: Sync {
     fn status(&self, out: &mut String, scratch: &mut String);
 }
 
-impl Cells for Entry {
+impl Cells for IndexEntry {
     fn state(&self) -> &'static str {
         self.state
     }
@@ -685,6 +710,73 @@ fn render_builtin<C: Cells>(lessons: &[C]) -> Rendered {
 /// Whether the bank's `_index.md` exists and equals `rendered`.
 pub fn is_current(bank: &Bank, rendered: &str) -> bool {
     bank.index.as_ref().is_some_and(|s| s.text == rendered)
+}
+
+/// Write an already rendered `_index.md` (atomically) unless the bank's file holds exactly
+/// that; whether it was written. The one place `_index.md` is written: the caller holds the
+/// bank's lock.
+pub fn write_if_changed(bank: &Bank, rendered: &Rendered) -> Result<bool, EditError> {
+    if bank
+        .index
+        .as_ref()
+        .is_some_and(|s| rendered.matches(&s.text))
+    {
+        return Ok(false);
+    }
+    let text: Cow<'_, str> = match rendered.pieces.as_slice() {
+        [one] => Cow::Borrowed(one),
+        pieces => Cow::Owned(pieces.concat()),
+    };
+    write_atomic(&bank.root, &bank.index_path(), text.as_bytes())?;
+    Ok(true)
+}
+
+/// Render the bank's `_index.md` and write it when the file differs; whether it was written.
+/// The caller holds the bank's lock.
+pub fn refresh(bank: &Bank) -> Result<bool, IndexError> {
+    let rendered = render_parts(bank)?;
+    Ok(write_if_changed(bank, &rendered)?)
+}
+
+/// What [`write`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IndexWrite {
+    /// The bank's `_index.md`.
+    pub path: std::path::PathBuf,
+    /// How many lessons it lists.
+    pub lessons: usize,
+    /// Whether the file was written (false: it was up to date).
+    pub written: bool,
+}
+
+/// `lesson index`: under the bank's lock, render the `_index.md` of the bank at `root` as of
+/// `now` and write it when the file differs. A missing bank is an error, not a directory to
+/// create.
+pub fn write(root: &Path, now: jiff::Timestamp) -> Result<IndexWrite, IndexError> {
+    if !root.is_dir() {
+        return Err(BankError::NotFound(root.display().to_string()).into());
+    }
+    let mut lock = BankLock::open(root).map_err(|source| IndexError::Lock {
+        path: root.display().to_string(),
+        source,
+    })?;
+    lock.with(|| {
+        let (bank, scanned) = scan(root, now, true).map_err(|source| IndexError::Load {
+            path: root.display().to_string(),
+            source,
+        })?;
+        let lessons = scanned.len();
+        let template = Template::load(&bank.root, TEMPLATE, BUILTIN_TEMPLATE)?;
+        let rendered = scanned.render(&template)?;
+        // thousands of rows: freed in parallel, as `Rendered::into_string` frees its pieces
+        scanned.rows.into_par_iter().for_each(drop);
+        let written = write_if_changed(&bank, &rendered)?;
+        Ok(IndexWrite {
+            path: bank.index_path(),
+            lessons,
+            written,
+        })
+    })?
 }
 
 #[cfg(test)]

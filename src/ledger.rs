@@ -29,7 +29,6 @@
 //! mangled it) is reported with its line number and ignored, never fatal; an event this version
 //! does not know is kept and ignored, so that older and newer versions can share a bank.
 
-use std::fmt;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
@@ -37,27 +36,14 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::edit::EditError;
+/// The counts events carry are the lesson model's.
+pub use crate::lesson::Counts;
 
 /// The directory of ledgers, inside the bank.
 pub const LOG_DIR: &str = "_log";
 /// The ledger file of a slug.
 pub fn path(root: &Path, slug: &str) -> PathBuf {
     root.join(LOG_DIR).join(format!("{slug}.jsonl"))
-}
-
-/// `success_count` and `failure_count`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Counts {
-    /// Times the lesson worked when applied.
-    pub success_count: u64,
-    /// Times its claim was contradicted.
-    pub failure_count: u64,
-}
-
-impl fmt::Display for Counts {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}/{}", self.success_count, self.failure_count)
-    }
 }
 
 /// Whether the lesson's advice was followed in the run.
@@ -492,7 +478,7 @@ impl Known {
 
 /// An event and the line it stands on.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Entry {
+pub struct LedgerEntry {
     /// 1-based line number.
     pub line: usize,
     /// The event.
@@ -553,7 +539,7 @@ pub struct Ledger {
     /// Whether the file exists.
     pub exists: bool,
     /// Every whole event, in file order.
-    pub entries: Vec<Entry>,
+    pub entries: Vec<LedgerEntry>,
     /// Lines that are not whole events.
     pub problems: Vec<LineProblem>,
     lines: usize,
@@ -605,7 +591,7 @@ impl Ledger {
                     .map_err(|_| "not UTF-8".to_string())
                     .and_then(Event::parse);
                 match parsed {
-                    Ok(event) => ledger.entries.push(Entry {
+                    Ok(event) => ledger.entries.push(LedgerEntry {
                         line: number,
                         event,
                     }),
@@ -640,7 +626,7 @@ impl Ledger {
     }
 
     /// The outcome events, in order.
-    pub fn outcomes(&self) -> impl Iterator<Item = (&Entry, &OutcomeEvent)> {
+    pub fn outcomes(&self) -> impl Iterator<Item = (&LedgerEntry, &OutcomeEvent)> {
         self.entries.iter().filter_map(|e| match &e.event.kind {
             EventKind::Outcome(o) => Some((e, o)),
             _ => None,
@@ -698,7 +684,7 @@ impl Ledger {
         self.exists = true;
         for event in events {
             self.lines += 1;
-            self.entries.push(Entry {
+            self.entries.push(LedgerEntry {
                 line: self.lines,
                 event: event.clone(),
             });

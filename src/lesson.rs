@@ -7,7 +7,7 @@
 use std::fmt;
 use std::ops::Range;
 
-use serde::{Serialize, Serializer};
+use serde::{Deserialize, Serialize, Serializer};
 
 use crate::yaml::{NodeId, Scalar, Yaml};
 
@@ -260,6 +260,21 @@ impl Expiry {
     }
 }
 
+/// `success_count` and `failure_count`: in a lesson, a cache of its ledger.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Counts {
+    /// Times the lesson worked when applied.
+    pub success_count: u64,
+    /// Times its claim was contradicted.
+    pub failure_count: u64,
+}
+
+impl fmt::Display for Counts {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.success_count, self.failure_count)
+    }
+}
+
 /// One AIP-11 lesson.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Lesson {
@@ -370,6 +385,14 @@ impl Lesson {
     /// `failure_count`, or 0.
     pub fn failures(&self) -> u64 {
         self.failure_count.as_ref().map_or(0, |c| c.value)
+    }
+
+    /// Its counts as written (0 when absent).
+    pub fn counts(&self) -> Counts {
+        Counts {
+            success_count: self.successes(),
+            failure_count: self.failures(),
+        }
     }
 
     /// Whether `expires_at` is at or before `now`.

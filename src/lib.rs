@@ -19,7 +19,6 @@ pub mod lesson;
 pub mod lint;
 pub mod report;
 pub mod retrieve;
-pub mod scaffold;
 pub mod source;
 pub mod template;
 pub mod walk;

@@ -185,7 +185,7 @@ fn needs_cell_escape(s: &str) -> bool {
 /// sequence, numbers and booleans as they are.
 fn yaml(value: Value) -> Result<String, Error> {
     if let Some(s) = value.as_str() {
-        return Ok(crate::scaffold::yaml_scalar(s));
+        return Ok(crate::yaml::emit::yaml_scalar(s));
     }
     if value.is_none() || value.is_undefined() {
         return Ok("null".into());
@@ -202,7 +202,7 @@ fn yaml(value: Value) -> Result<String, Error> {
                     "the yaml filter takes a sequence of strings",
                 ));
             };
-            items.push(crate::scaffold::yaml_flow_scalar(s));
+            items.push(crate::yaml::emit::yaml_flow_scalar(s));
         }
         return Ok(format!("[{}]", items.join(", ")));
     }

@@ -7,7 +7,6 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::Args;
-use lesson::edit::write_atomic;
 use lesson::index_md::{self, Rendered};
 use lesson::lint::fix;
 use lesson::template::Template;
@@ -27,7 +26,7 @@ pub struct IndexArgs {
 pub fn run(root: &Path, args: IndexArgs) -> anyhow::Result<ExitCode> {
     if args.check || args.stdout {
         // printing needs no `_index.md`: it is read to check it only
-        let (bank, rendered, _) = render(root, args.check)?;
+        let (bank, rendered) = render(root, args.check)?;
         if args.stdout {
             let mut out = std::io::stdout().lock();
             match rendered.write_to(&mut out).and_then(|()| out.flush()) {
@@ -60,22 +59,17 @@ pub fn run(root: &Path, args: IndexArgs) -> anyhow::Result<ExitCode> {
         );
         return Ok(ExitCode::from(1));
     }
-    let mut lock = super::lock(root)?;
-    let line = lock.with(|| -> anyhow::Result<String> {
-        let (bank, rendered, n) = render(root, true)?;
-        let path = bank.index_path();
-        if is_current(&bank, &rendered) {
-            return Ok(format!("{} is up to date", path.display()));
-        }
-        write_atomic(root, &path, rendered.into_string().as_bytes())?;
-        super::release(bank);
-        Ok(format!(
-            "wrote {} ({n} lesson{})",
-            path.display(),
-            if n == 1 { "" } else { "s" }
-        ))
-    })??;
-    println!("{line}");
+    let done = index_md::write(root, lesson::bank::now_from_env()?)?;
+    if done.written {
+        println!(
+            "wrote {} ({} lesson{})",
+            done.path.display(),
+            done.lessons,
+            if done.lessons == 1 { "" } else { "s" }
+        );
+    } else {
+        println!("{} is up to date", done.path.display());
+    }
     Ok(ExitCode::SUCCESS)
 }
 
@@ -85,15 +79,14 @@ fn is_current(bank: &lesson::Bank, rendered: &Rendered) -> bool {
         .is_some_and(|s| rendered.matches(&s.text))
 }
 
-/// The bank at `root` (without its documents: see [`index_md::scan`]), its `_index.md` as it
-/// should read, and how many lessons that lists.
-fn render(root: &Path, with_index: bool) -> anyhow::Result<(lesson::Bank, Rendered, usize)> {
+/// The bank at `root` (without its documents: see [`index_md::scan`]) and its `_index.md` as it
+/// should read.
+fn render(root: &Path, with_index: bool) -> anyhow::Result<(lesson::Bank, Rendered)> {
     let now = lesson::bank::now_from_env()?;
     let (bank, scanned) = index_md::scan(root, now, with_index)
         .with_context(|| format!("cannot load the bank at {}", root.display()))?;
-    let n = scanned.len();
     let template = Template::load(&bank.root, index_md::TEMPLATE, index_md::BUILTIN_TEMPLATE)?;
     let rendered = scanned.render(&template)?;
     super::release(scanned);
-    Ok((bank, rendered, n))
+    Ok((bank, rendered))
 }

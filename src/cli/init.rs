@@ -4,7 +4,6 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Args;
-use lesson::scaffold;
 
 /// Flags of `lesson init`.
 #[derive(Debug, Args)]
@@ -19,7 +18,7 @@ pub fn run(global_dir: Option<PathBuf>, args: InitArgs) -> anyhow::Result<ExitCo
         .dir
         .or(global_dir)
         .unwrap_or_else(|| PathBuf::from("lessons"));
-    let files = scaffold::init(&dir)?;
+    let files = lesson::curate::init::init(&dir, lesson::bank::now_from_env()?)?;
     let names: Vec<String> = files
         .iter()
         .filter_map(|f| f.file_name())

@@ -112,19 +112,11 @@ pub fn run(root: &Path, args: LintArgs) -> anyhow::Result<ExitCode> {
 
     let mut would_change = false;
     let (diagnostics, summary_line, checked) = if args.fix || args.diff {
-        let run_fix = || -> anyhow::Result<fix::Fixed> {
-            let fixed = fix::fix(root, Default::default(), &selection, args.unsafe_fixes, now)
-                .with_context(|| format!("cannot load the bank at {}", root.display()))?;
-            if !args.diff {
-                fix::write(root, &fixed.changes).context("cannot write fixes")?;
-            }
-            Ok(fixed)
-        };
-        // fixing is a read-modify-write: it holds the lock like every other writer
         let fixed = if args.diff {
-            run_fix()?
+            fix::fix(root, Default::default(), &selection, args.unsafe_fixes, now)
+                .with_context(|| format!("cannot load the bank at {}", root.display()))?
         } else {
-            super::lock(root)?.with(run_fix)??
+            fix::fix_and_write(root, &selection, args.unsafe_fixes, now)?
         };
         if args.diff {
             would_change = !fixed.changes.is_empty();

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use clap::{Args, ValueEnum};
 use lesson::document::Document;
-use lesson::index_md::{self, Entry};
+use lesson::index_md::{self, IndexEntry};
 use lesson::lesson::Lesson;
 use lesson::report::lessons::{self, LessonJson};
 
@@ -49,7 +49,7 @@ pub fn run(root: &Path, args: ListArgs) -> anyhow::Result<ExitCode> {
     };
     match args.format {
         OutputFormat::Text => {
-            let entries: Vec<Entry> = index_md::entries(&bank)
+            let entries: Vec<IndexEntry> = index_md::entries(&bank)
                 .into_iter()
                 .filter(|e| keep(e.state))
                 .collect();

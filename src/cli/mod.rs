@@ -126,16 +126,6 @@ fn load_lessons(root: &Path) -> anyhow::Result<lesson::Bank> {
         .with_context(|| format!("cannot load the bank at {}", root.display()))
 }
 
-/// Take the bank's lock for a read-modify-write. A missing bank is an error here, not a
-/// directory to create.
-fn lock(root: &Path) -> anyhow::Result<lesson::edit::BankLock> {
-    if !root.is_dir() {
-        return Err(lesson::bank::BankError::NotFound(root.display().to_string()).into());
-    }
-    lesson::edit::BankLock::open(root)
-        .with_context(|| format!("cannot lock the bank at {}", root.display()))
-}
-
 /// Who and when for ledger events in the bank at `root`: `--by` (else [`who::recorder`]),
 /// `LESSON_NOW`.
 fn stamp(root: &Path, by: Option<String>) -> anyhow::Result<lesson::curate::Stamp> {

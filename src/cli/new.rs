@@ -1,17 +1,14 @@
-//! `lesson new <slug> ...`: scaffold a lesson from the bank's template, check it, write it.
+//! `lesson new <slug> ...`: scaffold a lesson from the bank's template, check it, write it
+//! (the work is [`lesson::curate::new`]'s).
 
 use std::path::Path;
 use std::process::ExitCode;
 
-use anyhow::Context;
 use clap::{Args, ValueEnum};
+use lesson::curate::new::{self, Created, Draft, NewEvidence, NewLesson, NewTarget};
 use lesson::diagnostic::Severity;
-use lesson::edit::write_atomic;
-use lesson::ledger::{EventKind, Ledger};
 use lesson::lesson::Outcome;
 use lesson::report::{self, Format, Sources};
-use lesson::scaffold::{self, Draft, NewEvidence, NewLesson, NewTarget};
-use lesson::{index_md, Bank};
 
 /// Flags of `lesson new`.
 #[derive(Debug, Args)]
@@ -28,14 +25,14 @@ pub struct NewArgs {
     #[arg(long = "tag", value_name = "TAG")]
     tags: Vec<String>,
     /// Scope retrieval: operator=GLOB, role=GLOB or skill=GLOB (repeatable)
-    #[arg(long = "target", value_name = "KEY=GLOB", value_parser = scaffold::parse_target)]
+    #[arg(long = "target", value_name = "KEY=GLOB", value_parser = new::parse_target)]
     targets: Vec<NewTarget>,
     /// Whether the run that taught the lesson succeeded, failed, or both
     #[arg(long, value_enum, default_value_t = OutcomeArg::Success)]
     outcome: OutcomeArg,
     /// Where the lesson comes from: KIND:REF[:NOTE], KIND one of run, conversation, work-item,
     /// audit, wiki-page (repeatable; at least one)
-    #[arg(long = "evidence", value_name = "KIND:REF[:NOTE]", value_parser = scaffold::parse_evidence)]
+    #[arg(long = "evidence", value_name = "KIND:REF[:NOTE]", value_parser = new::parse_evidence)]
     evidence: Vec<NewEvidence>,
     /// Confidence in [0, 1]
     #[arg(long, default_value_t = 0.5, value_parser = confidence)]
@@ -76,7 +73,7 @@ pub fn run(root: &Path, args: NewArgs) -> anyhow::Result<ExitCode> {
             "a lesson cites where it comes from: add --evidence KIND:REF[:NOTE], e.g. --evidence run:r_2026-11-02_a41c"
         );
     }
-    let new = NewLesson {
+    let lesson = NewLesson {
         slug: args.slug,
         title: args.title,
         trigger: args.trigger,
@@ -87,65 +84,37 @@ pub fn run(root: &Path, args: NewArgs) -> anyhow::Result<ExitCode> {
         confidence: args.confidence,
     };
     if args.dry_run {
-        let draft = scaffold::draft(super::load(root)?, &new)?;
+        let draft = new::preview(root, &lesson, lesson::bank::now_from_env()?)?;
         if refused(&draft) {
             return Ok(ExitCode::from(1));
         }
         print!("{}", draft.text);
         return Ok(ExitCode::SUCCESS);
     }
-    let mut lock = super::lock(root)?;
-    let written = lock.with(|| -> anyhow::Result<Option<String>> {
-        let draft = scaffold::draft(super::load(root)?, &new)?;
-        if refused(&draft) {
-            return Ok(None);
-        }
-        // fail on a broken index template before anything is written
-        index_md::render(&draft.bank)?;
-        write_atomic(root, &draft.path, draft.text.as_bytes())?;
-        created_event(root, &draft)?;
-        let bank = Bank::load(root).with_context(|| {
-            format!(
-                "wrote {}, but cannot reload the bank to update _index.md",
-                draft.path.display()
-            )
-        })?;
-        let index = index_md::render(&bank)?;
-        if !index_md::is_current(&bank, &index) {
-            write_atomic(root, &bank.index_path(), index.as_bytes())?;
-        }
-        Ok(Some(draft.path.display().to_string()))
-    })??;
-    match written {
-        Some(path) => {
-            println!("{path}");
+    match new::create(root, &lesson, &super::stamp(root, None)?)? {
+        Created::Written(draft) => {
+            refused(&draft);
+            println!("{}", draft.path.display());
             Ok(ExitCode::SUCCESS)
         }
-        None => Ok(ExitCode::from(1)),
+        Created::Refused(draft) => {
+            refused(&draft);
+            Ok(ExitCode::from(1))
+        }
     }
 }
 
-/// Start the new lesson's ledger with a `created` event holding its initial counts. The file
-/// goes first: killed in between, the lesson simply has no ledger yet (its counts are initial).
-fn created_event(root: &Path, draft: &Draft) -> anyhow::Result<()> {
-    let Some(lesson) = draft
-        .bank
-        .documents
-        .iter()
-        .find(|d| d.source.path == draft.path)
-        .and_then(|d| d.lesson.as_ref())
-    else {
-        return Ok(());
-    };
-    let stamp = super::stamp(root, None)?;
-    let kind = EventKind::Created(lesson::curate::file_counts(lesson));
-    let mut ledger = Ledger::read(root, &lesson.slug.value)?;
-    ledger.append(root, &[stamp.event(kind)])?;
-    Ok(())
-}
-
-/// Print the draft's findings to stderr; whether any of them blocks writing.
+/// Print the draft's findings (and the lesson it nearly duplicates) to stderr; whether any of
+/// them blocks writing.
 fn refused(draft: &Draft) -> bool {
+    if let Some(pair) = &draft.near {
+        eprintln!(
+            "warning: `{}` looks like a near-duplicate of `{}` (score {:.2}: slug {:.2}, text \
+             {:.2}); `lesson add` would merge it there: make the trigger distinct, or `lesson \
+             supersede {} --by {}` if it replaces it",
+            pair.b, pair.a, pair.score, pair.slug_similarity, pair.text_similarity, pair.a, pair.b
+        );
+    }
     if !draft.findings.is_empty() {
         let text = report::render(
             Format::Full,

@@ -5,9 +5,9 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use clap::{ArgGroup, Args, ValueEnum};
+use lesson::curate::new::{parse_evidence, NewEvidence};
 use lesson::curate::record::{self, Request};
 use lesson::ledger::{Applied, RunOutcome};
-use lesson::scaffold::{self, NewEvidence};
 
 /// Flags of `lesson record`.
 #[derive(Debug, Args)]
@@ -26,7 +26,7 @@ pub struct RecordArgs {
     run_outcome: RunArg,
     /// The run (or other record) the outcome was observed in: KIND:REF[:NOTE], KIND one of run,
     /// conversation, work-item, audit, wiki-page
-    #[arg(long, value_name = "KIND:REF[:NOTE]", value_parser = scaffold::parse_evidence)]
+    #[arg(long, value_name = "KIND:REF[:NOTE]", value_parser = parse_evidence)]
     evidence: NewEvidence,
     /// Who records it (default: $LESSON_BY, else $USER@hostname)
     #[arg(long, value_name = "ID")]

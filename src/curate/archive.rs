@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use super::{archive_path, find, lesson_of, locked, refresh_index, with_import, ARCHIVE_DIR};
+use super::{archive_path, find, lesson_of, locked, with_import, ARCHIVE_DIR};
 use super::{CurateError, Stamp};
 use crate::bank::{Bank, Overlay};
 use crate::ledger::{EventKind, Ledger};
@@ -123,7 +123,7 @@ pub fn archive(
             crate::edit::move_file(root, &m.from, &m.to)?;
         }
         let bank = Bank::load_with(root, &Overlay::new(), stamp.at)?;
-        refresh_index(&bank)?;
+        crate::index_md::refresh(&bank)?;
         Ok(moves)
     })
 }

@@ -3,16 +3,16 @@
 
 use std::path::PathBuf;
 
-use super::{edited, file_counts, find, frontmatter, json_without, lesson_of, locked};
-use super::{with_import, write_index, CurateError, Stamp};
+use super::{edited, find, frontmatter, json_without, lesson_of, locked};
+use super::{with_import, CurateError, Stamp};
 use crate::bank::{Bank, Overlay};
+use crate::curate::new::NewEvidence;
 use crate::document::Document;
 use crate::edit::frontmatter::NewItem;
 use crate::ledger::{
     Applied, Counts, Delta, Event, EventKind, EvidenceRef, Ledger, LineProblem, OutcomeEvent,
     RunOutcome,
 };
-use crate::scaffold::NewEvidence;
 
 /// What to record.
 #[derive(Debug, Clone)]
@@ -79,7 +79,7 @@ fn record_locked(
     // counts and evidence do not change supersession: the loaded bank stays valid with the new
     // file, and the index is rendered before anything is written (a broken template stops here)
     bank.documents[i] = planned.doc;
-    let index = crate::index_md::render(&bank)?;
+    let index = crate::index_md::render_parts(&bank)?;
 
     // every target is checked before the first write: a refused one writes nothing
     let log = crate::ledger::path(root, &req.slug);
@@ -92,7 +92,7 @@ fn record_locked(
     if planned.recorded.changed {
         crate::edit::write_atomic(root, &planned.recorded.path, new_text.as_bytes())?;
     }
-    write_index(&bank, &index)?;
+    crate::index_md::write_if_changed(&bank, &index)?;
     Ok(planned.recorded)
 }
 
@@ -133,7 +133,7 @@ pub fn plan(
         evidence: evidence.clone(),
     };
     let already = already_recorded(ledger, &outcome)?;
-    let before = file_counts(lesson);
+    let before = lesson.counts();
     let mut after = match ledger.tally() {
         Some(t) => t.counts(),
         None => before,
@@ -163,8 +163,8 @@ pub fn plan(
         );
     }
     let new = edited(doc, &edits, |old, new| {
-        if file_counts(new) != after {
-            return Some(format!("the counts read {}, not {after}", file_counts(new)));
+        if new.counts() != after {
+            return Some(format!("the counts read {}, not {after}", new.counts()));
         }
         let mut expected: Vec<_> = old.evidence.iter().map(evidence_key).collect();
         if !listed {

@@ -5,7 +5,7 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use std::path::PathBuf;
 
 use super::{edited, find, frontmatter, json_without, lesson_of, locked};
-use super::{refresh_index, with_import, CurateError, Stamp};
+use super::{with_import, CurateError, Stamp};
 use crate::bank::{Bank, Overlay};
 use crate::ledger::{EventKind, Ledger};
 
@@ -138,9 +138,9 @@ fn supersede_locked(
     if !added.is_empty() {
         // supersession changed: statuses in `_index.md` come from a fresh load
         let bank = Bank::load_with(root, &Overlay::new(), stamp.at)?;
-        refresh_index(&bank)?;
+        crate::index_md::refresh(&bank)?;
     } else {
-        refresh_index(&bank)?;
+        crate::index_md::refresh(&bank)?;
     }
     Ok(Superseded {
         path,

@@ -32,12 +32,12 @@ use serde_json::{Map, Value};
 
 use crate::bank::{Bank, Overlay};
 use crate::curate::add::{self, AddError, Admitted, Batch, Candidate, Intake, Prepared, Rejection};
+use crate::curate::new::NewEvidence;
 use crate::curate::record::{Recorded, Request};
 use crate::curate::{CurateError, Stamp};
 use crate::diagnostic::Diagnostic;
 use crate::document::Document;
 use crate::ledger::{ledger_files, Ledger, LedgerError};
-use crate::scaffold::NewEvidence;
 use crate::source::Source;
 
 pub use judge::JudgeError;

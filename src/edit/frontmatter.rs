@@ -7,9 +7,9 @@ use std::ops::Range;
 
 use crate::diagnostic::Edit;
 use crate::document::Document;
-use crate::ledger::Counts;
+use crate::lesson::Counts;
 use crate::lesson::Outcome;
-use crate::scaffold::{yaml_flow_scalar, yaml_scalar};
+use crate::yaml::emit::{yaml_flow_scalar, yaml_scalar};
 use crate::yaml::{NodeId, NodeKind, Scalar, Yaml};
 
 /// The frontmatter cannot be edited in place (the message says why and what to do).

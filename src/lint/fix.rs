@@ -24,6 +24,65 @@ pub struct Fixed {
     pub remaining: Vec<Diagnostic>,
 }
 
+/// `lesson lint --fix` failed.
+#[derive(Debug, thiserror::Error)]
+pub enum FixError {
+    /// There is no bank at the root.
+    #[error(transparent)]
+    Missing(BankError),
+    /// The bank cannot be locked.
+    #[error("cannot lock the bank at {root}")]
+    Lock {
+        /// The bank.
+        root: String,
+        /// Why.
+        #[source]
+        source: crate::edit::EditError,
+    },
+    /// The bank cannot be loaded.
+    #[error("cannot load the bank at {root}")]
+    Load {
+        /// The bank.
+        root: String,
+        /// Why.
+        #[source]
+        source: BankError,
+    },
+    /// A fixed file cannot be written; the files before it were.
+    #[error("cannot write fixes")]
+    Write(#[source] crate::edit::EditError),
+}
+
+/// `lesson lint --fix`: fix the bank at `root` and write the changes, holding the bank's lock
+/// for the whole read-modify-write, like every other writer.
+pub fn fix_and_write(
+    root: &Path,
+    selection: &Selection,
+    unsafe_fixes: bool,
+    now: jiff::Timestamp,
+) -> Result<Fixed, FixError> {
+    let display = || root.display().to_string();
+    if !root.is_dir() {
+        return Err(FixError::Missing(BankError::NotFound(display())));
+    }
+    let lock_error = |source| FixError::Lock {
+        root: display(),
+        source,
+    };
+    let mut lock = crate::edit::BankLock::open(root).map_err(lock_error)?;
+    lock.with(|| {
+        let fixed = fix(root, Overlay::new(), selection, unsafe_fixes, now).map_err(|source| {
+            FixError::Load {
+                root: display(),
+                source,
+            }
+        })?;
+        write(root, &fixed.changes).map_err(FixError::Write)?;
+        Ok(fixed)
+    })
+    .map_err(lock_error)?
+}
+
 /// Lint and fix the bank at `root` in memory, starting from the files in `base` (usually
 /// empty: the files on disk). Unsafe fixes are applied only with `unsafe_fixes`.
 pub fn fix(
@@ -127,6 +186,8 @@ pub fn write(
     root: &Path,
     changes: &BTreeMap<PathBuf, (String, String)>,
 ) -> Result<(), crate::edit::EditError> {
+    // every target is checked before the first write: a refused one writes nothing
+    crate::edit::check_targets(root, changes.keys().map(|p| p.as_path()))?;
     for (path, (_, after)) in changes {
         crate::edit::write_atomic(root, path, after.as_bytes())?;
     }

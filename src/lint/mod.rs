@@ -2,6 +2,7 @@
 
 pub mod fix;
 pub mod rules;
+pub mod schema_walk;
 mod suppression;
 
 use std::collections::HashMap;
@@ -12,7 +13,7 @@ use rayon::prelude::*;
 use crate::bank::{Bank, BankError, Overlay};
 use crate::config::Config;
 use crate::config::Level;
-use crate::diagnostic::{Applicability, Diagnostic, Severity};
+use crate::diagnostic::{Applicability, Diagnostic, RuleId, Severity};
 use crate::document::Document;
 
 pub use rules::RULES;
@@ -29,14 +30,11 @@ pub enum Check {
     Bank(fn(&Bank, &mut Vec<Diagnostic>)),
 }
 
-/// A lint rule: a stable code, a kebab-case name, a default level, docs and a check.
+/// A lint rule: its id (a stable code, a kebab-case name, a default level), docs and a check.
+/// It derefs to its [`RuleId`], so `rule.code` reads the id's code.
 pub struct Rule {
-    /// Stable code, e.g. `S006`. Never reused.
-    pub code: &'static str,
-    /// Kebab-case name, e.g. `invalid-slug`.
-    pub name: &'static str,
-    /// Level unless `lesson.toml` says otherwise.
-    pub default_level: Severity,
+    /// Code, name and default level.
+    pub id: RuleId,
     /// Markdown docs: a one-line summary, then "What it does", "Why is this bad?", "Example".
     pub docs: &'static str,
     /// Whether the rule offers a fix (safe or unsafe).
@@ -66,6 +64,14 @@ impl Rule {
     }
 }
 
+impl std::ops::Deref for Rule {
+    type Target = RuleId;
+
+    fn deref(&self) -> &RuleId {
+        &self.id
+    }
+}
+
 impl std::fmt::Debug for Rule {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{} ({})", self.code, self.name)
@@ -87,9 +93,11 @@ macro_rules! declare_rule {
     ) => {
         $(#[doc = $doc])*
         pub static $id: $crate::lint::Rule = $crate::lint::Rule {
-            code: $code,
-            name: $name,
-            default_level: $crate::diagnostic::Severity::$level,
+            id: $crate::diagnostic::RuleId {
+                code: $code,
+                name: $name,
+                default_level: $crate::diagnostic::Severity::$level,
+            },
             docs: concat!($($doc, "\n"),*),
             fixable: $fixable,
             check: $check,
@@ -107,7 +115,7 @@ pub struct FileContext<'a> {
     /// The instant expiry is judged at.
     pub now: jiff::Timestamp,
     /// The schema's closed mappings in this file, computed on first use by any rule.
-    pub(crate) objects: std::cell::OnceCell<Vec<rules::schema_walk::Object>>,
+    pub(crate) objects: std::cell::OnceCell<Vec<schema_walk::Object>>,
 }
 
 impl<'a> FileContext<'a> {
@@ -542,9 +550,11 @@ mod tests {
     #[test]
     fn markdown_loses_the_doc_comment_indent() {
         let rule = Rule {
-            code: "Z001",
-            name: "z",
-            default_level: Severity::Info,
+            id: RuleId {
+                code: "Z001",
+                name: "z",
+                default_level: Severity::Info,
+            },
             docs: " Summary.\n\n ## What\n  two\n",
             fixable: false,
             check: Check::Emitted,

@@ -6,7 +6,7 @@ use serde::Serialize;
 
 use crate::bank::Status;
 use crate::document::{Body, Document};
-use crate::index_md::Entry;
+use crate::index_md::IndexEntry;
 use crate::lesson::{Lesson, Target};
 
 /// A lesson as `list --format json` and `show --format json` print it: every frontmatter
@@ -136,7 +136,7 @@ impl<'a> LessonJson<'a> {
 }
 
 /// `lesson list`: an aligned table: slug, outcome, confidence, successes/failures, status, title.
-pub fn table(entries: &[Entry]) -> String {
+pub fn table(entries: &[IndexEntry]) -> String {
     if entries.is_empty() {
         return String::new();
     }

@@ -6,14 +6,14 @@
 use std::collections::HashMap;
 
 use crate::bank::Status;
-use crate::index_md::{self, Entry};
+use crate::index_md::{self, IndexEntry};
 use crate::retrieve::codec::Corrupt;
 use crate::retrieve::index::Index;
 use crate::retrieve::record::clamp_ns;
 
 /// Every live lesson of `index` as an `_index.md` entry, with status judged at `now`, sorted
 /// by slug, then path (as [`index_md::entries`] sorts a bank's).
-pub fn entries(index: &Index, now: jiff::Timestamp) -> Result<Vec<Entry>, Corrupt> {
+pub fn entries(index: &Index, now: jiff::Timestamp) -> Result<Vec<IndexEntry>, Corrupt> {
     let listed = index.listed()?;
     // slug -> the slugs of lessons that supersede it (a lesson naming itself does not count)
     let mut superseded_by: HashMap<&str, Vec<&str>> = HashMap::new();
@@ -29,7 +29,7 @@ pub fn entries(index: &Index, now: jiff::Timestamp) -> Result<Vec<Entry>, Corrup
         by.dedup();
     }
     let now_ns = clamp_ns(now.as_nanosecond());
-    let mut entries: Vec<Entry> = listed
+    let mut entries: Vec<IndexEntry> = listed
         .iter()
         .map(|l| {
             let status = match superseded_by.get(l.slug.as_str()) {
@@ -41,7 +41,7 @@ pub fn entries(index: &Index, now: jiff::Timestamp) -> Result<Vec<Entry>, Corrup
                 Status::Superseded(by) => by.clone(),
                 _ => Vec::new(),
             };
-            Entry {
+            IndexEntry {
                 link: index_md::link(&l.slug, &l.path),
                 slug: l.slug.clone(),
                 path: l.path.clone(),

@@ -42,7 +42,7 @@ use crate::config::CONFIG_FILE;
 use crate::diagnostic::Diagnostic;
 use crate::document::Document;
 use crate::edit::{self, BankLock, EditError, STATE_DIR};
-use crate::index_md::{self, Entry, IndexError};
+use crate::index_md::{self, IndexEntry, IndexError};
 use crate::retrieve::store::{self, Identity, BASE_FILE, DELTA_FILE};
 use crate::retrieve::{walk, Refresh, RetrieveError, Retriever};
 use crate::source::Source;
@@ -206,7 +206,7 @@ pub struct Watch {
     tx: Sender<Message>,
     rx: Receiver<Message>,
     /// The entries `_index.md` was last rendered from, and the text written or found.
-    listing: Option<(Vec<Entry>, String)>,
+    listing: Option<(Vec<IndexEntry>, String)>,
     /// The index could not be written (said once, until it can again).
     unwritable: bool,
 }

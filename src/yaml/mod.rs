@@ -10,6 +10,7 @@ use std::ops::Range;
 
 use saphyr_parser::{Event, Parser, ScalarStyle};
 
+pub mod emit;
 mod fast;
 
 /// Nesting deeper than this is refused (a hostile file cannot exhaust the stack of any walker).

@@ -5,11 +5,11 @@
 
 use std::path::{Path, PathBuf};
 
+use lesson::curate::new::parse_evidence;
 use lesson::curate::record::{record, Request};
 use lesson::curate::supersede::supersede;
 use lesson::curate::Stamp;
 use lesson::ledger::{Applied, RunOutcome};
-use lesson::scaffold::parse_evidence;
 
 const FIXTURE: &str = "tests/fixtures/edits";
 

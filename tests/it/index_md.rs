@@ -147,7 +147,7 @@ fn rendered_pieces_match_the_engine_across_chunks() {
 }
 
 mod props {
-    use lesson::index_md::{render_entries, Entry};
+    use lesson::index_md::{render_entries, IndexEntry};
     use proptest::prelude::*;
 
     fn text() -> impl Strategy<Value = String> {
@@ -156,7 +156,7 @@ mod props {
             .unwrap()
     }
 
-    fn entry() -> impl Strategy<Value = Entry> {
+    fn entry() -> impl Strategy<Value = IndexEntry> {
         (
             text(),
             text(),
@@ -165,7 +165,7 @@ mod props {
             prop_oneof![Just("active"), Just("superseded"), Just("expired")],
             text(),
         )
-            .prop_map(|(slug, title, s, f, state, status)| Entry {
+            .prop_map(|(slug, title, s, f, state, status)| IndexEntry {
                 link: lesson::template::table_cell(&format!("[{slug}]({slug}.md)")),
                 path: format!("{slug}.md"),
                 slug,

@@ -2,7 +2,7 @@
 //! the bank, rule selectors and configured rules that name no rule, fixes `--fix` would not
 //! apply, merge conflicts, file names that are not UTF-8, tab errors.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use crate::sandbox::{run_in as lesson, Sandbox};
 

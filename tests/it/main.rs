@@ -11,6 +11,7 @@ mod cli;
 mod corpora;
 mod counts;
 mod dedup;
+mod defects;
 mod diagnostic_positions;
 mod distill;
 mod edits;

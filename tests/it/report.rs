@@ -6,7 +6,7 @@
 use std::path::Path;
 
 use lesson::bank::{Bank, Overlay};
-use lesson::diagnostic::{Diagnostic, Edit, Fix, Severity};
+use lesson::diagnostic::{Diagnostic, Edit, Fix, RuleId, Severity};
 use lesson::lint::{self, Check, Rule, Selection, RULES};
 use lesson::report::{self, Format, RenderOptions, Sources};
 use lesson::source::Source;
@@ -23,9 +23,11 @@ const SELECTED: &[&str] = &["P003", "P005", "P008", "P009", "P011", "X001"];
 
 /// A rule of another branch's kind: a bank-level finding whose fix creates a file.
 static MISSING_INDEX: Rule = Rule {
-    code: "T001",
-    name: "missing-index",
-    default_level: Severity::Warning,
+    id: RuleId {
+        code: "T001",
+        name: "missing-index",
+        default_level: Severity::Warning,
+    },
     docs: " The bank has no `_index.md`.\n",
     fixable: true,
     check: Check::Emitted,

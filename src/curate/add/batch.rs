@@ -7,12 +7,13 @@ use std::path::{Path, PathBuf};
 
 use super::{AddError, Prepared};
 use crate::bank::Bank;
-use crate::curate::{edited, find, frontmatter, lesson_of, with_import, write_index};
+use crate::curate::{edited, find, frontmatter, lesson_of, with_import};
 use crate::curate::{CurateError, Stamp};
 use crate::dedup::Pair;
 use crate::document::Document;
 use crate::edit::frontmatter::NewItem;
-use crate::ledger::{Counts, Event, EventKind, EvidenceRef, Ledger, Merge};
+use crate::ledger::{Event, EventKind, EvidenceRef, Ledger, Merge};
+use crate::lesson::Counts;
 use crate::source::Source;
 
 /// Why a candidate went into an existing lesson.
@@ -281,7 +282,7 @@ impl Batch {
 
     fn create(&mut self, candidate: &Prepared) -> Result<Admitted, CurateError> {
         let slug = candidate.lesson.slug.value.clone();
-        if let Some(path) = crate::scaffold::existing(&self.bank, &slug) {
+        if let Some(path) = crate::curate::new::existing(&self.bank, &slug) {
             return Err(CurateError::Refused(format!(
                 "{}: the slug `{slug}` is taken by {} (an archived lesson or a ledger keeps it); give the candidate another slug",
                 candidate.label,
@@ -302,7 +303,7 @@ impl Batch {
                 ))
             })?;
         }
-        let path = crate::scaffold::lesson_path(&self.bank.root, &slug);
+        let path = crate::curate::new::lesson_path(&self.bank.root, &slug);
         let doc = Document::parse(
             Source::new(path.clone(), candidate.doc.source.text.clone()),
             None,
@@ -426,11 +427,11 @@ impl Batch {
     /// the batch with nothing written.
     pub fn commit(self) -> Result<(), AddError> {
         let root = self.bank.root.clone();
-        let index = crate::index_md::render(&self.bank).map_err(CurateError::from)?;
+        let index = crate::index_md::render_parts(&self.bank).map_err(CurateError::from)?;
         self.write(&root, &index).map_err(AddError::PartlyWritten)
     }
 
-    fn write(self, root: &Path, index: &str) -> Result<(), CurateError> {
+    fn write(self, root: &Path, index: &crate::index_md::Rendered) -> Result<(), CurateError> {
         let mut ledgers = self.ledgers;
         let mut append = |slug: &str, events: &[Event]| -> Result<(), CurateError> {
             if events.is_empty() {
@@ -454,7 +455,7 @@ impl Batch {
         targets.extend(
             new_slugs
                 .iter()
-                .map(|slug| crate::scaffold::lesson_path(root, slug)),
+                .map(|slug| crate::curate::new::lesson_path(root, slug)),
         );
         targets.push(self.bank.index_path());
         crate::edit::check_targets(root, targets.iter().map(|p| p.as_path()))?;
@@ -476,14 +477,14 @@ impl Batch {
             }
         }
         for slug in new_slugs {
-            let path = crate::scaffold::lesson_path(root, slug);
+            let path = crate::curate::new::lesson_path(root, slug);
             let doc = by_path[path.as_path()];
             crate::edit::write_atomic(root, &path, doc.source.text.as_bytes())?;
             if let Some(events) = self.pending.get(slug) {
                 append(slug, events)?;
             }
         }
-        write_index(&self.bank, index)?;
+        crate::index_md::write_if_changed(&self.bank, index)?;
         Ok(())
     }
 }

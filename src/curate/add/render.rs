@@ -6,7 +6,7 @@ use serde_json::{Map, Value};
 
 use crate::document::Document;
 use crate::lesson::{EVIDENCE_KEYS, TARGET_KEYS, TOP_LEVEL_KEYS, TRIGGER_KEYS};
-use crate::scaffold::{yaml_flow_scalar, yaml_scalar};
+use crate::yaml::emit::{yaml_flow_scalar, yaml_scalar};
 
 use super::NODE_BUDGET;
 

@@ -1,8 +1,8 @@
 //! `confidence-out-of-range` (S013).
 
-use super::schema_walk::Frontmatter;
 use crate::declare_rule;
 use crate::diagnostic::Diagnostic;
+use crate::lint::schema_walk::FrontmatterView;
 use crate::lint::{Check, FileContext};
 use crate::yaml::Scalar;
 
@@ -30,10 +30,7 @@ declare_rule! {
 }
 
 fn check(ctx: &FileContext<'_>, out: &mut Vec<Diagnostic>) {
-    let Some(fm) = Frontmatter::of(ctx) else {
-        return;
-    };
-    let Some((key, value)) = fm.get(fm.root, "confidence") else {
+    let Some((fm, key, value)) = FrontmatterView::field(ctx, "confidence") else {
         return;
     };
     let number = match fm.yaml.scalar(value) {

@@ -1,8 +1,8 @@
 //! `empty-evidence` (S011).
 
-use super::schema_walk::Frontmatter;
 use crate::declare_rule;
 use crate::diagnostic::Diagnostic;
+use crate::lint::schema_walk::FrontmatterView;
 use crate::lint::{Check, FileContext};
 
 declare_rule! {
@@ -29,10 +29,7 @@ declare_rule! {
 }
 
 fn check(ctx: &FileContext<'_>, out: &mut Vec<Diagnostic>) {
-    let Some(fm) = Frontmatter::of(ctx) else {
-        return;
-    };
-    let Some((key, value)) = fm.get(fm.root, "evidence") else {
+    let Some((fm, key, value)) = FrontmatterView::field(ctx, "evidence") else {
         return;
     };
     if fm.yaml.seq(value).is_some_and(<[_]>::is_empty) {

@@ -1,8 +1,8 @@
 //! `empty-target` (S012).
 
-use super::schema_walk::{Frontmatter, ObjectKind};
 use crate::declare_rule;
 use crate::diagnostic::Diagnostic;
+use crate::lint::schema_walk::{FrontmatterView, ObjectKind};
 use crate::lint::{Check, FileContext};
 
 declare_rule! {
@@ -33,7 +33,7 @@ declare_rule! {
 }
 
 fn check(ctx: &FileContext<'_>, out: &mut Vec<Diagnostic>) {
-    let Some(fm) = Frontmatter::of(ctx) else {
+    let Some(fm) = FrontmatterView::of(ctx) else {
         return;
     };
     for object in fm.objects() {

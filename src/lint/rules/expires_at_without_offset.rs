@@ -1,9 +1,9 @@
 //! `expires-at-without-offset` (S017).
 
-use super::schema_walk::Frontmatter;
 use crate::declare_rule;
 use crate::diagnostic::{Diagnostic, Edit, Fix};
 use crate::lesson::Expiry;
+use crate::lint::schema_walk::FrontmatterView;
 use crate::lint::{Check, FileContext};
 
 /// What a bare date is read as: midnight UTC.
@@ -34,13 +34,7 @@ declare_rule! {
 }
 
 fn check(ctx: &FileContext<'_>, out: &mut Vec<Diagnostic>) {
-    let Some(fm) = Frontmatter::of(ctx) else {
-        return;
-    };
-    let Some((key, value)) = fm.get(fm.root, "expires_at") else {
-        return;
-    };
-    let Some(date) = fm.string(value) else {
+    let Some((fm, key, value, date)) = FrontmatterView::string_field(ctx, "expires_at") else {
         return;
     };
     if !Expiry::parse(date).is_some_and(|e| e.date_only) {

@@ -1,8 +1,8 @@
 //! `invalid-count` (S014).
 
-use super::schema_walk::Frontmatter;
 use crate::declare_rule;
 use crate::diagnostic::Diagnostic;
+use crate::lint::schema_walk::FrontmatterView;
 use crate::lint::{Check, FileContext};
 use crate::yaml::Scalar;
 
@@ -33,7 +33,7 @@ declare_rule! {
 }
 
 fn check(ctx: &FileContext<'_>, out: &mut Vec<Diagnostic>) {
-    let Some(fm) = Frontmatter::of(ctx) else {
+    let Some(fm) = FrontmatterView::of(ctx) else {
         return;
     };
     for field in ["success_count", "failure_count"] {

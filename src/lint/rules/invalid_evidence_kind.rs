@@ -1,9 +1,9 @@
 //! `invalid-evidence-kind` (S010).
 
-use super::schema_walk::{closest, excerpt, one_of, Frontmatter};
 use crate::declare_rule;
 use crate::diagnostic::Diagnostic;
 use crate::lesson::EvidenceKind;
+use crate::lint::schema_walk::{closest, excerpt, one_of, FrontmatterView};
 use crate::lint::{Check, FileContext};
 
 declare_rule! {
@@ -33,7 +33,7 @@ declare_rule! {
 }
 
 fn check(ctx: &FileContext<'_>, out: &mut Vec<Diagnostic>) {
-    let Some(fm) = Frontmatter::of(ctx) else {
+    let Some(fm) = FrontmatterView::of(ctx) else {
         return;
     };
     let choices = EvidenceKind::ALL.map(EvidenceKind::as_str);

@@ -1,9 +1,9 @@
 //! `invalid-expires-at` (S016).
 
-use super::schema_walk::{excerpt, Frontmatter};
 use crate::declare_rule;
 use crate::diagnostic::Diagnostic;
 use crate::lesson::Expiry;
+use crate::lint::schema_walk::{excerpt, FrontmatterView};
 use crate::lint::{Check, FileContext};
 
 declare_rule! {
@@ -33,13 +33,7 @@ declare_rule! {
 }
 
 fn check(ctx: &FileContext<'_>, out: &mut Vec<Diagnostic>) {
-    let Some(fm) = Frontmatter::of(ctx) else {
-        return;
-    };
-    let Some((key, value)) = fm.get(fm.root, "expires_at") else {
-        return;
-    };
-    let Some(text) = fm.string(value) else {
+    let Some((fm, key, value, text)) = FrontmatterView::string_field(ctx, "expires_at") else {
         return;
     };
     if Expiry::parse(text).is_some() {

@@ -1,9 +1,9 @@
 //! `invalid-outcome` (S009).
 
-use super::schema_walk::{closest, excerpt, one_of, Frontmatter};
 use crate::declare_rule;
 use crate::diagnostic::Diagnostic;
 use crate::lesson::Outcome;
+use crate::lint::schema_walk::{closest, excerpt, one_of, FrontmatterView};
 use crate::lint::{Check, FileContext};
 
 declare_rule! {
@@ -31,13 +31,7 @@ declare_rule! {
 }
 
 fn check(ctx: &FileContext<'_>, out: &mut Vec<Diagnostic>) {
-    let Some(fm) = Frontmatter::of(ctx) else {
-        return;
-    };
-    let Some((key, value)) = fm.get(fm.root, "outcome") else {
-        return;
-    };
-    let Some(outcome) = fm.string(value) else {
+    let Some((fm, key, value, outcome)) = FrontmatterView::string_field(ctx, "outcome") else {
         return;
     };
     if Outcome::parse(outcome).is_some() {

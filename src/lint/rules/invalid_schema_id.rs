@@ -1,9 +1,9 @@
 //! `invalid-schema-id` (S004).
 
-use super::schema_walk::{excerpt, Frontmatter};
 use crate::declare_rule;
 use crate::diagnostic::Diagnostic;
 use crate::lesson::{LEGACY_SCHEMAS, SCHEMA};
+use crate::lint::schema_walk::{excerpt, FrontmatterView};
 use crate::lint::{Check, FileContext};
 
 declare_rule! {
@@ -31,13 +31,7 @@ declare_rule! {
 }
 
 fn check(ctx: &FileContext<'_>, out: &mut Vec<Diagnostic>) {
-    let Some(fm) = Frontmatter::of(ctx) else {
-        return;
-    };
-    let Some((key, value)) = fm.get(fm.root, "schema") else {
-        return;
-    };
-    let Some(id) = fm.string(value) else {
+    let Some((fm, key, value, id)) = FrontmatterView::string_field(ctx, "schema") else {
         return;
     };
     if id == SCHEMA || LEGACY_SCHEMAS.contains(&id) {

@@ -1,9 +1,9 @@
 //! `invalid-slug` (S006).
 
-use super::schema_walk::{excerpt, slug_help, Frontmatter};
 use crate::declare_rule;
 use crate::diagnostic::Diagnostic;
 use crate::lesson::slug_problem;
+use crate::lint::schema_walk::{excerpt, slug_help, FrontmatterView};
 use crate::lint::{Check, FileContext};
 
 declare_rule! {
@@ -32,13 +32,7 @@ declare_rule! {
 }
 
 fn check(ctx: &FileContext<'_>, out: &mut Vec<Diagnostic>) {
-    let Some(fm) = Frontmatter::of(ctx) else {
-        return;
-    };
-    let Some((key, value)) = fm.get(fm.root, "slug") else {
-        return;
-    };
-    let Some(slug) = fm.string(value) else {
+    let Some((fm, key, value, slug)) = FrontmatterView::string_field(ctx, "slug") else {
         return;
     };
     let Some(problem) = slug_problem(slug) else {

@@ -1,9 +1,9 @@
 //! `invalid-supersedes-slug` (S015).
 
-use super::schema_walk::{excerpt, slug_help, Frontmatter};
 use crate::declare_rule;
 use crate::diagnostic::Diagnostic;
 use crate::lesson::slug_problem;
+use crate::lint::schema_walk::{excerpt, slug_help, FrontmatterView};
 use crate::lint::{Check, FileContext};
 
 declare_rule! {
@@ -31,7 +31,7 @@ declare_rule! {
 }
 
 fn check(ctx: &FileContext<'_>, out: &mut Vec<Diagnostic>) {
-    let Some(fm) = Frontmatter::of(ctx) else {
+    let Some(fm) = FrontmatterView::of(ctx) else {
         return;
     };
     for (i, item) in fm.items(fm.root, "supersedes") {

@@ -1,8 +1,8 @@
 //! `invalid-tag` (S008).
 
-use super::schema_walk::{excerpt, tag_problem, Frontmatter};
 use crate::declare_rule;
 use crate::diagnostic::Diagnostic;
+use crate::lint::schema_walk::{excerpt, tag_problem, FrontmatterView};
 use crate::lint::{Check, FileContext};
 
 /// The schema's `maxItems` for `trigger.tags`.
@@ -36,7 +36,7 @@ declare_rule! {
 }
 
 fn check(ctx: &FileContext<'_>, out: &mut Vec<Diagnostic>) {
-    let Some(fm) = Frontmatter::of(ctx) else {
+    let Some(fm) = FrontmatterView::of(ctx) else {
         return;
     };
     let Some((_, trigger)) = fm.trigger() else {

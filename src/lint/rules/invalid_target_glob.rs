@@ -1,9 +1,9 @@
 //! `invalid-target-glob` (T002).
 
-use super::schema_walk::{excerpt, Frontmatter, ObjectKind};
 use crate::declare_rule;
 use crate::diagnostic::Diagnostic;
 use crate::lesson::TARGET_KEYS;
+use crate::lint::schema_walk::{excerpt, FrontmatterView, ObjectKind};
 use crate::lint::{Check, FileContext};
 
 declare_rule! {
@@ -35,7 +35,7 @@ declare_rule! {
 }
 
 fn check(ctx: &FileContext<'_>, out: &mut Vec<Diagnostic>) {
-    let Some(fm) = Frontmatter::of(ctx) else {
+    let Some(fm) = FrontmatterView::of(ctx) else {
         return;
     };
     for object in fm.objects() {

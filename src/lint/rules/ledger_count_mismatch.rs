@@ -3,7 +3,6 @@
 use std::collections::HashSet;
 
 use crate::bank::Bank;
-use crate::curate::file_counts;
 use crate::declare_rule;
 use crate::diagnostic::{Diagnostic, Fix};
 use crate::edit::frontmatter::Frontmatter;
@@ -58,7 +57,7 @@ fn check(bank: &Bank, out: &mut Vec<Diagnostic>) {
         let Some(tally) = ledger.tally() else {
             continue;
         };
-        let (actual, expected) = (file_counts(lesson), tally.counts());
+        let (actual, expected) = (lesson.counts(), tally.counts());
         if actual == expected {
             continue;
         }

@@ -1,9 +1,9 @@
 //! `legacy-schema-id` (S005).
 
-use super::schema_walk::Frontmatter;
 use crate::declare_rule;
 use crate::diagnostic::{Diagnostic, Edit, Fix};
 use crate::lesson::{LEGACY_SCHEMAS, SCHEMA};
+use crate::lint::schema_walk::FrontmatterView;
 use crate::lint::{Check, FileContext};
 
 declare_rule! {
@@ -31,10 +31,7 @@ declare_rule! {
 }
 
 fn check(ctx: &FileContext<'_>, out: &mut Vec<Diagnostic>) {
-    let Some(fm) = Frontmatter::of(ctx) else {
-        return;
-    };
-    let Some((key, value)) = fm.get(fm.root, "schema") else {
+    let Some((fm, key, value)) = FrontmatterView::field(ctx, "schema") else {
         return;
     };
     let Some(id) = fm.string(value).filter(|id| LEGACY_SCHEMAS.contains(id)) else {

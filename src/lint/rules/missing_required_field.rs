@@ -1,8 +1,8 @@
 //! `missing-required-field` (S001).
 
-use super::schema_walk::{list, Frontmatter, ObjectKind};
 use crate::declare_rule;
 use crate::diagnostic::Diagnostic;
+use crate::lint::schema_walk::{list, FrontmatterView, ObjectKind};
 use crate::lint::{Check, FileContext};
 
 declare_rule! {
@@ -34,7 +34,7 @@ declare_rule! {
 }
 
 fn check(ctx: &FileContext<'_>, out: &mut Vec<Diagnostic>) {
-    let Some(fm) = Frontmatter::of(ctx) else {
+    let Some(fm) = FrontmatterView::of(ctx) else {
         return;
     };
     for object in fm.objects() {

@@ -1,8 +1,8 @@
 //! `misspelled-field` (S019).
 
-use super::schema_walk::Frontmatter;
 use crate::declare_rule;
 use crate::diagnostic::{Diagnostic, Edit, Fix};
+use crate::lint::schema_walk::FrontmatterView;
 use crate::lint::{Check, FileContext};
 
 declare_rule! {
@@ -32,7 +32,7 @@ declare_rule! {
 }
 
 fn check(ctx: &FileContext<'_>, out: &mut Vec<Diagnostic>) {
-    let Some(fm) = Frontmatter::of(ctx) else {
+    let Some(fm) = FrontmatterView::of(ctx) else {
         return;
     };
     for object in fm.objects() {

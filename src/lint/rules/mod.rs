@@ -41,7 +41,6 @@ pub mod non_yaml_frontmatter;
 pub mod nul_byte;
 pub mod outcome_mixed_band;
 pub mod overbroad_trigger;
-pub mod schema_walk;
 pub mod secret;
 pub mod self_supersession;
 pub mod slug_mismatch;

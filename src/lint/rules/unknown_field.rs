@@ -1,9 +1,9 @@
 //! `unknown-field` (S002).
 
-use super::schema_walk::{list, Frontmatter, Object, ObjectKind};
 use crate::declare_rule;
 use crate::diagnostic::Diagnostic;
 use crate::lesson::{EVIDENCE_KEYS, TRIGGER_KEYS};
+use crate::lint::schema_walk::{list, FrontmatterView, Object, ObjectKind};
 use crate::lint::{Check, FileContext};
 
 declare_rule! {
@@ -32,7 +32,7 @@ declare_rule! {
 }
 
 fn check(ctx: &FileContext<'_>, out: &mut Vec<Diagnostic>) {
-    let Some(fm) = Frontmatter::of(ctx) else {
+    let Some(fm) = FrontmatterView::of(ctx) else {
         return;
     };
     for object in fm.objects() {

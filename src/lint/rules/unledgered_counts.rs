@@ -1,7 +1,6 @@
 //! `unledgered-counts` (L004).
 
 use crate::bank::Bank;
-use crate::curate::file_counts;
 use crate::declare_rule;
 use crate::diagnostic::{Diagnostic, Fix};
 use crate::edit::frontmatter::Frontmatter;
@@ -47,7 +46,7 @@ declare_rule! {
 
 fn check(bank: &Bank, out: &mut Vec<Diagnostic>) {
     for (doc, lesson) in bank.lessons() {
-        let counts = file_counts(lesson);
+        let counts = lesson.counts();
         if counts == Counts::default() {
             continue;
         }

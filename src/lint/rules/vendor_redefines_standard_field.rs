@@ -1,9 +1,9 @@
 //! `vendor-redefines-standard-field` (S018).
 
-use super::schema_walk::Frontmatter;
 use crate::declare_rule;
 use crate::diagnostic::Diagnostic;
 use crate::lesson::TOP_LEVEL_KEYS;
+use crate::lint::schema_walk::FrontmatterView;
 use crate::lint::{Check, FileContext};
 use crate::yaml::NodeId;
 
@@ -39,7 +39,7 @@ declare_rule! {
 }
 
 fn check(ctx: &FileContext<'_>, out: &mut Vec<Diagnostic>) {
-    let Some(fm) = Frontmatter::of(ctx) else {
+    let Some(fm) = FrontmatterView::of(ctx) else {
         return;
     };
     // a nested `metadata` key is a vendor's own namespace, not a redefinition
@@ -67,7 +67,7 @@ fn check(ctx: &FileContext<'_>, out: &mut Vec<Diagnostic>) {
 
 /// Report standard names among the keys of `metadata` and of its vendor blocks.
 fn walk(
-    fm: &Frontmatter<'_>,
+    fm: &FrontmatterView<'_>,
     out: &mut Vec<Diagnostic>,
     metadata: NodeId,
     path: &str,
@@ -102,7 +102,7 @@ fn walk(
 }
 
 fn report(
-    fm: &Frontmatter<'_>,
+    fm: &FrontmatterView<'_>,
     out: &mut Vec<Diagnostic>,
     key: NodeId,
     field: &str,

@@ -1,8 +1,8 @@
 //! `wrong-type` (S003).
 
-use super::schema_walk::{Frontmatter, ObjectKind};
 use crate::declare_rule;
 use crate::diagnostic::Diagnostic;
+use crate::lint::schema_walk::{FrontmatterView, ObjectKind};
 use crate::lint::{Check, FileContext};
 use crate::yaml::{NodeId, Scalar};
 
@@ -81,7 +81,7 @@ fn want(kind: ObjectKind, key: &str) -> Option<Want> {
 }
 
 fn check(ctx: &FileContext<'_>, out: &mut Vec<Diagnostic>) {
-    let Some(fm) = Frontmatter::of(ctx) else {
+    let Some(fm) = FrontmatterView::of(ctx) else {
         return;
     };
     for object in fm.objects() {
@@ -120,7 +120,7 @@ fn check(ctx: &FileContext<'_>, out: &mut Vec<Diagnostic>) {
     }
 }
 
-fn is(fm: &Frontmatter<'_>, id: NodeId, want: Want) -> bool {
+fn is(fm: &FrontmatterView<'_>, id: NodeId, want: Want) -> bool {
     match want {
         Want::String => matches!(fm.yaml.scalar(id), Some(Scalar::Str(_))),
         Want::Integer | Want::Number => {
@@ -132,7 +132,7 @@ fn is(fm: &Frontmatter<'_>, id: NodeId, want: Want) -> bool {
 }
 
 fn report(
-    fm: &Frontmatter<'_>,
+    fm: &FrontmatterView<'_>,
     out: &mut Vec<Diagnostic>,
     field: &str,
     want: Want,
@@ -151,7 +151,7 @@ fn report(
     out.push(d);
 }
 
-fn help(fm: &Frontmatter<'_>, want: Want, value: NodeId) -> Option<String> {
+fn help(fm: &FrontmatterView<'_>, want: Want, value: NodeId) -> Option<String> {
     let scalar = fm.yaml.scalar(value);
     match (want, scalar) {
         (_, Some(Scalar::Null)) => Some("give it a value, or remove the field".into()),
@@ -161,7 +161,7 @@ fn help(fm: &Frontmatter<'_>, want: Want, value: NodeId) -> Option<String> {
         }
         (Want::Strings, Some(Scalar::Str(s))) => Some(format!(
             "write a sequence, even for one item: `[{}]`",
-            super::schema_walk::excerpt(s)
+            crate::lint::schema_walk::excerpt(s)
         )),
         _ => None,
     }

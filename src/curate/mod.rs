@@ -10,6 +10,8 @@
 
 pub mod add;
 pub mod archive;
+pub mod init;
+pub mod new;
 pub mod record;
 pub mod review;
 pub mod show;
@@ -23,7 +25,7 @@ use crate::document::Document;
 use crate::edit::frontmatter::{Frontmatter, Unedit};
 use crate::edit::{BankLock, EditError};
 use crate::index_md::IndexError;
-use crate::ledger::{Counts, Event, EventKind, Ledger, LedgerError};
+use crate::ledger::{Event, EventKind, Ledger, LedgerError};
 use crate::lesson::{slug_problem, Lesson};
 use crate::source::Source;
 
@@ -203,20 +205,12 @@ fn lesson_of(doc: &Document) -> &Lesson {
     doc.lesson.as_ref().expect("found documents hold a lesson")
 }
 
-/// A lesson's counts as written (0 when absent).
-pub fn file_counts(lesson: &Lesson) -> Counts {
-    Counts {
-        success_count: lesson.successes(),
-        failure_count: lesson.failures(),
-    }
-}
-
 /// The events to append to a ledger: an `imported` event first when the ledger says nothing
 /// about the counts yet (so that the lesson's own counts become its initial values).
 pub fn with_import(ledger: &Ledger, lesson: &Lesson, stamp: &Stamp, kind: EventKind) -> Vec<Event> {
     let mut events = Vec::new();
     if ledger.needs_import() {
-        events.push(stamp.event(EventKind::Imported(file_counts(lesson))));
+        events.push(stamp.event(EventKind::Imported(lesson.counts())));
     }
     events.push(stamp.event(kind));
     events
@@ -272,19 +266,4 @@ fn uneditable(doc: &Document, e: Unedit) -> CurateError {
         path: doc.source.path.display().to_string(),
         reason: e.0,
     }
-}
-
-/// Write `_index.md` when the bank's rendering differs from the file; whether it was written.
-pub fn refresh_index(bank: &Bank) -> Result<bool, CurateError> {
-    let rendered = crate::index_md::render(bank)?;
-    write_index(bank, &rendered)
-}
-
-/// Write an already rendered `_index.md` unless the file holds it; whether it was written.
-fn write_index(bank: &Bank, rendered: &str) -> Result<bool, CurateError> {
-    if crate::index_md::is_current(bank, rendered) {
-        return Ok(false);
-    }
-    crate::edit::write_atomic(&bank.root, &bank.index_path(), rendered.as_bytes())?;
-    Ok(true)
 }

@@ -15,7 +15,7 @@ use crate::yaml::{NodeId, Scalar, Yaml};
 const EXCERPT_CHARS: usize = 60;
 
 /// A frontmatter whose root is a mapping.
-pub struct Frontmatter<'a> {
+pub struct FrontmatterView<'a> {
     /// The file.
     pub doc: &'a Document,
     /// Its YAML tree.
@@ -134,16 +134,34 @@ pub struct UnknownKey {
     pub resembles: Option<&'static str>,
 }
 
-impl<'a> Frontmatter<'a> {
+impl<'a> FrontmatterView<'a> {
     /// The frontmatter of the file being linted, when it parsed to a mapping.
     pub fn of(ctx: &'a FileContext<'a>) -> Option<Self> {
         let doc = ctx.doc;
-        Some(Frontmatter {
+        Some(FrontmatterView {
             doc,
             yaml: doc.yaml.as_ref()?,
             root: doc.root_map()?,
             objects: &ctx.objects,
         })
+    }
+
+    /// The prologue of a rule on one top-level field: the file's frontmatter and `key`'s
+    /// (key, value) nodes, when the frontmatter is a mapping that has `key`.
+    pub fn field(ctx: &'a FileContext<'a>, key: &str) -> Option<(Self, NodeId, NodeId)> {
+        let fm = FrontmatterView::of(ctx)?;
+        let (key, value) = fm.get(fm.root, key)?;
+        Some((fm, key, value))
+    }
+
+    /// [`FrontmatterView::field`] when the value is a string: also the string.
+    pub fn string_field(
+        ctx: &'a FileContext<'a>,
+        key: &str,
+    ) -> Option<(Self, NodeId, NodeId, &'a str)> {
+        let (fm, key, value) = FrontmatterView::field(ctx, key)?;
+        let text = fm.string(value)?;
+        Some((fm, key, value, text))
     }
 
     /// The file's source, for [`crate::diagnostic::Diagnostic::new`].

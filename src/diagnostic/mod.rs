@@ -1,4 +1,9 @@
 //! Diagnostics, their severities and fixes (span edits on the original bytes).
+//!
+//! This is the bottom of the lint layer: a rule's identity ([`RuleId`]) lives here, and
+//! `lint::Rule` holds one, so nothing here imports `lint`.
+
+mod edit;
 
 use std::ops::Range;
 use std::path::PathBuf;
@@ -6,6 +11,8 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 use crate::source::Source;
+
+pub use edit::{apply_edits, Edit};
 
 /// How serious a finding is. Ordered: `Info < Warning < Error`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -30,6 +37,18 @@ impl Severity {
     }
 }
 
+/// Who a diagnostic comes from: a rule's stable code, its kebab-case name and its level unless
+/// `lesson.toml` says otherwise. `lint::Rule` holds one, with the rule's docs and check.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RuleId {
+    /// Stable code, e.g. `S006`. Never reused.
+    pub code: &'static str,
+    /// Kebab-case name, e.g. `invalid-slug`.
+    pub name: &'static str,
+    /// Level unless `lesson.toml` says otherwise.
+    pub default_level: Severity,
+}
+
 /// Whether a fix may be applied without a human looking.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -38,35 +57,6 @@ pub enum Applicability {
     Unsafe,
     /// Applied by `--fix`: it keeps the meaning.
     Safe,
-}
-
-/// Replace `range` of a file's bytes with `content`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Edit {
-    /// Byte range in the file the diagnostic names (empty for an insertion).
-    pub range: Range<usize>,
-    /// The new text.
-    pub content: String,
-}
-
-impl Edit {
-    /// Replace a range.
-    pub fn replace(range: Range<usize>, content: impl Into<String>) -> Self {
-        Edit {
-            range,
-            content: content.into(),
-        }
-    }
-
-    /// Insert at an offset.
-    pub fn insert(at: usize, content: impl Into<String>) -> Self {
-        Edit::replace(at..at, content)
-    }
-
-    /// Delete a range.
-    pub fn delete(range: Range<usize>) -> Self {
-        Edit::replace(range, "")
-    }
 }
 
 /// A set of edits that together resolve one diagnostic.
@@ -133,7 +123,7 @@ pub struct Diagnostic {
 impl Diagnostic {
     /// A diagnostic for `range` of `source`. Positions are computed from the source's line index.
     pub fn new(
-        rule: &crate::lint::Rule,
+        rule: &RuleId,
         source: &Source,
         range: Range<usize>,
         message: impl Into<String>,
@@ -178,41 +168,5 @@ impl Diagnostic {
     /// Sort key: path, position, code.
     pub fn sort_key(&self) -> (&PathBuf, usize, usize, &'static str) {
         (&self.path, self.line, self.column, self.code)
-    }
-}
-
-/// Apply non-overlapping edits to `text`. Edits that overlap an earlier one are skipped;
-/// returns the new text and how many edits were applied.
-pub fn apply_edits<'a>(text: &str, edits: impl IntoIterator<Item = &'a Edit>) -> (String, usize) {
-    let mut edits: Vec<&Edit> = edits.into_iter().collect();
-    edits.sort_by_key(|e| (e.range.start, e.range.end));
-    let mut out = String::with_capacity(text.len());
-    let mut pos = 0;
-    let mut applied = 0;
-    for edit in edits {
-        if edit.range.start < pos || edit.range.end > text.len() {
-            continue;
-        }
-        out.push_str(&text[pos..edit.range.start]);
-        out.push_str(&edit.content);
-        pos = edit.range.end;
-        applied += 1;
-    }
-    out.push_str(&text[pos..]);
-    (out, applied)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn apply_edits_skips_overlaps() {
-        let edits = [
-            Edit::replace(0..3, "ABC"),
-            Edit::replace(2..4, "zz"),
-            Edit::insert(6, "!"),
-        ];
-        assert_eq!(apply_edits("abcdef", &edits), ("ABCdef!".to_string(), 2));
     }
 }
