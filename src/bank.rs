@@ -9,6 +9,7 @@ use rayon::prelude::*;
 use crate::config::{Config, ConfigError, CONFIG_FILE};
 use crate::document::{name_hash, Document};
 use crate::lesson::Lesson;
+use crate::lint::ErrorRules;
 use crate::source::{ReadProblem, Source};
 use crate::walk::RootDir;
 
@@ -166,6 +167,7 @@ impl Bank {
     ) -> Bank {
         let index_path = root.join(INDEX_FILE);
         let limit = config.lint.size_limit;
+        let error_rules = ErrorRules::new(&config);
         let mut index = None;
         let mut documents = Vec::new();
         for (path, bytes) in files {
@@ -179,7 +181,9 @@ impl Bank {
             if source.path == index_path {
                 index = problem.is_none().then_some(source);
             } else {
-                documents.push(Document::parse(source, problem));
+                let mut doc = Document::parse(source, problem);
+                doc.set_file_errors(error_rules.has_errors(&doc, &config, now));
+                documents.push(doc);
             }
         }
         fn bytes(d: &Document) -> &[u8] {
@@ -199,7 +203,14 @@ impl Bank {
     /// Load the lessons' frontmatter only, without parsing bodies: for commands that need the
     /// model but not the body (index, list, show).
     pub fn load_lessons(root: &Path) -> Result<Bank, BankError> {
-        let (bank, _) = Bank::load_as(root, &Overlay::new(), now_from_env()?, false, |_, _| ())?;
+        let (bank, _) = Bank::load_as(
+            root,
+            &Overlay::new(),
+            now_from_env()?,
+            false,
+            true,
+            |_, _| (),
+        )?;
         Ok(bank)
     }
 
@@ -207,7 +218,8 @@ impl Bank {
     /// at all (each file's buffer is let go as soon as it is parsed). For commands that read
     /// fields and never point into a file, such as `lesson index`.
     pub fn load_models(root: &Path) -> Result<Bank, BankError> {
-        let (bank, _) = Bank::load_as(root, &Overlay::new(), now_from_env()?, false, |_, doc| {
+        let now = now_from_env()?;
+        let (bank, _) = Bank::load_as(root, &Overlay::new(), now, false, true, |_, doc| {
             doc.forget_text();
         })?;
         Ok(bank)
@@ -219,20 +231,21 @@ impl Bank {
         overlay: &Overlay,
         now: jiff::Timestamp,
     ) -> Result<Bank, BankError> {
-        let (bank, _) = Bank::load_as(root, overlay, now, true, |_, _| ())?;
+        let (bank, _) = Bank::load_as(root, overlay, now, true, true, |_, _| ())?;
         Ok(bank)
     }
 
     /// Load in full, handing each parsed document to `visit` (in parallel, with the bank's
     /// configuration) before it is stored: `visit` takes what it needs and may slim the document
-    /// down. Its results come back in the order of [`Bank::documents`].
+    /// down. Its results come back in the order of [`Bank::documents`]. Whether each document
+    /// has errors of its own ([`Document::has_file_errors`]) is `visit`'s to set.
     pub fn load_visiting<T: Send>(
         root: &Path,
         overlay: &Overlay,
         now: jiff::Timestamp,
         visit: impl Fn(&Config, &mut Document) -> T + Sync,
     ) -> Result<(Bank, Vec<T>), BankError> {
-        Bank::load_as(root, overlay, now, true, visit)
+        Bank::load_as(root, overlay, now, true, false, visit)
     }
 
     fn load_as<T: Send>(
@@ -240,15 +253,24 @@ impl Bank {
         overlay: &Overlay,
         now: jiff::Timestamp,
         full: bool,
+        check_errors: bool,
         visit: impl Fn(&Config, &mut Document) -> T + Sync,
     ) -> Result<(Bank, Vec<T>), BankError> {
+        let error_rules = std::sync::OnceLock::new();
         let parse = |config: &Config, file: FoundFile| {
             let (source, problem) = read(file, overlay, config.lint.size_limit);
-            let mut doc = if full {
+            let mut doc = if full || check_errors {
                 Document::parse(source, problem)
             } else {
                 Document::parse_frontmatter(source, problem)
             };
+            if check_errors {
+                let rules = error_rules.get_or_init(|| ErrorRules::new(config));
+                doc.set_file_errors(rules.has_errors(&doc, config, now));
+                if !full {
+                    doc.slim();
+                }
+            }
             let result = visit(config, &mut doc);
             Some((doc, result))
         };
@@ -264,8 +286,9 @@ impl Bank {
         Ok((bank, visited))
     }
 
-    /// Read every lesson file's frontmatter and keep only what `keep` makes of each document
-    /// (the documents themselves are let go one by one as they are parsed): for a command that
+    /// Read every lesson file, check it for errors of its own ([`Document::has_file_errors`]),
+    /// slim it, and keep only what `keep` makes of each document (the documents themselves are
+    /// let go one by one as they are parsed): for a command that
     /// needs one small row per lesson, such as `lesson index`, on a bank of any size. The
     /// returned bank has no documents, so it knows no supersession ([`Bank::status`] says
     /// nothing true of a lesson): statuses are the caller's to derive from its rows, which come in
@@ -277,9 +300,14 @@ impl Bank {
         keep: impl Fn(&Config, Document) -> Option<T> + Sync,
     ) -> Result<(Bank, Vec<T>), BankError> {
         let overlay = Overlay::new();
+        let error_rules = std::sync::OnceLock::new();
         let parse = |config: &Config, file: FoundFile| {
             let (source, problem) = read(file, &overlay, config.lint.size_limit);
-            keep(config, Document::parse_frontmatter(source, problem))
+            let mut doc = Document::parse(source, problem);
+            let rules = error_rules.get_or_init(|| ErrorRules::new(config));
+            doc.set_file_errors(rules.has_errors(&doc, config, now));
+            doc.slim();
+            keep(config, doc)
         };
         let (config, batches, walk_problems) = parse_files(root, parse)?;
         let limit = config.lint.size_limit;

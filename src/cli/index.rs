@@ -60,6 +60,9 @@ pub fn run(root: &Path, args: IndexArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::from(1));
     }
     let done = index_md::write(root, lesson::bank::now_from_env()?)?;
+    if let Some(note) = index_md::left_out_note(&done.left_out) {
+        eprintln!("{note}");
+    }
     if done.written {
         println!(
             "wrote {} ({} lesson{})",
@@ -87,6 +90,9 @@ fn render(root: &Path, with_index: bool) -> anyhow::Result<(lesson::Bank, Render
         .with_context(|| format!("cannot load the bank at {}", root.display()))?;
     let template = Template::load(&bank.root, index_md::TEMPLATE, index_md::BUILTIN_TEMPLATE)?;
     let rendered = scanned.render(&template)?;
+    if let Some(note) = index_md::left_out_note(scanned.left_out()) {
+        eprintln!("{note}");
+    }
     super::release(scanned);
     Ok((bank, rendered))
 }

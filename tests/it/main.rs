@@ -18,6 +18,7 @@ mod edits;
 mod fast_paths;
 mod index_md;
 mod ledger;
+mod left_out;
 mod lint_defects;
 mod parse_props;
 mod project_bank;
