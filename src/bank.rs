@@ -130,6 +130,27 @@ impl Clock {
     }
 }
 
+/// Decides whether a document has an error-level finding of its own: its parse diagnostics and
+/// the file rules at the bank's levels, suppressions applied. The linter decides
+/// (`lint::FileErrors`); the bank, which sits below it, takes the judge as an argument, and a
+/// judged bank marks each document ([`Document::has_file_errors`]): `lesson list` and
+/// `_index.md` leave such files out.
+pub trait ErrorCheck: Sync {
+    /// Whether `doc` (parsed in full) has an error-level finding of its own under `config`.
+    fn has_errors(&self, doc: &Document, config: &Config, now: jiff::Timestamp) -> bool;
+}
+
+/// How much of each document a load keeps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Keep {
+    /// Everything: text, YAML tree, lesson and body.
+    Full,
+    /// The lesson and the text, without the YAML tree and body.
+    Lessons,
+    /// The lesson only (no text).
+    Models,
+}
+
 impl Bank {
     /// Every file of the bank that was read, and its `_index.md`: what a report of findings
     /// anywhere in the bank can point into (collect into [`crate::report::Sources`]).
@@ -165,12 +186,14 @@ impl Bank {
     /// `root` as a walk of the bank gives them (`root.join(relative)`); the file at
     /// `root/_index.md` among them is the bank's `_index.md`. Files are read as from disk: over
     /// the size limit, invalid UTF-8 and NUL bytes are read problems, and the documents come in
-    /// path order. Nothing is read from disk.
+    /// path order. Nothing is read from disk. With `check`, each document is judged
+    /// ([`ErrorCheck`]).
     pub fn from_files(
         root: &Path,
         config: Config,
         files: impl IntoIterator<Item = (PathBuf, Vec<u8>)>,
         now: jiff::Timestamp,
+        check: Option<&dyn ErrorCheck>,
     ) -> Bank {
         let index_path = root.join(INDEX_FILE);
         let limit = config.lint.size_limit;
@@ -187,7 +210,11 @@ impl Bank {
             if source.path == index_path {
                 index = problem.is_none().then_some(source);
             } else {
-                documents.push(Document::parse(source, problem));
+                let mut doc = Document::parse(source, problem);
+                if let Some(check) = check {
+                    doc.set_file_errors(check.has_errors(&doc, &config, now));
+                }
+                documents.push(doc);
             }
         }
         fn bytes(d: &Document) -> &[u8] {
@@ -200,64 +227,80 @@ impl Bank {
     }
 
     /// Load the bank at `root` (a display path, relative to the current directory or absolute),
-    /// with expiry judged at `now`.
+    /// with expiry judged at `now`. Files are not judged for errors of their own: `lint::load`
+    /// judges them.
     pub fn load(root: &Path, now: jiff::Timestamp) -> Result<Bank, BankError> {
         Bank::load_with(root, &Overlay::new(), now)
     }
 
     /// Load the lessons' frontmatter only, without parsing bodies: for commands that need the
-    /// model but not the body (index, list, show).
+    /// model but not the body. Files are not judged (`lint::load_lessons` judges them).
     pub fn load_lessons(root: &Path, now: jiff::Timestamp) -> Result<Bank, BankError> {
-        let (bank, _) = Bank::load_as(root, &Overlay::new(), now, false, |_, _| ())?;
+        let (bank, _) = Bank::load_as(root, &Overlay::new(), now, Keep::Lessons, None, |_, _| ())?;
         Ok(bank)
     }
 
-    /// The lessons' models only: like [`Bank::load_lessons`], but every document keeps no text
-    /// at all (each file's buffer is let go as soon as it is parsed). For commands that read
-    /// fields and never point into a file, such as `lesson index`.
-    pub fn load_models(root: &Path, now: jiff::Timestamp) -> Result<Bank, BankError> {
-        let (bank, _) = Bank::load_as(root, &Overlay::new(), now, false, |_, doc| {
-            doc.forget_text();
-        })?;
-        Ok(bank)
-    }
-
-    /// Load with file contents overridden by `overlay` and expiry judged at `now`.
+    /// Load with file contents overridden by `overlay` and expiry judged at `now`. Files are
+    /// not judged (`lint::load_with` judges them).
     pub fn load_with(
         root: &Path,
         overlay: &Overlay,
         now: jiff::Timestamp,
     ) -> Result<Bank, BankError> {
-        let (bank, _) = Bank::load_as(root, overlay, now, true, |_, _| ())?;
+        let (bank, _) = Bank::load_as(root, overlay, now, Keep::Full, None, |_, _| ())?;
+        Ok(bank)
+    }
+
+    /// Load, judging each file with `check` ([`ErrorCheck`]) and keeping `keep` of it. A judged
+    /// file is parsed in full whatever `keep` says, then slimmed.
+    pub fn load_judged(
+        root: &Path,
+        overlay: &Overlay,
+        now: jiff::Timestamp,
+        keep: Keep,
+        check: &dyn ErrorCheck,
+    ) -> Result<Bank, BankError> {
+        let (bank, _) = Bank::load_as(root, overlay, now, keep, Some(check), |_, _| ())?;
         Ok(bank)
     }
 
     /// Load in full, handing each parsed document to `visit` (in parallel, with the bank's
     /// configuration) before it is stored: `visit` takes what it needs and may slim the document
-    /// down. Its results come back in the order of [`Bank::documents`].
+    /// down. Its results come back in the order of [`Bank::documents`]. Whether each document
+    /// has errors of its own ([`Document::has_file_errors`]) is `visit`'s to set.
     pub fn load_visiting<T: Send>(
         root: &Path,
         overlay: &Overlay,
         now: jiff::Timestamp,
         visit: impl Fn(&Config, &mut Document) -> T + Sync,
     ) -> Result<(Bank, Vec<T>), BankError> {
-        Bank::load_as(root, overlay, now, true, visit)
+        Bank::load_as(root, overlay, now, Keep::Full, None, visit)
     }
 
     fn load_as<T: Send>(
         root: &Path,
         overlay: &Overlay,
         now: jiff::Timestamp,
-        full: bool,
+        keep: Keep,
+        check: Option<&dyn ErrorCheck>,
         visit: impl Fn(&Config, &mut Document) -> T + Sync,
     ) -> Result<(Bank, Vec<T>), BankError> {
         let parse = |config: &Config, file: FoundFile| {
             let (source, problem) = read(file, overlay, config.lint.size_limit);
-            let mut doc = if full {
+            let mut doc = if keep == Keep::Full || check.is_some() {
                 Document::parse(source, problem)
             } else {
                 Document::parse_frontmatter(source, problem)
             };
+            if let Some(check) = check {
+                doc.set_file_errors(check.has_errors(&doc, config, now));
+                if keep != Keep::Full {
+                    doc.slim();
+                }
+            }
+            if keep == Keep::Models {
+                doc.forget_text();
+            }
             let result = visit(config, &mut doc);
             Some((doc, result))
         };
@@ -273,8 +316,9 @@ impl Bank {
         Ok((bank, visited))
     }
 
-    /// Read every lesson file's frontmatter and keep only what `keep` makes of each document
-    /// (the documents themselves are let go one by one as they are parsed): for a command that
+    /// Read every lesson file, check it for errors of its own ([`Document::has_file_errors`]),
+    /// slim it, and keep only what `keep` makes of each document (the documents themselves are
+    /// let go one by one as they are parsed): for a command that
     /// needs one small row per lesson, such as `lesson index`, on a bank of any size. The
     /// returned bank has no documents, so it knows no supersession ([`Bank::status`] says
     /// nothing true of a lesson): statuses are the caller's to derive from its rows, which come in
@@ -283,12 +327,16 @@ impl Bank {
         root: &Path,
         now: jiff::Timestamp,
         with_index: bool,
+        check: &dyn ErrorCheck,
         keep: impl Fn(&Config, Document) -> Option<T> + Sync,
     ) -> Result<(Bank, Vec<T>), BankError> {
         let overlay = Overlay::new();
         let parse = |config: &Config, file: FoundFile| {
             let (source, problem) = read(file, &overlay, config.lint.size_limit);
-            keep(config, Document::parse_frontmatter(source, problem))
+            let mut doc = Document::parse(source, problem);
+            doc.set_file_errors(check.has_errors(&doc, config, now));
+            doc.slim();
+            keep(config, doc)
         };
         let (config, batches, walk_problems) = parse_files(root, parse)?;
         let limit = config.lint.size_limit;
@@ -620,7 +668,7 @@ mod tests {
             .collect();
         files.reverse();
         let config = crate::config::Config::load(root).unwrap();
-        let from_files = super::Bank::from_files(root, config, files, now);
+        let from_files = super::Bank::from_files(root, config, files, now, None);
         let paths = |b: &super::Bank| -> Vec<std::path::PathBuf> {
             b.documents.iter().map(|d| d.source.path.clone()).collect()
         };

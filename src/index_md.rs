@@ -11,7 +11,7 @@ use std::path::Path;
 use rayon::prelude::*;
 use serde::Serialize;
 
-use crate::bank::{Bank, BankError, Status};
+use crate::bank::{Bank, BankError, ErrorCheck, Status};
 use crate::document::Document;
 use crate::edit::{write_atomic, BankLock, EditError};
 use crate::lesson::Lesson;
@@ -128,7 +128,8 @@ pub fn status_text(status: &Status) -> String {
     }
 }
 
-/// Every lesson of the bank as an index entry, sorted by slug, then path.
+/// Every lesson of the bank as an index entry, sorted by slug, then path. A file with an
+/// error-level finding of its own is left out ([`left_out`]).
 pub fn entries(bank: &Bank) -> Vec<IndexEntry> {
     rows(bank).into_par_iter().map(Row::into_entry).collect()
 }
@@ -138,7 +139,10 @@ pub fn entries(bank: &Bank) -> Vec<IndexEntry> {
 fn rows(bank: &Bank) -> Vec<Row<'_>> {
     // the lessons first, so that the rows are written in place into one vector of the exact
     // size (a filtered parallel collection grows vectors piece by piece, then joins them)
-    let lessons: Vec<(&Document, &Lesson)> = bank.lessons().collect();
+    let lessons: Vec<(&Document, &Lesson)> = bank
+        .lessons()
+        .filter(|(doc, _)| !doc.has_file_errors())
+        .collect();
     let mut rows: Vec<Row> = lessons
         .par_iter()
         .map(|&(doc, lesson)| Row {
@@ -148,6 +152,32 @@ fn rows(bank: &Bank) -> Vec<Row<'_>> {
         .collect();
     sort(&mut rows);
     rows
+}
+
+/// The files of the bank that `_index.md` and `lesson list` leave out, relative to the bank
+/// and sorted: those that do not parse into a lesson, or have an error-level finding of their
+/// own ([`crate::lint::ErrorRules`]). `lesson lint` says why.
+pub fn left_out(bank: &Bank) -> Vec<String> {
+    let mut out: Vec<String> = bank
+        .documents
+        .iter()
+        .filter(|doc| doc.is_left_out())
+        .map(|doc| relative_link(&bank.root, &doc.source.path))
+        .collect();
+    out.sort();
+    out
+}
+
+/// The stderr note of a command that left files out: `None` when it left none.
+pub fn left_out_note(left_out: &[String]) -> Option<String> {
+    match left_out.len() {
+        0 => None,
+        n => Some(format!(
+            "note: {n} file{} left out (errors): {}; `lesson lint` says why",
+            if n == 1 { "" } else { "s" },
+            left_out.join(", ")
+        )),
+    }
 }
 
 fn sort(rows: &mut [Row]) {
@@ -199,6 +229,22 @@ impl<'a> Row<'a> {
         }
     }
 
+    /// A file that is no lesson: only its path counts.
+    fn unparsed(path: String) -> Row<'static> {
+        Row {
+            slug: Cow::Borrowed(""),
+            path,
+            title: Cow::Borrowed(""),
+            outcome: "",
+            confidence: 0.0,
+            success_count: 0,
+            failure_count: 0,
+            expired: false,
+            supersedes: Vec::new(),
+            status: Status::Active,
+        }
+    }
+
     fn into_entry(self) -> IndexEntry {
         let superseded_by = match &self.status {
             Status::Superseded(by) => by.clone(),
@@ -225,6 +271,7 @@ impl<'a> Row<'a> {
 #[derive(Debug)]
 pub struct Scanned {
     rows: Vec<Row<'static>>,
+    left_out: Vec<String>,
 }
 
 impl Scanned {
@@ -236,6 +283,11 @@ impl Scanned {
     /// Whether there is none.
     pub fn is_empty(&self) -> bool {
         self.rows.is_empty()
+    }
+
+    /// The files left out ([`left_out`]), relative to the bank and sorted.
+    pub fn left_out(&self) -> &[String] {
+        &self.left_out
     }
 
     /// The rows as index entries (what a template sees).
@@ -254,19 +306,34 @@ impl Scanned {
 /// for its root and configuration, and has `_index.md` when `with_index` asks for it. On the
 /// 100,000-lesson bench bank `lesson index --stdout` peaks at 89 MiB (404 when it loaded the
 /// bank).
+/// Files are judged by `check` (the linter's `lint::FileErrors`): one with errors of its own is
+/// left out of the rows and named in [`Scanned::left_out`].
 pub fn scan(
     root: &Path,
     now: jiff::Timestamp,
     with_index: bool,
+    check: &dyn ErrorCheck,
 ) -> Result<(Bank, Scanned), BankError> {
-    let (bank, mut rows) = Bank::scan(root, now, with_index, |_, doc| {
-        let lesson = doc.lesson.as_ref()?;
-        Some(Row::owned(&doc, lesson, root, now))
+    // a lesson left out for its errors still supersedes what it names, as in a loaded bank
+    let (bank, scanned) = Bank::scan(root, now, with_index, check, |_, doc| {
+        Some(match doc.lesson.as_ref() {
+            Some(lesson) => (Row::owned(&doc, lesson, root, now), doc.has_file_errors()),
+            None => (Row::unparsed(relative_link(root, &doc.source.path)), true),
+        })
     })?;
+    let mut rows = Vec::with_capacity(scanned.len());
+    let mut errors = Vec::new();
+    for (row, left_out) in scanned {
+        if left_out {
+            errors.push(row);
+        } else {
+            rows.push(row);
+        }
+    }
     // the same statuses as [`Bank::status`] gives: superseded (by the sorted slugs of every
     // lesson naming it, itself aside) wins over expired
     let mut superseded_by: foldhash::HashMap<&str, Vec<&str>> = foldhash::HashMap::default();
-    for row in &rows {
+    for row in rows.iter().chain(&errors) {
         for old in &row.supersedes {
             if *old != row.slug {
                 superseded_by
@@ -297,7 +364,9 @@ pub fn scan(
         }
     }
     sort(&mut rows);
-    Ok((bank, Scanned { rows }))
+    let mut left_out: Vec<String> = errors.into_iter().map(|row| row.path).collect();
+    left_out.sort();
+    Ok((bank, Scanned { rows, left_out }))
 }
 
 /// `[slug](path)` as an entry's `link`: the slug escaped for link text, the path
@@ -741,6 +810,8 @@ pub fn refresh(bank: &Bank) -> Result<bool, IndexError> {
 /// What [`write`] did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct IndexWrite {
+    /// The files it leaves out ([`left_out`]).
+    pub left_out: Vec<String>,
     /// The bank's `_index.md`.
     pub path: std::path::PathBuf,
     /// How many lessons it lists.
@@ -752,7 +823,11 @@ pub struct IndexWrite {
 /// `lesson index`: under the bank's lock, render the `_index.md` of the bank at `root` as of
 /// `now` and write it when the file differs. A missing bank is an error, not a directory to
 /// create.
-pub fn write(root: &Path, now: jiff::Timestamp) -> Result<IndexWrite, IndexError> {
+pub fn write(
+    root: &Path,
+    now: jiff::Timestamp,
+    check: &dyn ErrorCheck,
+) -> Result<IndexWrite, IndexError> {
     if !root.is_dir() {
         return Err(BankError::NotFound(root.display().to_string()).into());
     }
@@ -761,17 +836,19 @@ pub fn write(root: &Path, now: jiff::Timestamp) -> Result<IndexWrite, IndexError
         source,
     })?;
     lock.with(|| {
-        let (bank, scanned) = scan(root, now, true).map_err(|source| IndexError::Load {
+        let (bank, scanned) = scan(root, now, true, check).map_err(|source| IndexError::Load {
             path: root.display().to_string(),
             source,
         })?;
         let lessons = scanned.len();
+        let left_out = scanned.left_out.clone();
         let template = Template::load(&bank.root, TEMPLATE, BUILTIN_TEMPLATE)?;
         let rendered = scanned.render(&template)?;
         // thousands of rows: freed in parallel, as `Rendered::into_string` frees its pieces
         scanned.rows.into_par_iter().for_each(drop);
         let written = write_if_changed(&bank, &rendered)?;
         Ok(IndexWrite {
+            left_out,
             path: bank.index_path(),
             lessons,
             written,

@@ -59,7 +59,10 @@ pub fn run(root: &Path, args: IndexArgs) -> anyhow::Result<ExitCode> {
         );
         return Ok(ExitCode::from(1));
     }
-    let done = index_md::write(root, super::now()?)?;
+    let done = index_md::write(root, super::now()?, &lesson::lint::FileErrors::default())?;
+    if let Some(note) = index_md::left_out_note(&done.left_out) {
+        eprintln!("{note}");
+    }
     if done.written {
         println!(
             "wrote {} ({} lesson{})",
@@ -83,10 +86,14 @@ fn is_current(bank: &lesson::Bank, rendered: &Rendered) -> bool {
 /// should read.
 fn render(root: &Path, with_index: bool) -> anyhow::Result<(lesson::Bank, Rendered)> {
     let now = super::now()?;
-    let (bank, scanned) = index_md::scan(root, now, with_index)
-        .with_context(|| format!("cannot load the bank at {}", root.display()))?;
+    let (bank, scanned) =
+        index_md::scan(root, now, with_index, &lesson::lint::FileErrors::default())
+            .with_context(|| format!("cannot load the bank at {}", root.display()))?;
     let template = Template::load(&bank.root, index_md::TEMPLATE, index_md::BUILTIN_TEMPLATE)?;
     let rendered = scanned.render(&template)?;
+    if let Some(note) = index_md::left_out_note(scanned.left_out()) {
+        eprintln!("{note}");
+    }
     super::release(scanned);
     Ok((bank, rendered))
 }

@@ -38,7 +38,8 @@ pub struct ListArgs {
     format: OutputFormat,
 }
 
-/// Run `lesson list`.
+/// Run `lesson list`. A file that does not parse into a lesson, or has an error-level finding
+/// of its own, is left out (as `_index.md` leaves it out), and a note on stderr names it.
 pub fn run(root: &Path, args: ListArgs) -> anyhow::Result<ExitCode> {
     let bank = super::load_lessons(root)?;
     let keep = |state: &str| match args.status {
@@ -56,7 +57,10 @@ pub fn run(root: &Path, args: ListArgs) -> anyhow::Result<ExitCode> {
             print!("{}", lessons::table(&entries));
         }
         OutputFormat::Json => {
-            let mut lessons: Vec<(&Document, &Lesson)> = bank.lessons().collect();
+            let mut lessons: Vec<(&Document, &Lesson)> = bank
+                .lessons()
+                .filter(|(doc, _)| !doc.has_file_errors())
+                .collect();
             lessons.sort_by(|a, b| {
                 (&a.1.slug.value, &a.0.source.path).cmp(&(&b.1.slug.value, &b.0.source.path))
             });
@@ -67,6 +71,9 @@ pub fn run(root: &Path, args: ListArgs) -> anyhow::Result<ExitCode> {
                 .collect();
             println!("{}", serde_json::to_string_pretty(&json)?);
         }
+    }
+    if let Some(note) = index_md::left_out_note(&index_md::left_out(&bank)) {
+        eprintln!("{note}");
     }
     Ok(ExitCode::SUCCESS)
 }

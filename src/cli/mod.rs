@@ -106,9 +106,12 @@ fn bank_dir(dir: Option<PathBuf>) -> anyhow::Result<PathBuf> {
     let cwd = std::env::current_dir().context("cannot read the current directory")?;
     let env = std::env::var_os(lesson::bank::DIR_ENV).map(PathBuf::from);
     let root = lesson::bank::discover(dir.as_deref(), env.as_deref(), &cwd);
-    // a rule `lesson.toml` names that does not exist is an error for every command
-    let config = lesson::config::Config::load(&root)?;
-    lesson::lint::check_config(&root, &config)?;
+    // a rule `lesson.toml` names that does not exist is an error for every command (a
+    // configuration that does not parse is reported by the command's own load)
+    if let Ok(config) = lesson::config::Config::load(&root) {
+        lesson::lint::check_config(&root, &config)
+            .with_context(|| format!("cannot load the bank at {}", root.display()))?;
+    }
     Ok(root)
 }
 
@@ -133,7 +136,7 @@ fn now() -> anyhow::Result<jiff::Timestamp> {
 
 /// Load a bank with context for the error message.
 fn load(root: &Path) -> anyhow::Result<lesson::Bank> {
-    lesson::Bank::load(root, now()?)
+    lesson::lint::load(root, now()?)
         .with_context(|| format!("cannot load the bank at {}", root.display()))
 }
 
@@ -146,7 +149,7 @@ fn release<T>(bank: T) {
 
 /// Load a bank's frontmatter only (no bodies), for commands that do not lint.
 fn load_lessons(root: &Path) -> anyhow::Result<lesson::Bank> {
-    lesson::Bank::load_lessons(root, now()?)
+    lesson::lint::load_lessons(root, now()?)
         .with_context(|| format!("cannot load the bank at {}", root.display()))
 }
 

@@ -85,11 +85,11 @@ pub fn archive(
     dry_run: bool,
 ) -> Result<Vec<Move>, CurateError> {
     if dry_run {
-        let bank = Bank::load_with(root, &Overlay::new(), stamp.at)?;
+        let bank = crate::lint::load_with(root, &Overlay::new(), stamp.at)?;
         return plan(&bank, selection);
     }
     locked(root, || {
-        let bank = Bank::load_with(root, &Overlay::new(), stamp.at)?;
+        let bank = crate::lint::load_with(root, &Overlay::new(), stamp.at)?;
         let moves = plan(&bank, selection)?;
         if moves.is_empty() {
             return Ok(moves);
@@ -122,7 +122,7 @@ pub fn archive(
             ledger.append(root, &events)?;
             crate::edit::move_file(root, &m.from, &m.to)?;
         }
-        let bank = Bank::load_with(root, &Overlay::new(), stamp.at)?;
+        let bank = crate::lint::load_with(root, &Overlay::new(), stamp.at)?;
         crate::index_md::refresh(&bank)?;
         Ok(moves)
     })

@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::bank::{Bank, BankError, Overlay, INDEX_FILE};
+use crate::bank::{BankError, Overlay, INDEX_FILE};
 use crate::config::CONFIG_FILE;
 use crate::edit::{EditError, STATE_DIR, TEMP_PREFIX};
 use crate::index_md::IndexError;
@@ -101,7 +101,7 @@ pub fn init(dir: &Path, now: jiff::Timestamp) -> Result<Vec<PathBuf>, InitError>
         let ignored = format!("{STATE_DIR}/\n{TEMP_PREFIX}*\n");
         crate::edit::write_atomic(dir, gitignore, ignored.as_bytes())?;
         crate::edit::write_atomic(dir, gitattributes, INIT_GITATTRIBUTES.as_bytes())?;
-        let bank = Bank::load_with(dir, &Overlay::new(), now)?;
+        let bank = crate::lint::load_with(dir, &Overlay::new(), now)?;
         crate::index_md::refresh(&bank)?;
         Ok(files.to_vec())
     })?

@@ -355,7 +355,7 @@ pub enum Created {
 
 /// The bank at `root`, as `lesson new` checks a draft against it.
 fn load(root: &Path, now: jiff::Timestamp) -> Result<Bank, NewError> {
-    Bank::load_with(root, &Overlay::new(), now).map_err(|source| NewError::Load {
+    crate::lint::load_with(root, &Overlay::new(), now).map_err(|source| NewError::Load {
         path: root.display().to_string(),
         source,
     })
@@ -388,7 +388,7 @@ pub fn create(root: &Path, new: &NewLesson, stamp: &Stamp) -> Result<Created, Ne
         crate::index_md::render_parts(&draft.bank)?;
         write_atomic(root, &draft.path, draft.text.as_bytes())?;
         created_event(root, &draft, stamp)?;
-        let bank = Bank::load_with(root, &Overlay::new(), stamp.at).map_err(|source| {
+        let bank = crate::lint::load_with(root, &Overlay::new(), stamp.at).map_err(|source| {
             NewError::Reload {
                 path: draft.path.display().to_string(),
                 source,

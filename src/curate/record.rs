@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use super::{edited, find, frontmatter, json_without, lesson_of, locked};
 use super::{with_import, CurateError, Stamp};
-use crate::bank::{Bank, Overlay};
+use crate::bank::Overlay;
 use crate::curate::new::NewEvidence;
 use crate::document::Document;
 use crate::edit::frontmatter::NewItem;
@@ -71,7 +71,7 @@ fn record_locked(
     req: &Request,
     stamp: &Stamp,
 ) -> Result<Recorded, CurateError> {
-    let mut bank = Bank::load_with(root, &Overlay::new(), stamp.at)?;
+    let mut bank = crate::lint::load_with(root, &Overlay::new(), stamp.at)?;
     let i = find(&bank, &req.slug)?;
     let mut ledger = Ledger::read(root, &req.slug)?;
     let planned = plan(&bank.documents[i], &ledger, req, stamp)?;

@@ -1,14 +1,15 @@
 //! `lesson review`: the lessons that need a human. Failure-dominant lessons (AIP-11: "SHOULD
 //! trigger lesson review", never auto-retirement), expired ones, ones whose counts fall in the
-//! mixed band but whose outcome is not `mixed`, ones no outcome was ever recorded for since
-//! they were created, and near-duplicate pairs ([`crate::dedup`]). Superseded lessons are out of
+//! mixed band but whose outcome is not `mixed`, ones whose ledger took non-zero counts from the
+//! file (an `imported` event: counts no recorded outcome backs), ones no outcome was ever
+//! recorded for since they were created, and near-duplicate pairs ([`crate::dedup`]). Superseded lessons are out of
 //! retrieval and are left alone.
 
 use serde::Serialize;
 
 use crate::bank::{Bank, Status};
 use crate::dedup::{self, DedupError};
-use crate::ledger::{Ledger, LedgerError};
+use crate::ledger::{Counts, EventKind, Ledger, LedgerError, LOG_DIR};
 use crate::lesson::{slug_problem, Outcome};
 
 /// Why a lesson needs a look.
@@ -21,6 +22,9 @@ pub enum Reason {
     Expired,
     /// Successes and failures roughly equal, outcome not `mixed`.
     MixedBand,
+    /// The ledger's initial counts are an `imported` event with non-zero counts: they came
+    /// from the file when the ledger began, not from recorded outcomes.
+    ImportedCounts,
     /// No outcome recorded since it was created, for `[review] unapplied-days`.
     NeverApplied,
     /// It and another lesson look like near-duplicates (`[dedup]`).
@@ -34,6 +38,7 @@ impl Reason {
             Reason::FailureDominant => "failure-dominant",
             Reason::Expired => "expired",
             Reason::MixedBand => "mixed-band",
+            Reason::ImportedCounts => "imported-counts",
             Reason::NeverApplied => "never-applied",
             Reason::NearDuplicate => "near-duplicate",
         }
@@ -63,10 +68,30 @@ pub struct Finding {
     /// For `never-applied`: since when the lesson has waited for an outcome.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub since: Option<String>,
+    /// For `imported-counts`: the `imported` event.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub imported: Option<Imported>,
     /// For `near-duplicate`: the other lesson of the pair (the finding is on the byte-smaller
     /// slug, once per pair).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub duplicate_of: Option<String>,
+}
+
+/// The `imported` event an `imported-counts` finding is about.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Imported {
+    /// The ledger file, relative to the bank.
+    pub ledger: String,
+    /// Its 1-based line.
+    pub line: usize,
+    /// When it was written.
+    pub at: String,
+    /// Who wrote it.
+    pub by: String,
+    /// The counts it took from the file.
+    pub success_count: u64,
+    /// The counts it took from the file.
+    pub failure_count: u64,
 }
 
 /// `lesson review` could not run.
@@ -109,6 +134,7 @@ pub fn review(bank: &Bank) -> Result<Vec<Finding>, ReviewError> {
             failure_count: lesson.failures(),
             expires_at: None,
             since: None,
+            imported: None,
             duplicate_of: Some(pair.b),
         });
     }
@@ -128,6 +154,7 @@ pub fn review(bank: &Bank) -> Result<Vec<Finding>, ReviewError> {
             failure_count: f,
             expires_at: None,
             since: None,
+            imported: None,
             duplicate_of: None,
         };
         if f > s {
@@ -163,6 +190,20 @@ pub fn review(bank: &Bank) -> Result<Vec<Finding>, ReviewError> {
             continue;
         }
         let ledger = Ledger::read(&bank.root, slug)?;
+        if let Some((imported, date)) = imported_counts(&ledger, slug) {
+            out.push(Finding {
+                message: format!(
+                    "counts {}/{} entered its ledger from the file (`imported`, {} line {}, {date} by {}), not from recorded outcomes: check them against real runs",
+                    imported.success_count,
+                    imported.failure_count,
+                    imported.ledger,
+                    imported.line,
+                    imported.by
+                ),
+                imported: Some(imported),
+                ..finding(Reason::ImportedCounts, String::new())
+            });
+        }
         if ledger.outcomes().next().is_some() {
             continue;
         }
@@ -187,6 +228,30 @@ pub fn review(bank: &Bank) -> Result<Vec<Finding>, ReviewError> {
         (a.reason, &a.slug, &a.duplicate_of).cmp(&(b.reason, &b.slug, &b.duplicate_of))
     });
     Ok(out)
+}
+
+/// The ledger's initial event when it is an `imported` one with non-zero counts (the first
+/// `created` or `imported` event is the one the counts start from).
+fn imported_counts(ledger: &Ledger, slug: &str) -> Option<(Imported, jiff::civil::Date)> {
+    let entry = ledger
+        .entries
+        .iter()
+        .find(|e| matches!(e.event.kind, EventKind::Created(_) | EventKind::Imported(_)))?;
+    let EventKind::Imported(counts) = entry.event.kind else {
+        return None;
+    };
+    let at = entry.event.at;
+    (counts != Counts::default()).then(|| {
+        let imported = Imported {
+            ledger: format!("{LOG_DIR}/{slug}.jsonl"),
+            line: entry.line,
+            at: at.to_string(),
+            by: entry.event.by.clone(),
+            success_count: counts.success_count,
+            failure_count: counts.failure_count,
+        };
+        (imported, at.to_zoned(jiff::tz::TimeZone::UTC).date())
+    })
 }
 
 fn modified(path: &std::path::Path) -> Option<jiff::Timestamp> {

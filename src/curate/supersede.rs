@@ -43,7 +43,7 @@ fn supersede_locked(
     new: &str,
     stamp: &Stamp,
 ) -> Result<Superseded, CurateError> {
-    let bank = Bank::load_with(root, &Overlay::new(), stamp.at)?;
+    let bank = crate::lint::load_with(root, &Overlay::new(), stamp.at)?;
     let mut olds: Vec<&str> = Vec::new();
     for slug in old {
         if !olds.contains(&slug.as_str()) {
@@ -137,7 +137,7 @@ fn supersede_locked(
     }
     if !added.is_empty() {
         // supersession changed: statuses in `_index.md` come from a fresh load
-        let bank = Bank::load_with(root, &Overlay::new(), stamp.at)?;
+        let bank = crate::lint::load_with(root, &Overlay::new(), stamp.at)?;
         crate::index_md::refresh(&bank)?;
     } else {
         crate::index_md::refresh(&bank)?;

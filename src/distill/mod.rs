@@ -131,7 +131,8 @@ pub fn distill(
     options: &Options,
     stamp: &Stamp,
 ) -> Result<Distilled, DistillError> {
-    let bank = Bank::load_with(root, &Overlay::new(), stamp.at).map_err(CurateError::from)?;
+    let bank =
+        crate::lint::load_with(root, &Overlay::new(), stamp.at).map_err(CurateError::from)?;
     if let Some((ledger, line)) = distilled_in(root, &run.id)? {
         return Ok(Distilled::Already {
             run_id: run.id.clone(),
@@ -193,7 +194,8 @@ fn apply(
             line,
         });
     }
-    let bank = Bank::load_with(root, &Overlay::new(), stamp.at).map_err(CurateError::from)?;
+    let bank =
+        crate::lint::load_with(root, &Overlay::new(), stamp.at).map_err(CurateError::from)?;
     let mut batch = Batch::new(bank, stamp.clone(), Some(run.id.clone()));
     let mut recorded = Vec::new();
     let mut skipped = Vec::new();

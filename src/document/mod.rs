@@ -36,6 +36,9 @@ pub struct Document {
     forgotten: bool,
     /// What the bank-wide rules ask of the file, worked out as it is parsed.
     keys: Keys,
+    /// Whether the file has an error-level finding of its own ([`crate::lint::ErrorRules`]),
+    /// as the loader or the lint pass found.
+    file_errors: bool,
 }
 
 /// What the bank-wide rules ask of every document, worked out while the file is parsed (its
@@ -93,6 +96,7 @@ impl Document {
             trimmed: false,
             forgotten: false,
             keys: Keys::default(),
+            file_errors: false,
         };
         doc.keys.stem = doc.stem().map_or(0, name_hash);
         if doc.read_problem.is_some() {
@@ -145,6 +149,23 @@ impl Document {
         self.source.keep_prefix(0);
         self.trimmed = true;
         self.forgotten = true;
+    }
+
+    /// Whether the file has an error-level finding of its own (its parse diagnostics and file
+    /// rules at the bank's levels, suppressions applied): such a file is left out of `lesson
+    /// list`, `_index.md` and retrieval. Set by the bank's loader (or the lint pass).
+    pub fn has_file_errors(&self) -> bool {
+        self.file_errors
+    }
+
+    /// Record whether the file has an error-level finding of its own.
+    pub fn set_file_errors(&mut self, errors: bool) {
+        self.file_errors = errors;
+    }
+
+    /// Whether it is left out of listings: it has no lesson, or an error-level finding.
+    pub fn is_left_out(&self) -> bool {
+        self.lesson.is_none() || self.file_errors
     }
 
     /// Whether [`Document::forget_text`] dropped the text.

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use rayon::prelude::*;
 
-use crate::bank::{Bank, BankError, Overlay};
+use crate::bank::{Bank, BankError, Keep, Overlay};
 use crate::config::{Config, ConfigError, Level, CONFIG_FILE};
 use crate::diagnostic::{Applicability, Diagnostic, RuleId, Severity};
 use crate::document::Document;
@@ -379,8 +379,18 @@ fn lint_pass(
     check_config(root, &config)?;
     let levels = levels(&config, selection);
     let checks = file_checks(|r| levels.get(r.code).copied().flatten().is_some());
+    let errors = ErrorRules::new(&config);
+    // every file's findings are at hand when every rule runs on every file: whether it has
+    // errors is read from them, not worked out again
+    let whole = selection.rules.is_empty() && selection.paths.is_empty();
     let (mut bank, passes) = Bank::load_visiting(root, overlay, now, |config, doc| {
         let pass = file_pass(doc, config, now, &checks, selection);
+        let has_errors = if whole {
+            errors.any_error(&pass.allows, &pass.diagnostics)
+        } else {
+            errors.has_errors(doc, config, now)
+        };
+        doc.set_file_errors(has_errors);
         if trim && pass.diagnostics.is_empty() && pass.allows.is_empty() {
             // a bank rule seldom points into a clean file: that file is read again then
             doc.forget_text();
@@ -495,6 +505,82 @@ pub fn lint_file(doc: &Document, config: &Config, now: jiff::Timestamp) -> Vec<D
     apply_levels(&levels, &mut out);
     out.sort_by(|a, b| a.sort_key().cmp(&b.sort_key()));
     out
+}
+
+/// What decides whether a lesson file has an error-level finding of its own: its parse
+/// diagnostics and the file rules that are at error level under the bank's configuration
+/// (`[lint.rules]`), with its suppressions applied. Bank rules (B*, L001, L004) and unused
+/// suppressions (X001, which depend on them) do not count. `lesson list`, `_index.md` and
+/// retrieval leave such a file out; lint's `index-stale` agrees.
+pub struct ErrorRules {
+    levels: HashMap<&'static str, Option<Severity>>,
+    checks: Vec<FileCheck>,
+}
+
+impl ErrorRules {
+    /// The rules under `config`.
+    pub fn new(config: &Config) -> ErrorRules {
+        let levels = levels(config, &Selection::default());
+        let conflict = rules::merge_conflict::RULE.code;
+        // merge-conflict also hides the YAML errors its markers cause: it runs when it is on
+        let checks = file_checks(|r| match levels.get(r.code).copied().flatten() {
+            Some(Severity::Error) => true,
+            Some(_) => r.code == conflict,
+            None => false,
+        });
+        ErrorRules { levels, checks }
+    }
+
+    /// Whether `doc` (parsed in full: its tree and body are read) has an error-level finding.
+    pub fn has_errors(&self, doc: &Document, config: &Config, now: jiff::Timestamp) -> bool {
+        let found = file_diagnostics(doc, &FileContext::new(doc, config, now), &self.checks);
+        !found.is_empty() && self.any_error(&suppression::allows(doc), &found)
+    }
+
+    /// Whether `found` (a file's findings before suppressions) holds an error-level finding that
+    /// `allows` does not suppress.
+    fn any_error(&self, allows: &[suppression::Allow], found: &[Diagnostic]) -> bool {
+        found.iter().any(|d| {
+            d.code != rules::unused_suppression::RULE.code
+                && self.levels.get(d.code).copied().flatten() == Some(Severity::Error)
+                && !suppression::suppresses(allows, d.code)
+        })
+    }
+}
+
+/// The linter's judge for the bank's loaders ([`crate::bank::ErrorCheck`]): [`ErrorRules`] for
+/// the configuration the loader reads, built once.
+#[derive(Default)]
+pub struct FileErrors(std::sync::OnceLock<ErrorRules>);
+
+impl crate::bank::ErrorCheck for FileErrors {
+    fn has_errors(&self, doc: &Document, config: &Config, now: jiff::Timestamp) -> bool {
+        self.0
+            .get_or_init(|| ErrorRules::new(config))
+            .has_errors(doc, config, now)
+    }
+}
+
+/// Load the bank at `root` with every file judged for errors of its own (what `lesson list`,
+/// `_index.md` and the writers that refresh it need): [`Bank::load`], judged.
+pub fn load(root: &Path, now: jiff::Timestamp) -> Result<Bank, BankError> {
+    load_with(root, &Overlay::new(), now)
+}
+
+/// [`Bank::load_with`], judged (see [`load`]).
+pub fn load_with(root: &Path, overlay: &Overlay, now: jiff::Timestamp) -> Result<Bank, BankError> {
+    Bank::load_judged(root, overlay, now, Keep::Full, &FileErrors::default())
+}
+
+/// [`Bank::load_lessons`], judged (see [`load`]).
+pub fn load_lessons(root: &Path, now: jiff::Timestamp) -> Result<Bank, BankError> {
+    Bank::load_judged(
+        root,
+        &Overlay::new(),
+        now,
+        Keep::Lessons,
+        &FileErrors::default(),
+    )
 }
 
 /// A file rule's check function.

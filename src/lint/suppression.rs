@@ -69,6 +69,11 @@ pub(crate) fn allows(doc: &Document) -> Vec<Allow> {
     out
 }
 
+/// Whether `allows` suppresses `code`.
+pub(crate) fn suppresses(allows: &[Allow], code: &str) -> bool {
+    allows.iter().any(|a| a.code == Some(code))
+}
+
 /// Drop suppressed diagnostics and report unused or unknown suppressions.
 pub(crate) fn apply(
     doc: &Document,

@@ -25,6 +25,7 @@ pub fn text(findings: &[Finding]) -> String {
         Reason::FailureDominant,
         Reason::Expired,
         Reason::MixedBand,
+        Reason::ImportedCounts,
         Reason::NeverApplied,
         Reason::NearDuplicate,
     ] {

@@ -94,8 +94,10 @@ fn scanned_entries_equal_the_loaded_banks_on_fixture_banks() {
     let roots = fixture_banks();
     let mut superseded = 0;
     for root in &roots {
-        let bank = Bank::load_with(root, &Overlay::new(), now()).unwrap();
-        let (scanned, rows) = lesson::index_md::scan(root, now(), true).unwrap();
+        let bank = lesson::lint::load_with(root, &Overlay::new(), now()).unwrap();
+        let (scanned, rows) =
+            lesson::index_md::scan(root, now(), true, &lesson::lint::FileErrors::default())
+                .unwrap();
         let rendered = rows.render(&builtin()).unwrap().into_string();
         let entries = rows.into_entries();
         assert_eq!(
@@ -128,7 +130,13 @@ fn rendered_pieces_match_the_engine_across_chunks() {
         );
         std::fs::write(dir.path().join(format!("l{i:04}.md")), text).unwrap();
     }
-    let (_, rows) = lesson::index_md::scan(dir.path(), now(), false).unwrap();
+    let (_, rows) = lesson::index_md::scan(
+        dir.path(),
+        now(),
+        false,
+        &lesson::lint::FileErrors::default(),
+    )
+    .unwrap();
     let parts = rows.render(&builtin()).unwrap();
     let engine = lesson::index_md::render_entries(&builtin(), rows.into_entries(), false).unwrap();
     assert!(parts.matches(&engine));
@@ -209,8 +217,8 @@ mod props {
                 std::fs::write(dir.path().join(name), text).unwrap();
             }
             let now = super::now();
-            let bank = lesson::Bank::load_with(dir.path(), &Default::default(), now).unwrap();
-            let (_, rows) = lesson::index_md::scan(dir.path(), now, false).unwrap();
+            let bank = lesson::lint::load_with(dir.path(), &Default::default(), now).unwrap();
+            let (_, rows) = lesson::index_md::scan(dir.path(), now, false, &lesson::lint::FileErrors::default()).unwrap();
             let parts = rows.render(&super::builtin()).unwrap();
             let scanned = rows.into_entries();
             let engine = render_entries(&super::builtin(), scanned.clone(), false).unwrap();

@@ -9,6 +9,7 @@
 mod add;
 mod cli;
 mod corpora;
+mod counts;
 mod dedup;
 mod defects;
 mod diagnostic_positions;
@@ -17,6 +18,7 @@ mod edits;
 mod fast_paths;
 mod index_md;
 mod ledger;
+mod left_out;
 mod lint_defects;
 mod parse_props;
 mod project_bank;

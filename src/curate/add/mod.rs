@@ -593,7 +593,8 @@ fn add_locked(
     stamp: &Stamp,
     dry_run: bool,
 ) -> Result<Added, AddError> {
-    let load = || Bank::load_with(root, &Overlay::new(), stamp.at).map_err(CurateError::from);
+    let load =
+        || crate::lint::load_with(root, &Overlay::new(), stamp.at).map_err(CurateError::from);
     let bank = load()?;
     let (prepared, rejection) = prepare_all(&bank, candidates, intake);
     if rejection.refused() {

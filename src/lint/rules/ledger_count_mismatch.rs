@@ -18,8 +18,7 @@ declare_rule! {
     /// the first `created` or `imported` event's counts, plus the `delta` of every `outcome`
     /// event. Reports the lesson when its frontmatter says otherwise. The unsafe fix sets both
     /// count lines to the ledger's values (inserting a missing one). A lesson without a ledger
-    /// is not checked: its counts are initial values, recorded in an `imported` event the first
-    /// time `lesson record` touches it.
+    /// is not checked here: L004 (`unledgered-counts`) reports its counts when they are not 0.
     ///
     /// ## Why is this bad?
     /// Counts are evidence, so they come from observed outcomes, never from the author (AIP-11

@@ -51,6 +51,7 @@ pub mod supersession_cycle;
 pub mod symlink_outside_bank;
 pub mod title_mismatch;
 pub mod unknown_field;
+pub mod unledgered_counts;
 pub mod unreadable_file;
 pub mod unterminated_frontmatter;
 pub mod unused_suppression;
@@ -78,6 +79,7 @@ pub static RULES: &[&Rule] = &[
     &ledger_count_mismatch::RULE,
     &ledger_torn_line::RULE,
     &outcome_mixed_band::RULE,
+    &unledgered_counts::RULE,
     &unreadable_file::RULE,
     &file_too_large::RULE,
     &invalid_utf8::RULE,

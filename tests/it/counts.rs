@@ -1,0 +1,123 @@
+//! Counts no ledger backs (issue 14, item 5): a hand edit of `success_count` fails lint before
+//! `lesson record` can take it into a new ledger, and `lesson review` lists the counts a ledger
+//! did take from a file (`imported`).
+
+use crate::sandbox::Sandbox;
+
+const SLUG: &str = "use-exit-codes-0-1-2";
+
+/// The bundled bank with `success_count: 0` raised to 7 by hand in one lesson.
+fn hand_edited(without_ledgers: bool) -> Sandbox {
+    let s = Sandbox::with_bank("lessons");
+    if without_ledgers {
+        std::fs::remove_dir_all(s.bank().join("_log")).unwrap();
+    }
+    let path = s.bank().join(format!("{SLUG}.md"));
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(text.contains("\nsuccess_count: 0\n"));
+    std::fs::write(
+        &path,
+        text.replace("\nsuccess_count: 0\n", "\nsuccess_count: 7\n"),
+    )
+    .unwrap();
+    s
+}
+
+#[test]
+fn the_bundled_bank_ships_a_ledger_for_every_lesson() {
+    let s = Sandbox::with_bank("lessons");
+    for entry in std::fs::read_dir(s.bank()).unwrap() {
+        let name = entry.unwrap().file_name().into_string().unwrap();
+        if let Some(slug) = name.strip_suffix(".md").filter(|n| !n.starts_with('_')) {
+            assert!(
+                s.bank().join(format!("_log/{slug}.jsonl")).is_file(),
+                "lessons/{name} has no ledger"
+            );
+        }
+    }
+    let lint = s.run(&["lint"]);
+    assert_eq!(lint.code, 0, "{lint}");
+}
+
+#[test]
+fn a_hand_edited_count_without_a_ledger_fails_lint_before_record_imports_it() {
+    let s = hand_edited(true);
+    let lint = s.run(&["lint", "--output-format", "concise"]);
+    assert_eq!(lint.code, 1, "{lint}");
+    assert!(
+        lint.stdout.contains(&format!(
+            "L004 counts are 7/0 (success/failure) but it has no ledger (`_log/{SLUG}.jsonl`)"
+        )),
+        "{lint}"
+    );
+    // the finding is the only one, and only the unsafe fix resets it
+    insta::assert_snapshot!(s.transcript(&[
+        &["lint", "--output-format", "concise"],
+        &["lint", "--unsafe-fixes", "--diff"],
+    ]));
+
+    // recorded anyway: the hand-edited 7 becomes the new ledger's `imported` event, which
+    // `lesson review` puts in front of a human
+    let record = s.run(&[
+        "record",
+        SLUG,
+        "--followed",
+        "--run-outcome",
+        "success",
+        "--evidence",
+        "run:r_1",
+    ]);
+    assert_eq!(record.code, 0, "{record}");
+    let ledger = std::fs::read_to_string(s.bank().join(format!("_log/{SLUG}.jsonl"))).unwrap();
+    assert!(ledger.contains(r#""event":"imported","by":"tester","success_count":7"#));
+    let review = s.run(&["review"]);
+    assert!(
+        review.stdout.contains(&format!(
+            "lessons/{SLUG}.md: imported-counts: counts 7/0 entered its ledger from the file (`imported`, _log/{SLUG}.jsonl line 1, 2026-11-22 by tester), not from recorded outcomes: check them against real runs\n"
+        )),
+        "{review}"
+    );
+    let json = s.run(&["review", "--format", "json"]);
+    let findings: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
+    let imported: Vec<&serde_json::Value> = findings
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["reason"] == "imported-counts")
+        .collect();
+    assert_eq!(imported.len(), 1, "{json}");
+    assert_eq!(
+        imported[0]["imported"],
+        serde_json::json!({
+            "ledger": format!("_log/{SLUG}.jsonl"),
+            "line": 1,
+            "at": "2026-11-22T12:00:00Z",
+            "by": "tester",
+            "success_count": 7,
+            "failure_count": 0
+        })
+    );
+}
+
+#[test]
+fn a_hand_edited_count_in_the_bundled_bank_fails_lint_against_its_ledger() {
+    let s = hand_edited(false);
+    let lint = s.run(&["lint", "--output-format", "concise"]);
+    assert_eq!(lint.code, 1, "{lint}");
+    assert!(lint.stdout.contains("L001"), "{lint}");
+    assert!(!lint.stdout.contains("L004"), "{lint}");
+}
+
+#[test]
+fn counts_of_zero_and_counts_a_ledger_backs_need_nothing() {
+    let s = Sandbox::with_bank("tests/fixtures/banks/ledger");
+    let lint = s.run(&["lint", "--output-format", "concise", "--select", "L004"]);
+    // hand-written.md: 2/0 and no ledger; every other lesson's ledger records its counts
+    assert_eq!(lint.code, 1, "{lint}");
+    assert_eq!(
+        lint.stdout.lines().filter(|l| l.contains("L004")).count(),
+        1,
+        "{lint}"
+    );
+    assert!(lint.stdout.contains("lessons/hand-written.md:"), "{lint}");
+}
