@@ -29,8 +29,13 @@ pub fn entries(index: &Index, now: jiff::Timestamp) -> Result<Vec<IndexEntry>, C
         by.dedup();
     }
     let now_ns = clamp_ns(now.as_nanosecond());
+    // a lesson with errors of its own is left out, as `lesson index` leaves it out; what it
+    // supersedes stays superseded (above)
+    let held: std::collections::HashSet<&str> =
+        index.held_back().iter().map(|h| h.path.as_str()).collect();
     let mut entries: Vec<IndexEntry> = listed
         .iter()
+        .filter(|l| !held.contains(l.path.as_str()))
         .map(|l| {
             let status = match superseded_by.get(l.slug.as_str()) {
                 Some(by) => Status::Superseded(by.iter().map(|s| s.to_string()).collect()),
@@ -71,6 +76,8 @@ pub struct Key {
     confidence: u64,
     counts: (u64, u64),
     expires: Option<i64>,
+    /// Held back for errors of its own (left out of `_index.md`).
+    held: bool,
 }
 
 /// The [`Key`] of the live lesson at `path` (relative to the bank), if any.
@@ -86,5 +93,6 @@ pub fn key(index: &Index, path: &str) -> Result<Option<Key>, Corrupt> {
         confidence: l.confidence.to_bits(),
         counts: (l.successes, l.failures),
         expires: l.expires_ns,
+        held: index.held_back().iter().any(|h| h.path == path),
     }))
 }

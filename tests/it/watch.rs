@@ -501,7 +501,7 @@ fn both_listings(root: &Path) -> (String, String) {
     let entries = listing::entries(r.index(), now()).unwrap();
     let template = Template::load(root, index_md::TEMPLATE, index_md::BUILTIN_TEMPLATE).unwrap();
     let ours = index_md::render_entries(&template, entries, true).unwrap();
-    let bank = Bank::load_with(root, &Default::default(), now()).unwrap();
+    let bank = lesson::lint::load_with(root, &Default::default(), now()).unwrap();
     (ours, index_md::render(&bank).unwrap())
 }
 
@@ -511,6 +511,9 @@ fn the_listing_from_the_index_is_what_lesson_index_writes() {
         "lessons",
         "tests/fixtures/banks/retrieve",
         "tests/fixtures/banks/small",
+        // lessons with errors of their own, left out of both listings (issue 14, item 11)
+        "tests/fixtures/banks/fixable",
+        "tests/fixtures/banks/ledger",
     ] {
         let tmp = tempfile::tempdir().unwrap();
         copy_dir(Path::new(fixture), tmp.path());

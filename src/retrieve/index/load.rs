@@ -335,6 +335,12 @@ impl Index {
         self.base_count
     }
 
+    /// Live lessons held back for error-level findings in their own file, in path order: never
+    /// served, and left out of `_index.md` as `lesson index` leaves them out.
+    pub fn held_back(&self) -> &[HeldBack] {
+        &self.held
+    }
+
     /// Number of live lessons.
     pub fn lesson_count(&self) -> u64 {
         self.lessons
