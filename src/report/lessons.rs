@@ -154,26 +154,5 @@ pub fn table(entries: &[IndexEntry]) -> String {
         })
         .collect();
     let header = ["SLUG", "OUTCOME", "CONF", "S/F", "STATUS", "TITLE"].map(String::from);
-    let mut widths = [0usize; 5];
-    for row in std::iter::once(&header).chain(&rows) {
-        for (w, cell) in widths.iter_mut().zip(row) {
-            *w = (*w).max(cell.chars().count());
-        }
-    }
-    let mut out = String::new();
-    for row in std::iter::once(&header).chain(&rows) {
-        let mut line = String::new();
-        for (i, cell) in row.iter().enumerate() {
-            if i < 5 {
-                let pad = widths[i] - cell.chars().count();
-                line.push_str(cell);
-                line.push_str(&" ".repeat(pad + 2));
-            } else {
-                line.push_str(cell);
-            }
-        }
-        out.push_str(line.trim_end());
-        out.push('\n');
-    }
-    out
+    super::aligned(&header, &rows)
 }

@@ -125,3 +125,27 @@ fn edit_positions(
         None => ((1, 1), (1, 1)),
     }
 }
+
+/// An aligned table for people: every column but the last padded to its widest cell (counted
+/// in characters) and two spaces, the last as it is, lines trimmed at the end.
+pub(crate) fn aligned<const N: usize>(header: &[String; N], rows: &[[String; N]]) -> String {
+    let mut widths = [0usize; N];
+    for row in std::iter::once(header).chain(rows) {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let mut out = String::new();
+    for row in std::iter::once(header).chain(rows) {
+        let mut line = String::new();
+        for (i, cell) in row.iter().enumerate() {
+            line.push_str(cell);
+            if i + 1 < N {
+                line.push_str(&" ".repeat(widths[i] - cell.chars().count() + 2));
+            }
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}
