@@ -39,11 +39,9 @@ use crate::edit::EditError;
 /// The counts events carry are the lesson model's.
 pub use crate::lesson::Counts;
 
+/// The ledger file of a slug (`_log/<slug>.jsonl`).
+pub use crate::layout::log_path as path;
 pub use crate::layout::LOG_DIR;
-/// The ledger file of a slug.
-pub fn path(root: &Path, slug: &str) -> PathBuf {
-    crate::layout::log_path(root, slug)
-}
 
 /// Whether the lesson's advice was followed in the run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

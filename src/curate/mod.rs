@@ -17,7 +17,7 @@ pub mod review;
 pub mod show;
 pub mod supersede;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use crate::bank::{Bank, BankError};
 use crate::diagnostic::{apply_edits, Edit};
@@ -194,10 +194,7 @@ fn not_found(bank: &Bank, slug: &str) -> CurateError {
     }
 }
 
-/// Where `lesson archive` moves a lesson.
-pub fn archive_path(root: &Path, slug: &str) -> PathBuf {
-    crate::layout::archive_path(root, slug)
-}
+pub use crate::layout::archive_path;
 
 /// The document's lesson (a document [`find`] returned has one).
 fn lesson_of(doc: &Document) -> &Lesson {

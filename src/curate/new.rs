@@ -251,10 +251,7 @@ impl Draft {
     }
 }
 
-/// The file a slug is written to.
-pub fn lesson_path(root: &Path, slug: &str) -> PathBuf {
-    crate::layout::lesson_path(root, slug)
-}
+pub use crate::layout::lesson_path;
 
 /// A file of the bank that already uses `slug`: a lesson with that slug, a file with that
 /// name anywhere in the bank, or one in `_archive/`.

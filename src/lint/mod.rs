@@ -189,12 +189,7 @@ pub fn check_rule_key(key: &str) -> Result<(), UnknownRule> {
 /// its position in `lesson.toml`, with the closest rule, as an unknown key is (ruff does the
 /// same). `config` is the bank's at `root`, whose `lesson.toml` is read again only on error.
 pub fn check_config(root: &Path, config: &Config) -> Result<(), ConfigError> {
-    let Some(unknown) = config
-        .lint
-        .rules
-        .keys()
-        .find_map(|key| check_rule_key(key).err())
-    else {
+    let Some(unknown) = unknown_rule_key(config) else {
         return Ok(());
     };
     let path = root.join(CONFIG_FILE);
@@ -208,16 +203,20 @@ pub fn check_config(root: &Path, config: &Config) -> Result<(), ConfigError> {
     ))
 }
 
-/// Parse configuration text (`path` is for messages) and check its rule keys like
-/// [`check_config`].
-pub fn parse_config(text: &str, path: &str) -> Result<Config, ConfigError> {
-    let config = Config::parse(text, path)?;
-    match config
+/// The first key of `[lint.rules]` that names no rule.
+fn unknown_rule_key(config: &Config) -> Option<UnknownRule> {
+    config
         .lint
         .rules
         .keys()
         .find_map(|key| check_rule_key(key).err())
-    {
+}
+
+/// Parse configuration text (`path` is for messages) and check its rule keys like
+/// [`check_config`].
+pub fn parse_config(text: &str, path: &str) -> Result<Config, ConfigError> {
+    let config = Config::parse(text, path)?;
+    match unknown_rule_key(&config) {
         None => Ok(config),
         Some(unknown) => Err(Config::rule_key_error(
             text,

@@ -809,9 +809,7 @@ pub fn relative(root: &Path, path: &Path) -> String {
     parts.join("/")
 }
 
-pub(crate) fn state_path(root: &Path, file: &str) -> PathBuf {
-    crate::layout::state_path(root, file)
-}
+pub(crate) use crate::layout::state_path;
 
 /// Load the base and delta; `Err` says why a rebuild is needed.
 fn load(root: &Path, config_hash: u64) -> Result<Index, String> {
