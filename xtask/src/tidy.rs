@@ -13,14 +13,14 @@ const LAYERS: &[&[&str]] = &[
     &["document", "diagnostic"],
     &["config", "walk", "template"],
     &["edit"],
-    &["ledger"],
-    &["bank"],
+    &["ledger", "git"],
+    &["bank", "merge"],
     &["index_md"],
     &["lint"],
     &["retrieve"],
     &["dedup"],
     &["curate"],
-    &["distill", "watch"],
+    &["distill", "watch", "pr", "sync"],
     &["report"],
 ];
 
