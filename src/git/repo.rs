@@ -1,1 +1,264 @@
-//! The repository around a bank: discovery, the bank's folder in it, status and commits of bank files, fetch and push through the system `git`.
+//! The repository around a bank: discovery, the bank's folder in it, reading files at a revision,
+//! and the system `git` for the network.
+//!
+//! A bank is any directory of a repository's work tree (the whole repository, or a folder of a
+//! bigger one). Paths inside the repository are `/`-separated and relative to the work tree's
+//! root; [`BankRepo::prefix`] is the bank's folder in those terms (`""` when the bank is the root).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use thiserror::Error;
+
+/// What can go wrong finding or using the repository around a bank.
+#[derive(Debug, Error)]
+pub enum GitError {
+    /// The bank is not inside a git work tree.
+    #[error("{}: not inside a git repository (run `git init`, or clone the bank's repository)", .0.display())]
+    NotARepository(PathBuf),
+    /// The repository has no work tree.
+    #[error("{}: a bare repository has no work tree to hold a bank", .0.display())]
+    Bare(PathBuf),
+    /// The bank's directory could not be placed inside the work tree.
+    #[error("{}: the bank is not inside the work tree {}", .bank.display(), .workdir.display())]
+    Outside {
+        /// The bank's directory.
+        bank: PathBuf,
+        /// The repository's work tree.
+        workdir: PathBuf,
+    },
+    /// A revision that names no commit.
+    #[error("`{0}` names no commit in this repository")]
+    BadRevision(String),
+    /// The system `git` is not installed.
+    #[error("`git` was not found on PATH: lesson hands fetch and push to the system git (install git, or put it on PATH)")]
+    GitMissing,
+    /// The system `git` failed.
+    #[error("`git {args}` failed ({status}): {stderr}")]
+    Command {
+        /// The arguments, space-separated.
+        args: String,
+        /// How it ended.
+        status: String,
+        /// What it printed on stderr, trimmed.
+        stderr: String,
+    },
+    /// libgit2 failed.
+    #[error(transparent)]
+    Git(#[from] git2::Error),
+    /// Reading a file failed.
+    #[error("{}: {source}", .path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The failure.
+        source: std::io::Error,
+    },
+}
+
+/// A bank's repository: the libgit2 handle, its work tree and the bank's folder in it.
+pub struct BankRepo {
+    /// The repository.
+    pub repo: git2::Repository,
+    /// The work tree's root, canonical.
+    pub workdir: PathBuf,
+    /// The bank's directory, canonical.
+    pub bank: PathBuf,
+    /// The bank's folder inside the work tree, `/`-separated, without a trailing `/`; `""` when
+    /// the bank is the work tree's root.
+    pub prefix: String,
+}
+
+impl BankRepo {
+    /// The repository whose work tree holds `bank` (searching up from it, as `git` does).
+    pub fn open(bank: &Path) -> Result<BankRepo, GitError> {
+        let canonical = bank.canonicalize().map_err(|source| GitError::Io {
+            path: bank.to_path_buf(),
+            source,
+        })?;
+        let repo = match git2::Repository::discover(&canonical) {
+            Ok(repo) => repo,
+            Err(e) if e.code() == git2::ErrorCode::NotFound => {
+                return Err(GitError::NotARepository(bank.to_path_buf()))
+            }
+            Err(e) => return Err(e.into()),
+        };
+        let Some(workdir) = repo.workdir() else {
+            return Err(GitError::Bare(repo.path().to_path_buf()));
+        };
+        let workdir = workdir.canonicalize().map_err(|source| GitError::Io {
+            path: workdir.to_path_buf(),
+            source,
+        })?;
+        let rel = canonical
+            .strip_prefix(&workdir)
+            .map_err(|_| GitError::Outside {
+                bank: canonical.clone(),
+                workdir: workdir.clone(),
+            })?;
+        let prefix = rel
+            .components()
+            .map(|c| c.as_os_str().to_string_lossy())
+            .collect::<Vec<_>>()
+            .join("/");
+        Ok(BankRepo {
+            repo,
+            workdir,
+            bank: canonical,
+            prefix,
+        })
+    }
+
+    /// A path relative to the bank as a path in the repository (`/`-separated).
+    pub fn repo_path(&self, bank_rel: &str) -> String {
+        if self.prefix.is_empty() {
+            bank_rel.to_string()
+        } else {
+            format!("{}/{bank_rel}", self.prefix)
+        }
+    }
+
+    /// A path in the repository as a path relative to the bank; `None` when it lies outside the
+    /// bank.
+    pub fn bank_path<'a>(&self, repo_path: &'a str) -> Option<&'a str> {
+        if self.prefix.is_empty() {
+            return Some(repo_path);
+        }
+        repo_path
+            .strip_prefix(self.prefix.as_str())
+            .and_then(|rest| rest.strip_prefix('/'))
+    }
+
+    /// The commit a revision names (`HEAD`, a branch, a tag, `origin/main`, a hash, `HEAD~2`).
+    pub fn commit(&self, rev: &str) -> Result<git2::Commit<'_>, GitError> {
+        self.repo
+            .revparse_single(rev)
+            .and_then(|o| o.peel_to_commit())
+            .map_err(|_| GitError::BadRevision(rev.to_string()))
+    }
+
+    /// The bytes of a bank file (path relative to the bank) in a commit; `None` when the commit
+    /// has no such file.
+    pub fn read_at(
+        &self,
+        commit: &git2::Commit<'_>,
+        bank_rel: &str,
+    ) -> Result<Option<Vec<u8>>, GitError> {
+        let tree = commit.tree()?;
+        match tree.get_path(Path::new(&self.repo_path(bank_rel))) {
+            Ok(entry) => {
+                let blob = entry.to_object(&self.repo)?.peel_to_blob()?;
+                Ok(Some(blob.content().to_vec()))
+            }
+            Err(e) if e.code() == git2::ErrorCode::NotFound => Ok(None),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Runs the system `git` in the work tree (for the network: fetch, push). Its stdin is
+    /// closed, so that a credential prompt fails instead of waiting for a reader that is not
+    /// there.
+    pub fn git(&self, args: &[&str]) -> Result<Output, GitError> {
+        run_git(&self.workdir, args)
+    }
+}
+
+/// Runs the system `git` with `args` in `dir`; a non-zero exit is [`GitError::Command`].
+pub fn run_git(dir: &Path, args: &[&str]) -> Result<Output, GitError> {
+    let output = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => GitError::GitMissing,
+            _ => GitError::Io {
+                path: dir.to_path_buf(),
+                source: e,
+            },
+        })?;
+    if output.status.success() {
+        Ok(output)
+    } else {
+        Err(GitError::Command {
+            args: args.join(" "),
+            status: output.status.to_string(),
+            stderr: String::from_utf8_lossy(&output.stderr).trim().to_string(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn git(dir: &Path, args: &[&str]) {
+        run_git(dir, args).unwrap();
+    }
+
+    #[test]
+    fn a_bank_folder_of_a_bigger_repository_has_its_prefix() {
+        let tmp = tempfile::tempdir().unwrap();
+        git(tmp.path(), &["init", "-q"]);
+        let bank = tmp.path().join("docs/lessons");
+        std::fs::create_dir_all(&bank).unwrap();
+        let repo = BankRepo::open(&bank).unwrap();
+        assert_eq!(repo.prefix, "docs/lessons");
+        assert_eq!(repo.repo_path("_log/a.jsonl"), "docs/lessons/_log/a.jsonl");
+        assert_eq!(repo.bank_path("docs/lessons/a.md"), Some("a.md"));
+        assert_eq!(repo.bank_path("docs/lessons-old/a.md"), None);
+        assert_eq!(repo.bank_path("README.md"), None);
+        let root = BankRepo::open(tmp.path()).unwrap();
+        assert_eq!(root.prefix, "");
+        assert_eq!(root.bank_path("a.md"), Some("a.md"));
+    }
+
+    #[test]
+    fn a_directory_outside_any_repository_is_named() {
+        let tmp = tempfile::tempdir().unwrap();
+        // GIT_CEILING_DIRECTORIES is not read by libgit2's discover; the temp dir lies outside any
+        // repository on CI and here.
+        match BankRepo::open(tmp.path()) {
+            Err(GitError::NotARepository(p)) => assert_eq!(p, tmp.path()),
+            Err(e) => panic!("unexpected error {e}"),
+            Ok(r) => assert!(
+                !r.workdir.starts_with(tmp.path()),
+                "found a repository in a fresh temp dir"
+            ),
+        }
+    }
+
+    #[test]
+    fn a_file_is_read_at_a_revision() {
+        let tmp = tempfile::tempdir().unwrap();
+        git(tmp.path(), &["init", "-q"]);
+        let bank = tmp.path().join("lessons");
+        std::fs::create_dir_all(&bank).unwrap();
+        std::fs::write(bank.join("a.md"), "one\n").unwrap();
+        git(tmp.path(), &["add", "."]);
+        git(
+            tmp.path(),
+            &[
+                "-c",
+                "user.name=t",
+                "-c",
+                "user.email=t@x",
+                "commit",
+                "-qm",
+                "one",
+            ],
+        );
+        std::fs::write(bank.join("a.md"), "two\n").unwrap();
+        let repo = BankRepo::open(&bank).unwrap();
+        let head = repo.commit("HEAD").unwrap();
+        assert_eq!(
+            repo.read_at(&head, "a.md").unwrap().as_deref(),
+            Some(&b"one\n"[..])
+        );
+        assert_eq!(repo.read_at(&head, "b.md").unwrap(), None);
+        assert!(matches!(
+            repo.commit("no-such-branch"),
+            Err(GitError::BadRevision(_))
+        ));
+    }
+}
