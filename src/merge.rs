@@ -449,6 +449,125 @@ impl Table {
     }
 }
 
+/// What a path of the repository is to the bank's merge rules.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FileKind {
+    /// `_log/*.jsonl`: merged by [`ledger`].
+    Ledger,
+    /// `_index.md`: merged by [`index_md`].
+    Index,
+    /// Another `*.md`: merged by [`lesson`].
+    Lesson,
+    /// Anything else: merged line by line.
+    Other,
+}
+
+impl FileKind {
+    /// The kind of a `/`-separated path (relative to the repository or the bank: a bank may be
+    /// a folder of a bigger repository, so only the last two components matter).
+    pub fn of(path: &str) -> FileKind {
+        let mut parts = path.rsplit(['/', '\\']);
+        let name = parts.next().unwrap_or_default();
+        let dir = parts.next();
+        if name == crate::layout::INDEX_FILE {
+            FileKind::Index
+        } else if dir == Some(crate::layout::LOG_DIR) && name.ends_with(".jsonl") {
+            FileKind::Ledger
+        } else if name.ends_with(".md") {
+            FileKind::Lesson
+        } else {
+            FileKind::Other
+        }
+    }
+}
+
+/// The result of merging one file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Merged {
+    /// The merged text; with conflict markers when `conflict` is set.
+    pub text: String,
+    /// What conflicts, when the merge is not clean.
+    pub conflict: Option<Conflict>,
+}
+
+/// Merge one file by the rules of its kind ([`FileKind::of`] `path`). A lesson file that
+/// conflicts is merged line by line with conflict markers (as `git merge-file` writes them),
+/// and the conflict says what overlaps.
+pub fn file(path: &str, base: &str, ours: &str, theirs: &str) -> Merged {
+    let clean = |text: String| Merged {
+        text,
+        conflict: None,
+    };
+    match FileKind::of(path) {
+        FileKind::Ledger => clean(ledger(base, ours, theirs)),
+        FileKind::Index => clean(index_md(base, ours, theirs)),
+        FileKind::Lesson => match lesson(base, ours, theirs) {
+            Ok(text) => clean(text),
+            Err(conflict) => Merged {
+                text: lines::merge(base, ours, theirs, LABELS).text,
+                conflict: Some(conflict),
+            },
+        },
+        FileKind::Other => {
+            let merged = lines::merge(base, ours, theirs, LABELS);
+            let conflict = (!merged.is_clean()).then(|| conflict(base, &merged.conflicts));
+            Merged {
+                text: merged.text,
+                conflict,
+            }
+        }
+    }
+}
+
+/// The git merge driver could not read or write its files.
+#[derive(Debug, thiserror::Error)]
+pub enum DriverError {
+    /// A file could not be read or written.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// A side is not UTF-8 text.
+    #[error("{path}: not UTF-8 text; merge it by hand")]
+    NotText {
+        /// The file.
+        path: String,
+    },
+}
+
+/// git's merge driver (`merge.lesson.driver = lesson merge-file %O %A %B %P`): merges the
+/// files `base`, `ours` and `theirs` (temp files git made) by the rules of `path` (the file's
+/// path in the repository) and writes the result into `ours`, as git's contract asks. `ours`
+/// is git's temp file, not a bank file: this is the one write outside `edit`.
+pub fn driver(
+    base: &std::path::Path,
+    ours: &std::path::Path,
+    theirs: &std::path::Path,
+    path: &str,
+) -> Result<Merged, DriverError> {
+    let read = |p: &std::path::Path| -> Result<String, DriverError> {
+        let bytes = std::fs::read(p).map_err(|source| DriverError::Io {
+            path: p.display().to_string(),
+            source,
+        })?;
+        String::from_utf8(bytes).map_err(|_| DriverError::NotText {
+            path: path.to_string(),
+        })
+    };
+    let (b, o, t) = (read(base)?, read(ours)?, read(theirs)?);
+    let merged = file(path, &b, &o, &t);
+    if merged.text != o {
+        std::fs::write(ours, merged.text.as_bytes()).map_err(|source| DriverError::Io {
+            path: ours.display().to_string(),
+            source,
+        })?;
+    }
+    Ok(merged)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -623,6 +742,47 @@ Calls.
                 "| [c](c.md) | 1 |\n| [d](d.md) | 1 |\n"
             )
         );
+    }
+
+    #[test]
+    fn paths_pick_the_rule() {
+        assert_eq!(FileKind::of("_log/a.jsonl"), FileKind::Ledger);
+        assert_eq!(FileKind::of("docs/lessons/_log/a.jsonl"), FileKind::Ledger);
+        assert_eq!(FileKind::of("docs/a.jsonl"), FileKind::Other);
+        assert_eq!(FileKind::of("docs/lessons/_index.md"), FileKind::Index);
+        assert_eq!(FileKind::of("_index.md"), FileKind::Index);
+        assert_eq!(FileKind::of("lessons/_archive/x.md"), FileKind::Lesson);
+        assert_eq!(FileKind::of("lesson.toml"), FileKind::Other);
+    }
+
+    #[test]
+    fn the_driver_writes_ours() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (b, o, t) = (
+            tmp.path().join("b"),
+            tmp.path().join("o"),
+            tmp.path().join("t"),
+        );
+        std::fs::write(&b, BASE).unwrap();
+        std::fs::write(&o, record(BASE, "r1", (3, 1))).unwrap();
+        std::fs::write(&t, record(BASE, "r2", (3, 1))).unwrap();
+        let merged = driver(&b, &o, &t, "lessons/retry.md").unwrap();
+        assert!(merged.conflict.is_none());
+        let text = std::fs::read_to_string(&o).unwrap();
+        assert_eq!(text, merged.text);
+        assert_eq!(refs(&text), ["r0", "r1", "r2"]);
+        // a conflict: markers in ours, and what conflicts
+        std::fs::write(&o, BASE.replace("Calls.", "A.")).unwrap();
+        std::fs::write(&t, BASE.replace("Calls.", "B.")).unwrap();
+        let merged = driver(&b, &o, &t, "lessons/retry.md").unwrap();
+        assert!(merged.conflict.unwrap().what.contains("the body"));
+        let text = std::fs::read_to_string(&o).unwrap();
+        assert!(text.contains("<<<<<<< ours\nA.\n=======\nB.\n>>>>>>> theirs\n"));
+        std::fs::write(&t, [0xff, 0xfe]).unwrap();
+        assert!(matches!(
+            driver(&b, &o, &t, "x.md"),
+            Err(DriverError::NotText { .. })
+        ));
     }
 
     fn ledger_lines() -> impl Strategy<Value = Vec<String>> {

@@ -10,6 +10,7 @@ mod index;
 mod init;
 mod lint;
 mod list;
+mod merge_file;
 mod new;
 mod record;
 mod review;
@@ -76,6 +77,9 @@ enum Command {
     Distill(distill::DistillArgs),
     /// Keep the index, `_index.md` and lint findings current as files change (until Ctrl-C)
     Watch(watch::WatchArgs),
+    /// git's merge driver for bank files (`lesson merge-file %O %A %B %P`)
+    #[command(hide = true)]
+    MergeFile(merge_file::MergeFileArgs),
 }
 
 /// Run a command.
@@ -98,6 +102,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Command::Add(a) => add::run(&bank_dir(args.dir)?, a),
         Command::Distill(a) => distill::run(&bank_dir(args.dir)?, a),
         Command::Watch(a) => watch::run(&bank_dir(args.dir)?, a),
+        Command::MergeFile(a) => merge_file::run(a),
     }
 }
 
