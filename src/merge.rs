@@ -70,7 +70,8 @@ pub const LABELS: (&str, &str) = ("ours", "theirs");
 /// result is ours with counts = ours + (theirs − base) and theirs' new evidence items appended
 /// (span edits, never re-serialised); an item both sides appended (the same run recorded on two
 /// machines: same `kind` and `ref`) is kept once, and when every item theirs appended is one
-/// ours appended too, theirs' delta is already in ours (counts = the larger of the two). Other
+/// ours has too, theirs' delta is already in ours (counts = ours', as the ledgers' union counts
+/// each run once, by its first line: ours'). Other
 /// changes (the text without counts and new items) merge line by line when they do not overlap;
 /// else a [`Conflict`] naming the fields or lines.
 pub fn lesson(base: &str, ours: &str, theirs: &str) -> Result<String, Conflict> {
@@ -238,11 +239,10 @@ fn merge_records(
         .collect();
     let base_counts = bl.counts();
     let counts = if !ts.added.is_empty() && extra.is_empty() {
-        // every run theirs recorded, ours recorded too: its delta is in ours already
-        Counts {
-            success_count: os.counts.success_count.max(ts.counts.success_count),
-            failure_count: os.counts.failure_count.max(ts.counts.failure_count),
-        }
+        // every run theirs recorded, ours recorded too: it counts once, with ours' verdict (the
+        // ledgers' union puts ours' lines first, and the first line of a run is the one that
+        // counts)
+        os.counts
     } else {
         let add = |o: u64, t: u64, b: u64| (o + t).saturating_sub(b);
         Counts {
@@ -658,6 +658,10 @@ Calls.
         let merged = lesson(BASE, &ours2, &theirs).unwrap();
         assert_eq!(refs(&merged), ["r0", "r1", "r3"]);
         assert_eq!(counts(&merged), (4, 1));
+        // opposite verdicts for one run: ours' counts (its ledger line comes first)
+        let theirs = record(BASE, "r1", (2, 2));
+        let merged = lesson(BASE, &ours, &theirs).unwrap();
+        assert_eq!(merged, ours);
     }
 
     #[test]
