@@ -30,6 +30,7 @@ pub mod invalid_tag;
 pub mod invalid_target_glob;
 pub mod invalid_utf8;
 pub mod ledger_count_mismatch;
+pub mod ledger_merge_rule_missing;
 pub mod ledger_torn_line;
 pub mod legacy_schema_id;
 pub mod merge_conflict;
@@ -82,6 +83,7 @@ pub static RULES: &[&Rule] = &[
     &outcome_mixed_band::RULE,
     &unledgered_counts::RULE,
     &opposite_verdicts::RULE,
+    &ledger_merge_rule_missing::RULE,
     &unreadable_file::RULE,
     &file_too_large::RULE,
     &invalid_utf8::RULE,
