@@ -6,10 +6,12 @@ mod archive;
 mod config;
 mod dedup;
 mod distill;
+mod git;
 mod index;
 mod init;
 mod lint;
 mod list;
+mod merge_file;
 mod new;
 mod record;
 mod review;
@@ -50,7 +52,8 @@ enum Command {
     Index(index::IndexArgs),
     /// Scaffold a new lesson from the bank's template and update `_index.md`
     New(new::NewArgs),
-    /// Create a bank: lesson.toml, _index.md, .gitignore and .gitattributes
+    /// Create a bank (lesson.toml, _index.md, .gitignore, .gitattributes), or add what an
+    /// existing one lacks; registers the merge driver when in a git repository
     Init(init::InitArgs),
     /// List the bank's lessons
     List(list::ListArgs),
@@ -76,6 +79,11 @@ enum Command {
     Distill(distill::DistillArgs),
     /// Keep the index, `_index.md` and lint findings current as files change (until Ctrl-C)
     Watch(watch::WatchArgs),
+    /// git's merge driver for bank files (`lesson merge-file %O %A %B %P`)
+    #[command(hide = true)]
+    MergeFile(merge_file::MergeFileArgs),
+    /// Plain git: register the bank's merge driver in this clone (`lesson git install`)
+    Git(git::GitArgs),
 }
 
 /// Run a command.
@@ -98,6 +106,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Command::Add(a) => add::run(&bank_dir(args.dir)?, a),
         Command::Distill(a) => distill::run(&bank_dir(args.dir)?, a),
         Command::Watch(a) => watch::run(&bank_dir(args.dir)?, a),
+        Command::MergeFile(a) => merge_file::run(a),
+        Command::Git(a) => git::run(&bank_dir(args.dir)?, a),
     }
 }
 

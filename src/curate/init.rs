@@ -1,16 +1,17 @@
-//! `lesson init`: a new bank.
+//! `lesson init`: a new bank, or what an existing bank lacks (`.gitignore` and `.gitattributes`
+//! lines, `lesson.toml`, `_index.md`, the merge driver in the clone's git configuration).
 
 use std::path::{Path, PathBuf};
 
 use crate::bank::{BankError, Overlay, INDEX_FILE};
 use crate::config::CONFIG_FILE;
 use crate::edit::{EditError, STATE_DIR, TEMP_PREFIX};
+use crate::git::driver::Installed;
+use crate::git::repo::{BankRepo, GitError};
 use crate::index_md::IndexError;
 
 pub use crate::layout::GITATTRIBUTES;
 pub use crate::layout::GITIGNORE;
-/// Ledgers are append-only: git merges them by keeping the lines of both sides.
-pub const INIT_GITATTRIBUTES: &str = "_log/*.jsonl merge=union\n";
 
 /// `lesson.toml` of a new bank: every setting commented out at its default.
 pub const INIT_CONFIG: &str = r#"# lesson.toml: the configuration of this lesson bank.
@@ -35,17 +36,23 @@ pub const INIT_CONFIG: &str = r#"# lesson.toml: the configuration of this lesson
 # unapplied-days = 90
 "#;
 
-/// `lesson init` failed or was refused.
+/// The lines `.gitattributes` of a bank needs: ledgers merge by union (built into git), lesson
+/// files and `_index.md` by the bank's merge driver (`lesson git install`).
+pub const ATTRIBUTE_LINES: &[&str] = &[
+    "_log/*.jsonl merge=union",
+    "*.md merge=lesson",
+    "_index.md merge=lesson",
+];
+
+/// The lines `.gitignore` of a bank needs: the local state, and the temp files a writer killed
+/// before its rename leaves until the next writer's lock.
+pub fn ignore_lines() -> [String; 2] {
+    [format!("{STATE_DIR}/"), format!("{TEMP_PREFIX}*")]
+}
+
+/// `lesson init` failed.
 #[derive(Debug, thiserror::Error)]
 pub enum InitError {
-    /// `lesson init` would overwrite files.
-    #[error("refusing to overwrite {}: {dir} is already set up as a bank", .files.join(", "))]
-    Exists {
-        /// The bank directory.
-        dir: String,
-        /// The existing files.
-        files: Vec<String>,
-    },
     /// `_index.md` could not be rendered or written.
     #[error(transparent)]
     Index(#[from] IndexError),
@@ -55,6 +62,36 @@ pub enum InitError {
     /// A write failed.
     #[error(transparent)]
     Edit(#[from] EditError),
+    /// The merge driver could not be registered in the repository's configuration.
+    #[error("cannot register the merge driver: {0}")]
+    Git(#[from] GitError),
+}
+
+/// What `lesson init` did to one file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FileChange {
+    /// The file did not exist and was written.
+    Created,
+    /// The file existed; these missing lines were appended (nothing else changed).
+    Appended(Vec<String>),
+    /// The file existed and had everything.
+    Unchanged,
+}
+
+/// What `lesson init` did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Initialized {
+    /// Each file of [`init_files`] and what happened to it, in that order.
+    pub files: Vec<(PathBuf, FileChange)>,
+    /// The merge driver's registration, when the bank is in a git repository.
+    pub driver: Option<Installed>,
+}
+
+impl Initialized {
+    /// Whether the bank existed already (a file was there before).
+    pub fn upgraded(&self) -> bool {
+        self.files.iter().any(|(_, c)| *c != FileChange::Created)
+    }
 }
 
 /// The files `lesson init` creates, in the order it writes them.
@@ -67,49 +104,156 @@ pub fn init_files(dir: &Path) -> [PathBuf; 4] {
     ]
 }
 
-/// Create a bank at `dir`: `lesson.toml`, `.gitignore`, `.gitattributes`, `_index.md`. Refuses
-/// (writing nothing) when any of them exists. `now` is the instant the new bank is loaded at
-/// to render its `_index.md`. Returns the files written.
-pub fn init(dir: &Path, now: jiff::Timestamp) -> Result<Vec<PathBuf>, InitError> {
-    let files = init_files(dir);
-    let refuse = |files: &[PathBuf]| {
-        let existing: Vec<String> = files
-            .iter()
-            .filter(|p| p.symlink_metadata().is_ok())
-            .map(|p| p.display().to_string())
-            .collect();
-        if existing.is_empty() {
-            Ok(())
-        } else {
-            Err(InitError::Exists {
-                dir: dir.display().to_string(),
-                files: existing,
-            })
-        }
+/// The lines of `needed` that `text` lacks. A `.gitattributes` line counts as present when a
+/// line has the same pattern and the same `merge=` attribute; an ignore line when a line is it.
+fn missing_lines(text: &str, needed: &[String]) -> Vec<String> {
+    let present = |want: &str| {
+        let mut w = want.split_whitespace();
+        let (pattern, attr) = (w.next(), w.next());
+        text.lines().any(|line| {
+            let mut tokens = line.split_whitespace();
+            tokens.next() == pattern && attr.is_none_or(|a| tokens.any(|t| t == a))
+        })
     };
-    refuse(&files)?;
+    needed.iter().filter(|l| !present(l)).cloned().collect()
+}
+
+/// Set up a bank at `dir`, or bring an existing one up to date: write `lesson.toml` and
+/// `_index.md` when absent (never changing them when present), append the missing lines of
+/// `.gitignore` and `.gitattributes` (creating them when absent; existing lines are never
+/// rewritten), and, when the bank is in a git repository, register the merge driver in its
+/// configuration ([`crate::git::driver::install`]). `now` is the instant the bank is loaded at
+/// to render a new `_index.md`. Running it twice changes nothing the second time.
+pub fn init(dir: &Path, now: jiff::Timestamp) -> Result<Initialized, InitError> {
     std::fs::create_dir_all(dir).map_err(|source| EditError::Io {
         path: dir.display().to_string(),
         source,
     })?;
-    crate::edit::BankLock::open(dir)?.with(|| {
-        // again under the lock: another `lesson init` may have won the race
-        refuse(&files)?;
-        let [config, gitignore, gitattributes, _index] = &files;
-        crate::edit::write_atomic(dir, config, INIT_CONFIG.as_bytes())?;
-        // a writer killed before its rename leaves a temp file until the next writer's lock
-        let ignored = format!("{STATE_DIR}/\n{TEMP_PREFIX}*\n");
-        crate::edit::write_atomic(dir, gitignore, ignored.as_bytes())?;
-        crate::edit::write_atomic(dir, gitattributes, INIT_GITATTRIBUTES.as_bytes())?;
-        let bank = crate::lint::load_with(dir, &Overlay::new(), now)?;
-        crate::index_md::refresh(&bank)?;
-        Ok(files.to_vec())
-    })?
+    let files = init_files(dir);
+    let changes = crate::edit::BankLock::open(dir)?.with(|| -> Result<_, InitError> {
+        let [config, gitignore, gitattributes, index] = &files;
+        let exists = |p: &Path| p.symlink_metadata().is_ok();
+        let mut changes = Vec::new();
+        changes.push(if exists(config) {
+            FileChange::Unchanged
+        } else {
+            crate::edit::write_atomic(dir, config, INIT_CONFIG.as_bytes())?;
+            FileChange::Created
+        });
+        let attributes: Vec<String> = ATTRIBUTE_LINES.iter().map(|l| l.to_string()).collect();
+        for (path, needed) in [
+            (gitignore, ignore_lines().to_vec()),
+            (gitattributes, attributes),
+        ] {
+            changes.push(add_lines(dir, path, &needed)?);
+        }
+        changes.push(if exists(index) {
+            FileChange::Unchanged
+        } else {
+            let bank = crate::lint::load_with(dir, &Overlay::new(), now)?;
+            crate::index_md::refresh(&bank)?;
+            FileChange::Created
+        });
+        Ok(changes)
+    })??;
+    let driver = match BankRepo::open(dir) {
+        Ok(repo) => Some(crate::git::driver::install(&repo)?),
+        Err(GitError::NotARepository(_) | GitError::Bare(_) | GitError::Outside { .. }) => None,
+        Err(e) => return Err(e.into()),
+    };
+    Ok(Initialized {
+        files: files.into_iter().zip(changes).collect(),
+        driver,
+    })
+}
+
+/// Create `path` with `needed`, or append the lines of `needed` it lacks.
+fn add_lines(dir: &Path, path: &Path, needed: &[String]) -> Result<FileChange, InitError> {
+    let bytes = match std::fs::read(path) {
+        Ok(bytes) => bytes,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let text: String = needed.iter().map(|l| format!("{l}\n")).collect();
+            crate::edit::write_atomic(dir, path, text.as_bytes())?;
+            return Ok(FileChange::Created);
+        }
+        Err(source) => {
+            return Err(EditError::Io {
+                path: path.display().to_string(),
+                source,
+            }
+            .into())
+        }
+    };
+    let text = String::from_utf8_lossy(&bytes);
+    let missing = missing_lines(&text, needed);
+    if missing.is_empty() {
+        return Ok(FileChange::Unchanged);
+    }
+    let mut new = bytes.clone();
+    if !new.is_empty() && !new.ends_with(b"\n") {
+        new.push(b'\n');
+    }
+    for line in &missing {
+        new.extend_from_slice(line.as_bytes());
+        new.push(b'\n');
+    }
+    crate::edit::write_atomic(dir, path, &new)?;
+    Ok(FileChange::Appended(missing))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn missing_lines_match_pattern_and_attribute() {
+        let needed: Vec<String> = ATTRIBUTE_LINES.iter().map(|l| l.to_string()).collect();
+        let text = "_log/*.jsonl   merge=union -text\n*.md merge=binary\n";
+        assert_eq!(
+            missing_lines(text, &needed),
+            ["*.md merge=lesson", "_index.md merge=lesson"]
+        );
+        assert_eq!(
+            missing_lines(".lesson/\n", &ignore_lines()),
+            [".lesson-tmp-*"]
+        );
+    }
+
+    #[test]
+    fn init_on_an_existing_bank_appends_what_is_missing_and_nothing_else() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
+        std::fs::write(dir.join(GITATTRIBUTES), "*.png binary").unwrap();
+        std::fs::write(dir.join(CONFIG_FILE), "# mine\n").unwrap();
+        std::fs::write(dir.join(INDEX_FILE), "stale\n").unwrap();
+        let now = "2026-11-22T12:00:00Z".parse().unwrap();
+        let done = init(dir, now).unwrap();
+        assert!(done.upgraded());
+        let changes: Vec<&FileChange> = done.files.iter().map(|(_, c)| c).collect();
+        assert_eq!(
+            changes,
+            [
+                &FileChange::Unchanged,
+                &FileChange::Created,
+                &FileChange::Appended(ATTRIBUTE_LINES.iter().map(|l| l.to_string()).collect()),
+                &FileChange::Unchanged,
+            ]
+        );
+        assert_eq!(
+            std::fs::read_to_string(dir.join(GITATTRIBUTES)).unwrap(),
+            "*.png binary\n_log/*.jsonl merge=union\n*.md merge=lesson\n_index.md merge=lesson\n"
+        );
+        assert_eq!(
+            std::fs::read_to_string(dir.join(CONFIG_FILE)).unwrap(),
+            "# mine\n"
+        );
+        assert_eq!(
+            std::fs::read_to_string(dir.join(INDEX_FILE)).unwrap(),
+            "stale\n"
+        );
+        let again = init(dir, now).unwrap();
+        assert!(again.files.iter().all(|(_, c)| *c == FileChange::Unchanged));
+    }
 
     #[test]
     fn init_config_shows_the_defaults() {

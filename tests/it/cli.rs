@@ -18,28 +18,24 @@ fn init_creates_a_bank() {
 }
 
 #[test]
-fn init_refuses_to_overwrite_and_changes_nothing() {
+fn init_on_an_existing_bank_adds_what_is_missing_and_changes_nothing_else() {
     let s = Sandbox::new();
     assert_eq!(s.run(&["init", "lessons"]).code, 0);
     std::fs::write(s.bank().join("lesson.toml"), "# mine\n").unwrap();
-    let before = s.listing();
+    // an older bank: the union rule only, and an ignore file of its own
+    std::fs::write(
+        s.bank().join(".gitattributes"),
+        "_log/*.jsonl merge=union\n",
+    )
+    .unwrap();
+    std::fs::write(s.bank().join(".gitignore"), "target/").unwrap();
     let run = s.run(&["init", "lessons"]);
+    insta::assert_snapshot!(format!("{run}\n{}", s.listing()));
+    let before = s.listing();
+    let again = s.run(&["init", "lessons"]);
+    assert_eq!(again.code, 0);
+    assert_eq!(again.stdout, "lessons is up to date as a lesson bank\n");
     assert_eq!(s.listing(), before);
-    insta::assert_snapshot!(run.to_string());
-}
-
-#[test]
-fn init_refuses_when_only_one_file_exists() {
-    let s = Sandbox::new();
-    std::fs::create_dir(s.bank()).unwrap();
-    std::fs::write(s.bank().join(".gitignore"), "target/\n").unwrap();
-    let run = s.run(&["--dir", "lessons", "init"]);
-    assert_eq!(run.code, 2);
-    assert_eq!(
-        run.stderr,
-        "error: refusing to overwrite lessons/.gitignore: lessons is already set up as a bank\n"
-    );
-    assert!(!s.bank().join("lesson.toml").exists());
 }
 
 // --- new ----------------------------------------------------------------------------------

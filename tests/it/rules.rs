@@ -101,6 +101,25 @@ fn generated_fixture(code: &str, tmp: &Path) -> Option<PathBuf> {
             std::os::unix::fs::symlink("ci/one.md", root.join("again.md")).unwrap();
             Some(root)
         }
+        "L006" => {
+            // a bank folder of a git repository whose root rule does not reach `lessons/_log/`
+            let root = tmp.join("repo/lessons");
+            std::fs::create_dir_all(root.join("_log")).unwrap();
+            std::fs::write(
+                tmp.join("repo/.gitattributes"),
+                "_log/*.jsonl merge=union\n",
+            )
+            .unwrap();
+            std::fs::write(root.join("_log/retry.jsonl"), "").unwrap();
+            let git = std::process::Command::new("git")
+                .args(["init", "-q"])
+                .current_dir(tmp.join("repo"))
+                .env("GIT_CONFIG_NOSYSTEM", "1")
+                .status()
+                .unwrap();
+            assert!(git.success());
+            Some(root)
+        }
         _ => None,
     }
 }

@@ -30,6 +30,7 @@ pub mod invalid_tag;
 pub mod invalid_target_glob;
 pub mod invalid_utf8;
 pub mod ledger_count_mismatch;
+pub mod ledger_merge_rule_missing;
 pub mod ledger_torn_line;
 pub mod legacy_schema_id;
 pub mod merge_conflict;
@@ -40,6 +41,7 @@ pub mod missing_section;
 pub mod misspelled_field;
 pub mod non_yaml_frontmatter;
 pub mod nul_byte;
+pub mod opposite_verdicts;
 pub mod outcome_mixed_band;
 pub mod overbroad_trigger;
 pub mod secret;
@@ -80,6 +82,8 @@ pub static RULES: &[&Rule] = &[
     &ledger_torn_line::RULE,
     &outcome_mixed_band::RULE,
     &unledgered_counts::RULE,
+    &opposite_verdicts::RULE,
+    &ledger_merge_rule_missing::RULE,
     &unreadable_file::RULE,
     &file_too_large::RULE,
     &invalid_utf8::RULE,
