@@ -17,6 +17,7 @@ mod rule;
 mod search;
 mod show;
 mod supersede;
+mod sync;
 mod watch;
 mod who;
 
@@ -76,6 +77,9 @@ enum Command {
     Distill(distill::DistillArgs),
     /// Keep the index, `_index.md` and lint findings current as files change (until Ctrl-C)
     Watch(watch::WatchArgs),
+    /// Commit the bank's pending files, fetch, merge by the bank's rules (ledgers by union,
+    /// counts and `_index.md` re-derived), push; never forced
+    Sync(sync::SyncArgs),
 }
 
 /// Run a command.
@@ -98,6 +102,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Command::Add(a) => add::run(&bank_dir(args.dir)?, a),
         Command::Distill(a) => distill::run(&bank_dir(args.dir)?, a),
         Command::Watch(a) => watch::run(&bank_dir(args.dir)?, a),
+        Command::Sync(a) => sync::run(&bank_dir(args.dir)?, a),
     }
 }
 

@@ -27,4 +27,5 @@ mod retrieve;
 mod rules;
 mod sandbox;
 mod spec_examples;
+mod sync;
 mod watch;
