@@ -4,7 +4,10 @@
 //! The ledger is the authority for a lesson's counts (AIP-11 "confidence laundering": counts come
 //! from observed outcomes, never from the author). `success_count` / `failure_count` in the
 //! frontmatter are a cache of it: the counts of the first `created` or `imported` event plus the
-//! `delta` of every `outcome` event. A lesson without a ledger keeps the counts it was written
+//! `delta` of every distinct outcome. An outcome is identified by its lesson (the ledger) and its
+//! evidence's `kind` and `ref` (the run): the same run recorded on two clones of a bank leaves two
+//! lines that differ only in `at` and `by` after a git merge, and counts once (the first line in
+//! file order). Two opposite verdicts for one run are reported by `lesson lint` (L005). A lesson without a ledger keeps the counts it was written
 //! with as initial values; the first event appended to its ledger is preceded by an `imported`
 //! event that records them.
 //!
@@ -29,6 +32,7 @@
 //! mangled it) is reported with its line number and ignored, never fatal; an event this version
 //! does not know is kept and ignored, so that older and newer versions can share a bank.
 
+use std::collections::{HashMap, HashSet};
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
@@ -505,15 +509,17 @@ pub struct LedgerError {
     pub source: std::io::Error,
 }
 
-/// The initial counts plus what the outcomes added.
+/// The initial counts plus what the distinct outcomes added.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Tally {
     /// The counts of the first `created` / `imported` event (0/0 when there is none).
     pub initial: Counts,
-    /// The sum of the outcomes' deltas.
+    /// The sum of the distinct outcomes' deltas.
     pub added: Counts,
-    /// How many outcome events.
+    /// How many distinct outcomes (runs).
     pub outcomes: usize,
+    /// How many outcome events repeat the run of an earlier one (counted once).
+    pub repeated: usize,
 }
 
 impl Tally {
@@ -630,19 +636,48 @@ impl Ledger {
         })
     }
 
+    /// The outcomes that count, in order: the first outcome event of each run (its evidence's
+    /// `kind` and `ref`). One run recorded on two machines leaves two events that differ only in
+    /// `at` and `by` once their ledgers merge; it is one observation.
+    pub fn distinct_outcomes(&self) -> impl Iterator<Item = (&LedgerEntry, &OutcomeEvent)> {
+        let mut seen: HashSet<(&str, &str)> = HashSet::new();
+        self.outcomes()
+            .filter(move |(_, o)| seen.insert(run_key(&o.evidence)))
+    }
+
+    /// Runs recorded with opposite verdicts: each outcome event whose `applied` or `run`
+    /// differs from the first outcome event of its run, with that first event (the one that
+    /// counts).
+    pub fn opposite_verdicts(&self) -> Vec<(&LedgerEntry, &LedgerEntry)> {
+        let mut first: HashMap<(&str, &str), (&LedgerEntry, &OutcomeEvent)> = HashMap::new();
+        let mut out = Vec::new();
+        for (entry, o) in self.outcomes() {
+            match first.get(&run_key(&o.evidence)) {
+                None => {
+                    first.insert(run_key(&o.evidence), (entry, o));
+                }
+                Some((e, f)) if f.applied != o.applied || f.run != o.run => out.push((*e, entry)),
+                Some(_) => {}
+            }
+        }
+        out
+    }
+
     /// What the counts must be, or `None` when the ledger says nothing about them (no initial
-    /// event and no outcome: the lesson's own counts are its initial values).
+    /// event and no outcome: the lesson's own counts are its initial values). Each run counts
+    /// once ([`Ledger::distinct_outcomes`]).
     pub fn tally(&self) -> Option<Tally> {
         let initial = self.initial();
         let mut tally = Tally {
             initial: initial.unwrap_or_default(),
             ..Tally::default()
         };
-        for (_, o) in self.outcomes() {
+        for (_, o) in self.distinct_outcomes() {
             tally.added.success_count += o.delta.success;
             tally.added.failure_count += o.delta.failure;
             tally.outcomes += 1;
         }
+        tally.repeated = self.outcomes().count() - tally.outcomes;
         (initial.is_some() || tally.outcomes > 0).then_some(tally)
     }
 
@@ -688,6 +723,11 @@ impl Ledger {
         }
         Ok(())
     }
+}
+
+/// What identifies a run among a lesson's outcomes: its evidence's `kind` and `ref`.
+fn run_key(e: &EvidenceRef) -> (&str, &str) {
+    (&e.kind, &e.reference)
 }
 
 /// Every ledger file of the bank: `_log/*.jsonl`, sorted.
@@ -873,6 +913,78 @@ mod tests {
         );
         assert_eq!(tally.outcomes, 1);
         assert!(!ledger.needs_import());
+    }
+
+    fn outcome_line(at: &str, by: &str, applied: Applied, run: RunOutcome, r: &str) -> String {
+        Event::new(
+            at.parse().unwrap(),
+            by,
+            EventKind::Outcome(OutcomeEvent {
+                applied,
+                run,
+                delta: Delta::of(applied, run),
+                evidence: EvidenceRef {
+                    kind: "run".into(),
+                    reference: r.into(),
+                    note: None,
+                },
+            }),
+        )
+        .to_line()
+    }
+
+    #[test]
+    fn one_run_recorded_on_two_machines_counts_once() {
+        use Applied::*;
+        use RunOutcome::*;
+        let created = Event::new(at(), "x", EventKind::Created(Counts::default())).to_line();
+        let text = [
+            created,
+            outcome_line("2026-11-23T08:00:00Z", "ana@a", Followed, Success, "r1"),
+            outcome_line("2026-11-23T08:00:05Z", "bo@b", Followed, Success, "r1"),
+            outcome_line("2026-11-23T09:00:00Z", "bo@b", Contradicted, Success, "r2"),
+        ]
+        .concat();
+        let ledger = Ledger::parse(Path::new("x"), text.as_bytes());
+        let tally = ledger.tally().unwrap();
+        assert_eq!(
+            tally.counts(),
+            Counts {
+                success_count: 1,
+                failure_count: 1
+            }
+        );
+        assert_eq!((tally.outcomes, tally.repeated), (2, 1));
+        assert!(ledger.opposite_verdicts().is_empty());
+        let lines: Vec<usize> = ledger.distinct_outcomes().map(|(e, _)| e.line).collect();
+        assert_eq!(lines, [2, 4]);
+    }
+
+    #[test]
+    fn opposite_verdicts_for_one_run_are_named_and_the_first_counts() {
+        use Applied::*;
+        use RunOutcome::*;
+        let text = [
+            outcome_line("2026-11-23T08:00:00Z", "ana@a", Followed, Success, "r1"),
+            outcome_line("2026-11-23T08:00:00Z", "ana@a", Followed, Success, "r2"),
+            outcome_line("2026-11-23T08:00:05Z", "bo@b", Contradicted, Success, "r1"),
+            outcome_line("2026-11-23T08:00:09Z", "cy@c", Followed, Failure, "r1"),
+        ]
+        .concat();
+        let ledger = Ledger::parse(Path::new("x"), text.as_bytes());
+        let pairs: Vec<(usize, usize)> = ledger
+            .opposite_verdicts()
+            .iter()
+            .map(|(a, b)| (a.line, b.line))
+            .collect();
+        assert_eq!(pairs, [(1, 3), (1, 4)]);
+        assert_eq!(
+            ledger.tally().unwrap().counts(),
+            Counts {
+                success_count: 2,
+                failure_count: 0
+            }
+        );
     }
 
     #[test]

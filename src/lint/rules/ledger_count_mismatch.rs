@@ -15,8 +15,9 @@ declare_rule! {
     ///
     /// ## What it does
     /// For a lesson with a ledger (`_log/<slug>.jsonl`), adds up the counts the ledger records:
-    /// the first `created` or `imported` event's counts, plus the `delta` of every `outcome`
-    /// event. Reports the lesson when its frontmatter says otherwise. The unsafe fix sets both
+    /// the first `created` or `imported` event's counts, plus the `delta` of every distinct
+    /// outcome (an outcome is identified by its run, the evidence's `kind` and `ref`: one run
+    /// recorded on two clones of the bank counts once). Reports the lesson when its frontmatter says otherwise. The unsafe fix sets both
     /// count lines to the ledger's values (inserting a missing one). A lesson without a ledger
     /// is not checked here: L004 (`unledgered-counts`) reports its counts when they are not 0.
     ///
@@ -81,10 +82,15 @@ fn check(bank: &Bank, out: &mut Vec<Diagnostic>) {
         .find_map(|(key, _)| fm.value_range(key).filter(|r| !r.is_empty()))
         .or_else(|| doc.fences().map(|f| f.open.clone()))
         .unwrap_or(0..0);
-        let outcomes = match tally.outcomes {
+        let mut outcomes = match tally.outcomes {
             1 => "1 outcome".to_string(),
             n => format!("{n} outcomes"),
         };
+        match tally.repeated {
+            0 => {}
+            1 => outcomes.push_str(" (1 more line repeats a run, counted once)"),
+            n => outcomes.push_str(&format!(" ({n} more lines repeat a run, counted once)")),
+        }
         let mut d = Diagnostic::new(
             &RULE,
             &doc.source,

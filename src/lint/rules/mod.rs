@@ -40,6 +40,7 @@ pub mod missing_section;
 pub mod misspelled_field;
 pub mod non_yaml_frontmatter;
 pub mod nul_byte;
+pub mod opposite_verdicts;
 pub mod outcome_mixed_band;
 pub mod overbroad_trigger;
 pub mod secret;
@@ -80,6 +81,7 @@ pub static RULES: &[&Rule] = &[
     &ledger_torn_line::RULE,
     &outcome_mixed_band::RULE,
     &unledgered_counts::RULE,
+    &opposite_verdicts::RULE,
     &unreadable_file::RULE,
     &file_too_large::RULE,
     &invalid_utf8::RULE,
