@@ -17,10 +17,12 @@
 //!    trees, each conflicted bank path is resolved by the bank's rules ([`crate::merge`]), the
 //!    counts of every lesson whose ledger changed are set from the merged ledger and `_index.md`
 //!    is regenerated. A conflict in human-written text stops here, with nothing changed.
-//! 4. **apply** ([`apply`]), under the bank's lock: working-tree files, then the index, then
+//! 4. **push** that commit by its hash (system git, never forced); a non-fast-forward
+//!    rejection goes back to 1 with nothing changed locally, up to [`MAX_ATTEMPTS`] times with
+//!    random jitter in between. Each attempt merges the same local changes with the newest
+//!    remote commit, so the remote's history stays a line of merges of one side each.
+//! 5. **apply** ([`apply`]), under the bank's lock: working-tree files, then the index, then
 //!    HEAD (see the order and why in `apply`).
-//! 5. **push** (system git, never forced); a non-fast-forward rejection goes back to 1, up to
-//!    [`MAX_ATTEMPTS`] times with random jitter in between.
 
 mod apply;
 mod pending;
@@ -240,6 +242,11 @@ fn round(
     options: &SyncOptions,
     report: &mut SyncReport,
 ) -> Result<Pushed, SyncError> {
+    // what an earlier, rejected attempt made is not what this one makes
+    report.commits.clear();
+    report.merged = false;
+    report.fetched = 0;
+    report.add_add.clear();
     let head = remote::head_commit(repo)?;
     let exclude = pending::exclude(repo);
     let changes = pending::changes(repo, head.as_ref(), &exclude)?;
@@ -305,16 +312,21 @@ fn round(
         report.pushed = ahead;
         return Ok(Pushed::Nothing);
     }
+    // the push comes first, by the commit's hash: a rejected push leaves the repository
+    // untouched, and the next attempt merges the same local changes with the newer remote
+    // (never our own earlier merge with an older one: criss-cross merges are what reorder
+    // evidence lists into conflicts)
+    let pushed = if ahead {
+        if !remote::push(repo, target, final_commit)? {
+            return Ok(Pushed::Rejected);
+        }
+        report.pushed = true;
+        Pushed::Yes
+    } else {
+        Pushed::Nothing
+    };
     if head_id != Some(final_commit) {
         apply::apply(repo, branch, head_id, final_commit, options)?;
     }
-    if !ahead {
-        return Ok(Pushed::Nothing);
-    }
-    if remote::push(repo, target)? {
-        report.pushed = true;
-        Ok(Pushed::Yes)
-    } else {
-        Ok(Pushed::Rejected)
-    }
+    Ok(pushed)
 }

@@ -117,10 +117,10 @@ pub fn fetch(repo: &BankRepo, target: &Target) -> Result<Option<git2::Oid>, Sync
     Ok(Some(git2::Oid::from_str(hash)?))
 }
 
-/// Push HEAD to the remote branch, never forced: `Ok(false)` when the remote refused it
-/// because it moved (another runtime pushed first).
-pub fn push(repo: &BankRepo, target: &Target) -> Result<bool, SyncError> {
-    let refspec = format!("HEAD:refs/heads/{}", target.branch);
+/// Push the commit `commit` to the remote branch, never forced: `Ok(false)` when the remote
+/// refused it because it moved (another runtime pushed first).
+pub fn push(repo: &BankRepo, target: &Target, commit: git2::Oid) -> Result<bool, SyncError> {
+    let refspec = format!("{commit}:refs/heads/{}", target.branch);
     debug_assert!(!refspec.starts_with('+'));
     match repo.git(&["push", "--quiet", &target.remote, &refspec]) {
         Ok(_) => Ok(true),

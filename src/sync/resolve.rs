@@ -163,7 +163,12 @@ pub fn merge(
         for p in all {
             index.conflict_remove(p)?;
         }
-        index.add_frombuffer(&entry(path, 0o100644), bytes)?;
+        // an index libgit2 merged in memory takes entries by blob (`add_frombuffer` needs a
+        // repository behind the index)
+        let mut e = entry(path, 0o100644);
+        e.id = git.blob(bytes)?;
+        e.file_size = bytes.len() as u32;
+        index.add(&e)?;
     }
     let merged_tree = git.find_tree(index.write_tree_to(git)?)?;
     let mut files = read_bank(repo, &merged_tree)?;

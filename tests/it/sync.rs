@@ -402,6 +402,8 @@ fn a_dry_run_says_what_would_happen_and_changes_nothing() {
     net.record(&c[1], "shared-lesson", "dry-1");
     net.lesson_ok(&c[1], &["sync"]);
     net.record(&c[2], "shared-lesson", "dry-2");
+    // what a fetch brings is not the dry run's doing
+    net.git_ok(&c[2], &["fetch", "-q", "origin"]);
     let before = state(&net, &c[2]);
     let objects = tree(&c[2].join(".git/objects")).len();
     let run = net.lesson_ok(&c[2], &["sync", "--dry-run", "--format", "json"]);
@@ -524,7 +526,10 @@ fn a_bank_in_a_bigger_repository_commits_its_own_files_only() {
     let status = net.git_ok(&work, &["status", "--porcelain"]);
     assert_eq!(status, "M  app.rs\n M notes.txt\n");
     let committed = net.git_ok(&work, &["show", "--name-only", "--format=%s", "HEAD"]);
-    assert!(committed.starts_with("add 1: bank-lesson"), "{committed}");
+    assert!(
+        committed.starts_with("add 1, edit 3: bank-lesson"),
+        "{committed}"
+    );
     assert!(!committed.contains("app.rs") && !committed.contains("notes.txt"));
     assert!(committed.contains("docs/lessons/bank-lesson.md"));
     let pushed = net.git_ok(&net.remote(), &["ls-tree", "-r", "--name-only", "main"]);
