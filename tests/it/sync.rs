@@ -432,10 +432,7 @@ fn each_impossible_sync_gets_a_clear_message_and_exit_2() {
     let net = Net::new();
     // outside any repository
     let alone = net.root().join("alone");
-    net.lesson_ok(
-        &net.root().to_path_buf(),
-        &["init", alone.to_str().unwrap()],
-    );
+    net.lesson_ok(net.root(), &["init", alone.to_str().unwrap()]);
     let run = net.lesson(&alone, &["sync"]);
     assert_eq!(run.code, 2, "{run}");
     assert!(run.stderr.contains("not inside a git repository"), "{run}");
@@ -538,4 +535,34 @@ fn a_bank_in_a_bigger_repository_commits_its_own_files_only() {
         pushed.contains("docs/lessons/_log/bank-lesson.jsonl"),
         "{pushed}"
     );
+}
+
+/// A sync killed after it wrote part of the working tree, before it moved HEAD: `git status`
+/// shows the files written so far, and the next `lesson sync` finishes the job.
+#[test]
+fn the_next_sync_finishes_a_killed_one() {
+    let (net, c) = three();
+    net.lesson_ok(&c[1], &["sync"]);
+    net.record(&c[2], "shared-lesson", "k-2");
+    net.lesson_ok(&c[2], &["sync"]);
+    // c[1], killed mid-way through receiving c[2]'s commit: the ledger written, the note
+    // there, HEAD and the index not moved
+    let head = net.git_ok(&c[1], &["rev-parse", "HEAD"]);
+    net.git_ok(&c[1], &["fetch", "-q", "origin", "main"]);
+    let target = net.git_ok(&c[1], &["rev-parse", "FETCH_HEAD"]);
+    let ledger = net.git_ok(&c[1], &["show", "FETCH_HEAD:_log/shared-lesson.jsonl"]);
+    std::fs::write(c[1].join("_log/shared-lesson.jsonl"), ledger).unwrap();
+    std::fs::create_dir_all(c[1].join(".lesson")).unwrap();
+    std::fs::write(
+        c[1].join(".lesson/sync-merge"),
+        format!("{} {}\n", head.trim(), target.trim()),
+    )
+    .unwrap();
+    assert_ne!(net.git_ok(&c[1], &["status", "--porcelain"]), "");
+    let run = net.lesson_ok(&c[1], &["sync"]);
+    assert!(run.stdout.contains("finished an interrupted sync"), "{run}");
+    assert_eq!(net.git_ok(&c[1], &["rev-parse", "HEAD"]), target);
+    assert!(!c[1].join(".lesson/sync-merge").exists());
+    assert_eq!(tree(&c[1]), tree(&c[2]));
+    assert_clean(&net, &c[1]);
 }
