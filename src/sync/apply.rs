@@ -7,7 +7,7 @@
 //!    reads to finish the job;
 //! 2. each working-tree file that changes is written atomically (temp + rename), new
 //!    directories created, removed files removed;
-//! 3. the index entries of those paths are set, and the index written (libgit2 writes it
+//! 3. the index entries of those paths are set (`git update-index`, which writes the index
 //!    through `index.lock` and a rename: all or nothing);
 //! 4. the branch moves to the commit, compare-and-swap from HEAD-before (a ref never half
 //!    written);
@@ -22,7 +22,7 @@
 use std::path::Path;
 
 use super::pending::is_bank_file;
-use super::resolve::{derive, entry, read_bank, Files};
+use super::resolve::{derive, read_bank, Files};
 use super::{SyncError, SyncOptions};
 use crate::edit::BankLock;
 use crate::git::repo::BankRepo;
@@ -251,10 +251,12 @@ fn apply_locked(
             },
         }
     }
-    // 3. the index
-    let mut index = git.index()?;
+    // 3. the index, by the system git (`update-index`): libgit2 rewriting the whole index
+    // could lose the racy-git smudge of an unrelated entry modified in the same second, and
+    // hide that modification from `git status`
+    let mut restat: Vec<String> = Vec::new();
+    let mut cacheinfo: Vec<String> = Vec::new();
     for step in &steps {
-        let path = Path::new(&step.path);
         match step.index {
             Some((id, mode)) => {
                 let on_disk = step
@@ -264,19 +266,28 @@ fn apply_locked(
                     .transpose()?;
                 if on_disk == Some(id) {
                     // stat data from the file: `git status` need not re-read it
-                    index.add_path(path)?;
+                    restat.push(step.path.clone());
                 } else {
-                    let mut e = entry(&step.path, mode);
-                    e.id = id;
-                    index.add(&e)?;
+                    cacheinfo.push(format!("{mode:o},{id},{}", step.path));
                 }
             }
-            None => {
-                let _ = index.remove_path(path);
-            }
+            // a path the target does not have: its file is gone, `--remove` drops the entry
+            None => restat.push(step.path.clone()),
         }
     }
-    index.write()?;
+    for chunk in restat.chunks(200) {
+        let mut args = vec!["update-index", "--add", "--remove", "--"];
+        args.extend(chunk.iter().map(String::as_str));
+        repo.git(&args)?;
+    }
+    for chunk in cacheinfo.chunks(200) {
+        let mut args = vec!["update-index", "--add"];
+        for info in chunk {
+            args.push("--cacheinfo");
+            args.push(info);
+        }
+        repo.git(&args)?;
+    }
     // 4. the branch
     let name = format!("refs/heads/{branch}");
     let message = format!(
