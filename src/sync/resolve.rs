@@ -57,6 +57,7 @@ pub fn merge(
     let mut resolved: Vec<(Vec<PathBuf>, String, Vec<u8>)> = Vec::new();
     let mut ledgers = Vec::new();
     if index.has_conflicts() {
+        let mut entries = Vec::new();
         for conflict in index.conflicts()? {
             let conflict = conflict?;
             let side =
@@ -70,11 +71,19 @@ pub fn merge(
                         None => Ok(None),
                     }
                 };
-            let (a, o, t) = (
+            entries.push((
                 side(&conflict.ancestor)?,
                 side(&conflict.our)?,
                 side(&conflict.their)?,
-            );
+            ));
+        }
+        for (all, path, result) in moved_and_changed(repo, &mut entries) {
+            match result {
+                Ok(text) => resolved.push((all, path, text.into_bytes())),
+                Err(what) => conflicts.push(ConflictFile { path, what }),
+            }
+        }
+        for (a, o, t) in entries {
             let anc_path = a.as_ref().map(|x| x.0.clone());
             // the path the result lives at: the side that renamed it, else ours
             let path = match (&o, &t) {
@@ -213,6 +222,87 @@ pub fn merge(
     Ok(Some(
         git.commit(None, &sig, &sig, &message, &tree, &parents)?,
     ))
+}
+
+/// One side of a conflicted index entry: its path in the repository and its bytes.
+type Side = Option<(String, Vec<u8>)>;
+
+/// A lesson moved on one side (`lesson archive`: `<slug>.md` -> `_archive/<slug>.md`) and
+/// changed in place on the other (`lesson record`) reaches the index as two conflicts libgit2
+/// cannot tie together (git2 does not expose the index's rename records): the old path with
+/// its ancestor and the changing side only, and the new path with the moving side only. Each
+/// such pair of one slug is taken out of `entries` and merged by [`crate::merge::lesson`]
+/// (base the old file, ours and theirs whichever side is which) at the new path; the old path
+/// is left out of the tree. Returns the paths to clear, the path to write and the merge (or
+/// what conflicts).
+fn moved_and_changed(
+    repo: &BankRepo,
+    entries: &mut Vec<(Side, Side, Side)>,
+) -> Vec<(Vec<PathBuf>, String, Result<String, String>)> {
+    let lesson_slug = |side: &Side| -> Option<String> {
+        let (path, _) = side.as_ref()?;
+        let rel = repo.bank_path(path)?;
+        rel.ends_with(".md").then(|| slug_of(rel))
+    };
+    let text = |side: &Side| -> Option<String> {
+        side.as_ref()
+            .and_then(|(_, b)| String::from_utf8(b.clone()).ok())
+    };
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < entries.len() {
+        let (a, o, t) = &entries[i];
+        // the old path: an ancestor, changed on one side, gone on the other
+        let Some(slug) = lesson_slug(a).filter(|_| o.is_some() != t.is_some()) else {
+            i += 1;
+            continue;
+        };
+        let ours_moved = o.is_none();
+        // the new path: no ancestor, present only on the side the old path is gone from
+        let partner = entries.iter().position(|(a2, o2, t2)| {
+            let moving = if ours_moved { o2 } else { t2 };
+            let other = if ours_moved { t2 } else { o2 };
+            a2.is_none() && other.is_none() && lesson_slug(moving).as_deref() == Some(slug.as_str())
+        });
+        let Some(j) = partner else {
+            i += 1;
+            continue;
+        };
+        let (_, o2, t2) = &entries[j];
+        let moved = if ours_moved { o2 } else { t2 };
+        let changed = if ours_moved { t } else { o };
+        let (Some(old), Some(new)) = (a.as_ref(), moved.as_ref()) else {
+            i += 1;
+            continue;
+        };
+        let (ours, theirs) = if ours_moved {
+            (moved, changed)
+        } else {
+            (changed, moved)
+        };
+        let result = match (text(a), text(ours), text(theirs)) {
+            (Some(bt), Some(ot), Some(tt)) => crate::merge::lesson(&bt, &ot, &tt).map_err(|c| {
+                format!(
+                    "moved ({} -> {}) on one side and rewritten on the other: {}",
+                    old.0, new.0, c.what
+                )
+            }),
+            _ => Err("not UTF-8 text".to_string()),
+        };
+        out.push((
+            vec![PathBuf::from(&old.0), PathBuf::from(&new.0)],
+            new.0.clone(),
+            result,
+        ));
+        entries.remove(i.max(j));
+        entries.remove(i.min(j));
+        // the entry after the old path moved down to `i`, or to `i - 1` when the new path
+        // came before it
+        if j < i {
+            i -= 1;
+        }
+    }
+    out
 }
 
 /// An index entry for a blob at `path` (stat data zero: git re-reads such a file).
@@ -364,9 +454,9 @@ fn bank_at(root: &Path, files: &Files, now: jiff::Timestamp) -> crate::Bank {
     crate::Bank::from_files(root, config, lessons, now, Some(&check))
 }
 
-/// Re-derive what the merge cannot take from either side: the counts of every lesson whose
-/// ledger is in `ledgers` (set from the merged ledger by the span edit `lint --fix` makes for
-/// L001), then `_index.md` (when the bank has one).
+/// Re-derive what the merge cannot take from either side: the counts of every lesson (live or
+/// in `_archive/`) whose ledger is in `ledgers` (set from the merged ledger by the span edit
+/// `lint --fix` makes for L001), then `_index.md` (when the bank has one).
 pub fn derive(
     repo: &BankRepo,
     files: &mut Files,
@@ -374,9 +464,21 @@ pub fn derive(
     now: jiff::Timestamp,
 ) -> Result<(), SyncError> {
     if !ledgers.is_empty() {
-        let bank = bank_of(repo, files, now);
+        // the live lessons, and those in `_archive/` (a record merged into an archive move)
+        let live = bank_of(repo, files, now);
+        let archive = format!("{}/", crate::layout::ARCHIVE_DIR);
+        let archived: Vec<(PathBuf, Vec<u8>)> = files
+            .iter()
+            .filter(|(rel, _)| {
+                rel.strip_prefix(&archive)
+                    .and_then(|name| name.strip_suffix(".md"))
+                    .is_some_and(|slug| ledgers.contains(slug))
+            })
+            .map(|(rel, b)| (repo.bank.join(rel), b.clone()))
+            .collect();
+        let archived = crate::Bank::from_files(&repo.bank, config_of(files), archived, now, None);
         let mut edited = Vec::new();
-        for (slug, (doc, lesson)) in bank.by_slug() {
+        for (slug, (doc, lesson)) in live.by_slug().into_iter().chain(archived.by_slug()) {
             if !ledgers.contains(slug) {
                 continue;
             }

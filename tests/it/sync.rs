@@ -290,6 +290,8 @@ fn three_runtimes_converge_and_count_each_outcome_once() {
     );
     net.lesson_ok(&c[0], &["archive", "own-lesson-0"]);
     record(&net, &c[1], "shared-lesson", "y1");
+    // a record on the lesson another runtime archives at the same time
+    record(&net, &c[1], "own-lesson-0", "y1");
     record(&net, &c[2], "own-lesson-1", "y2");
     let (a, b, d) = (
         net.spawn(&c[0], &["sync"]),
@@ -564,5 +566,104 @@ fn the_next_sync_finishes_a_killed_one() {
     assert_eq!(net.git_ok(&c[1], &["rev-parse", "HEAD"]), target);
     assert!(!c[1].join(".lesson/sync-merge").exists());
     assert_eq!(tree(&c[1]), tree(&c[2]));
+    assert_clean(&net, &c[1]);
+}
+
+/// One runtime archives a lesson while another records an outcome on it: `first` syncs its
+/// change before `second`. The lesson ends in `_archive/` holding the record (its evidence
+/// item, its counts), the ledger holds both events, and no live file is left.
+fn archive_against_record(archive_first: bool) {
+    let (net, c) = three();
+    net.add(
+        &c[0],
+        "fading-lesson",
+        "A lesson one runtime retires while another still uses it.",
+        "fade-0",
+    );
+    net.lesson_ok(&c[0], &["sync"]);
+    net.lesson_ok(&c[1], &["sync"]);
+    // the archiving runtime recorded on the lesson since the other last synced: its side
+    // both changes and moves the file
+    net.record(&c[0], "fading-lesson", "last-run");
+    net.lesson_ok(&c[0], &["archive", "fading-lesson"]);
+    // the other records the same run (it counts once) and one of its own
+    net.record(&c[1], "fading-lesson", "last-run");
+    net.record(&c[1], "fading-lesson", "late-run");
+    let (first, second) = if archive_first {
+        (&c[0], &c[1])
+    } else {
+        (&c[1], &c[0])
+    };
+    net.lesson_ok(first, &["sync"]);
+    net.lesson_ok(second, &["sync"]);
+    net.lesson_ok(first, &["sync"]);
+    assert_eq!(tree(first), tree(second));
+    let files = tree(second);
+    assert!(
+        !files.contains_key("fading-lesson.md"),
+        "a live copy is left"
+    );
+    let archived = String::from_utf8_lossy(&files["_archive/fading-lesson.md"]).into_owned();
+    assert!(archived.contains("late-run"), "{archived}");
+    // the add's evidence is no outcome: the two distinct recorded runs are the counts,
+    // re-derived from the merged ledger (the file merge alone would add 1 + 2)
+    assert_eq!(archived.matches("ref: last-run").count(), 1, "{archived}");
+    assert!(archived.contains("success_count: 2\n"), "{archived}");
+    let log = String::from_utf8_lossy(&files["_log/fading-lesson.jsonl"]).into_owned();
+    assert!(log.contains("\"event\":\"archived\""), "{log}");
+    let outcomes: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("\"event\":\"outcome\""))
+        .collect();
+    assert_eq!(outcomes.len(), 3, "{log}");
+    assert!(outcomes.iter().any(|l| l.contains("late-run")), "{log}");
+    assert_eq!(
+        outcomes.iter().filter(|l| l.contains("last-run")).count(),
+        2,
+        "{log}"
+    );
+    assert_clean(&net, first);
+    assert_clean(&net, second);
+}
+
+#[test]
+fn we_archived_they_recorded_the_archive_keeps_the_record() {
+    // the recording runtime syncs first: the archiving one merges the record into its move
+    archive_against_record(false);
+}
+
+#[test]
+fn we_recorded_they_archived_the_archive_keeps_the_record() {
+    // the archiving runtime syncs first: the recording one merges its record into the move
+    archive_against_record(true);
+}
+
+/// One runtime supersedes a lesson while another records on it: both survive the merge.
+#[test]
+fn a_record_on_a_lesson_superseded_elsewhere_merges() {
+    let (net, c) = three();
+    net.lesson_ok(&c[1], &["sync"]);
+    net.add(
+        &c[0],
+        "better-shared",
+        "A better version of the shared situation, for everyone.",
+        "better-0",
+    );
+    net.lesson_ok(
+        &c[0],
+        &["supersede", "shared-lesson", "--by", "better-shared"],
+    );
+    net.record(&c[1], "shared-lesson", "still-used");
+    net.lesson_ok(&c[0], &["sync"]);
+    net.lesson_ok(&c[1], &["sync"]);
+    net.lesson_ok(&c[0], &["sync"]);
+    assert_eq!(tree(&c[0]), tree(&c[1]));
+    let files = tree(&c[1]);
+    let lesson = String::from_utf8_lossy(&files["shared-lesson.md"]).into_owned();
+    assert!(lesson.contains("still-used"), "{lesson}");
+    let log = String::from_utf8_lossy(&files["_log/shared-lesson.jsonl"]).into_owned();
+    assert!(log.contains("\"event\":\"superseded\""), "{log}");
+    assert!(log.contains("still-used"), "{log}");
+    assert_clean(&net, &c[0]);
     assert_clean(&net, &c[1]);
 }
