@@ -19,6 +19,7 @@ mod rule;
 mod search;
 mod show;
 mod supersede;
+mod sync;
 mod watch;
 mod who;
 
@@ -84,6 +85,9 @@ enum Command {
     MergeFile(merge_file::MergeFileArgs),
     /// Plain git: register the bank's merge driver in this clone (`lesson git install`)
     Git(git::GitArgs),
+    /// Commit the bank's pending files, fetch, merge by the bank's rules (ledgers by union,
+    /// counts and `_index.md` re-derived), push; never forced
+    Sync(sync::SyncArgs),
 }
 
 /// Run a command.
@@ -108,6 +112,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Command::Watch(a) => watch::run(&bank_dir(args.dir)?, a),
         Command::MergeFile(a) => merge_file::run(a),
         Command::Git(a) => git::run(&bank_dir(args.dir)?, a),
+        Command::Sync(a) => sync::run(&bank_dir(args.dir)?, a),
     }
 }
 

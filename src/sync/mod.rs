@@ -1,2 +1,332 @@
 //! `lesson sync`: commit the bank's pending files, fetch, merge by the bank's rules, re-derive,
 //! push; retry on a non-fast-forward race.
+//!
+//! The work inside the repository is libgit2's (`git2`): status, blobs, trees, commits, the
+//! index and refs. The network is the system `git`'s ([`crate::git::repo::BankRepo::git`]), so
+//! credential helpers, ssh agents, proxies and signing work as the user's git does.
+//!
+//! One round ([`sync`]):
+//!
+//! 1. **pending** ([`pending`]): the bank's changed files (lessons, `_log/`, `_index.md`,
+//!    `_archive/`, `lesson.toml`, `templates/`, the bank's `.gitattributes`/`.gitignore`;
+//!    never `.lesson/` nor anything outside the bank) become a commit *object* whose tree is
+//!    HEAD's with only those paths replaced. Nothing moves yet: HEAD, the index and the working
+//!    tree are as they were.
+//! 2. **fetch** the remote branch (system git).
+//! 3. **merge** ([`resolve`]) that commit with the fetched one, in memory: libgit2 merges the
+//!    trees, each conflicted bank path is resolved by the bank's rules ([`crate::merge`]), the
+//!    counts of every lesson whose ledger changed are set from the merged ledger and `_index.md`
+//!    is regenerated. A conflict in human-written text stops here, with nothing changed.
+//! 4. **push** that commit by its hash (system git, never forced); a non-fast-forward
+//!    rejection goes back to 1 with nothing changed locally, up to [`MAX_ATTEMPTS`] times with
+//!    random jitter in between. Each attempt merges the same local changes with the newest
+//!    remote commit, so the remote's history stays a line of merges of one side each.
+//! 5. **apply** ([`apply`]), under the bank's lock: working-tree files, then the index, then
+//!    HEAD (see the order and why in `apply`).
+
+mod apply;
+mod pending;
+mod remote;
+mod resolve;
+
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use crate::curate::Stamp;
+use crate::git::repo::{BankRepo, GitError};
+
+pub use pending::has_conflict_marker;
+
+/// How many times a sync fetches, merges and pushes before it gives up on a remote that keeps
+/// moving.
+pub const MAX_ATTEMPTS: usize = 8;
+
+/// What `lesson sync` is asked to do.
+#[derive(Debug, Clone)]
+pub struct SyncOptions {
+    /// The remote (default: the branch's upstream remote, else `origin`, else the only one).
+    pub remote: Option<String>,
+    /// The remote branch (default: the branch's upstream branch, else the current branch).
+    pub branch: Option<String>,
+    /// The message of the commit of pending files (default: generated from what changed).
+    pub message: Option<String>,
+    /// Say what would happen; change nothing (the fetch only updates what `git fetch` does).
+    pub dry_run: bool,
+    /// Who and when, for the ledger events an add/add merge writes; `at` is also "now" for the
+    /// regenerated `_index.md`.
+    pub stamp: Stamp,
+}
+
+/// A file the merge could not resolve by the bank's rules.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ConflictFile {
+    /// The path, relative to the repository's work tree.
+    pub path: String,
+    /// What conflicts.
+    pub what: String,
+}
+
+/// What a sync did (or, with `dry_run`, would do).
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct SyncReport {
+    /// The remote and branch synced with.
+    pub remote: String,
+    /// The remote branch.
+    pub branch: String,
+    /// Whether nothing was written (a dry run).
+    pub dry_run: bool,
+    /// Commits made (or that would be): hashes, the pending-files commit and merge commits.
+    pub commits: Vec<String>,
+    /// The message of the pending-files commit, when there was one.
+    pub message: Option<String>,
+    /// The bank files committed from the working tree (paths relative to the work tree).
+    pub files: Vec<String>,
+    /// How many commits the fetch brought that were not in the local branch.
+    pub fetched: usize,
+    /// Whether a merge (or a fast-forward) took the remote's commits in.
+    pub merged: bool,
+    /// Lessons added on both sides under one slug: the remote's version stayed, the local one
+    /// was admitted as its duplicate.
+    pub add_add: Vec<String>,
+    /// How many times the push was rejected because the remote moved, and the round redone.
+    pub retries: usize,
+    /// Whether the push happened (or would happen).
+    pub pushed: bool,
+    /// Whether the remote branch did not exist (the first sync of an empty remote).
+    pub new_branch: bool,
+    /// Files that hold a real conflict: when not empty, nothing was changed and the sync
+    /// stopped.
+    pub conflicts: Vec<ConflictFile>,
+    /// Whether an interrupted earlier sync was completed first.
+    pub resumed: bool,
+}
+
+impl SyncReport {
+    /// The report as pretty JSON (`--format json`).
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).expect("the report serializes")
+    }
+}
+
+/// Why a sync could not run or finish (a conflict is not an error: see
+/// [`SyncReport::conflicts`]).
+#[derive(Debug, thiserror::Error)]
+pub enum SyncError {
+    /// Finding or using the repository failed.
+    #[error(transparent)]
+    Git(#[from] GitError),
+    /// libgit2 failed.
+    #[error("git: {0}")]
+    Lib(#[from] git2::Error),
+    /// No remote to sync with.
+    #[error("{0}")]
+    NoRemote(String),
+    /// HEAD names no branch.
+    #[error("HEAD is detached (not on a branch): check out the branch to sync (`git switch BRANCH`), then run `lesson sync` again")]
+    Detached,
+    /// The branch has no commit and nothing to commit.
+    #[error("{0}")]
+    Unborn(String),
+    /// A shallow clone has no merge base to merge with.
+    #[error("the repository is a shallow clone: a merge needs the history; run `git fetch --unshallow`, then `lesson sync` again")]
+    Shallow,
+    /// No author identity is configured.
+    #[error("no git identity to commit with ({0}): set one with `git config user.name \"Your Name\"` and `git config user.email you@example.com`")]
+    NoIdentity(String),
+    /// A file to commit holds a conflict marker.
+    #[error("{0}: holds a merge-conflict marker (a line starting with `<<<<<<<` or `>>>>>>>`); finish that merge (`lesson lint` shows where: P015), then run `lesson sync` again")]
+    ConflictMarker(String),
+    /// The remote changed files outside the bank.
+    #[error("the remote branch changed files outside the bank ({0}): `lesson sync` merges bank files only; run `git pull`, then `lesson sync` again")]
+    OutsideBank(String),
+    /// A local change outside the bank's rules would be overwritten.
+    #[error("{0}: changed locally and by the remote; commit or stash it, run `git pull`, then `lesson sync` again")]
+    LocalChange(String),
+    /// The histories share no commit.
+    #[error("the local branch and {0} share no history: run `git pull --allow-unrelated-histories`, then `lesson sync` again")]
+    Unrelated(String),
+    /// The push kept being rejected.
+    #[error("the push to {remote} {branch} was rejected {attempts} times because other runtimes kept pushing first; the local commits are kept (nothing is lost): run `lesson sync` again")]
+    Exhausted {
+        /// The remote.
+        remote: String,
+        /// Its branch.
+        branch: String,
+        /// How many attempts were made.
+        attempts: usize,
+    },
+    /// HEAD moved while the sync ran.
+    #[error("HEAD moved while `lesson sync` ran (a commit by hand?); nothing was changed: run `lesson sync` again")]
+    Moved,
+    /// A write failed.
+    #[error(transparent)]
+    Edit(#[from] crate::edit::EditError),
+    /// Re-deriving counts, the index or admitting a duplicate failed.
+    #[error("{0}")]
+    Derive(String),
+    /// An I/O error.
+    #[error("{}: {source}", .path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The failure.
+        source: std::io::Error,
+    },
+}
+
+pub(crate) fn io_error(path: &Path) -> impl FnOnce(std::io::Error) -> SyncError + '_ {
+    move |source| SyncError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// Sync the bank at `bank` with its remote (see the module docs). A real conflict is reported
+/// in [`SyncReport::conflicts`] with nothing changed.
+pub fn sync(bank: &Path, options: &SyncOptions) -> Result<SyncReport, SyncError> {
+    let repo = BankRepo::open(bank)?;
+    if repo.repo.is_shallow() {
+        return Err(SyncError::Shallow);
+    }
+    let branch = remote::current_branch(&repo)?;
+    let target = remote::target(&repo, &branch, options)?;
+    let mut report = SyncReport {
+        remote: target.remote.clone(),
+        branch: target.branch.clone(),
+        dry_run: options.dry_run,
+        ..SyncReport::default()
+    };
+    if options.dry_run {
+        // every object a dry run writes (blobs and trees of the pending files, the merge's)
+        // goes to memory: nothing reaches `.git/objects`
+        repo.repo.odb()?.add_new_mempack_backend(1000)?;
+    } else {
+        report.resumed = apply::resume(&repo, &branch, options)?;
+    }
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        let round = round(&repo, &branch, &target, options, &mut report)?;
+        if !report.conflicts.is_empty() || options.dry_run {
+            return Ok(report);
+        }
+        match round {
+            Pushed::Yes | Pushed::Nothing => return Ok(report),
+            Pushed::Rejected if attempt < MAX_ATTEMPTS => {
+                report.retries += 1;
+                remote::jitter(attempt);
+            }
+            Pushed::Rejected => {
+                return Err(SyncError::Exhausted {
+                    remote: target.remote.clone(),
+                    branch: target.branch.clone(),
+                    attempts: attempt,
+                })
+            }
+        }
+    }
+}
+
+enum Pushed {
+    Yes,
+    Nothing,
+    Rejected,
+}
+
+/// One round: pending commit, fetch, merge, apply, push.
+fn round(
+    repo: &BankRepo,
+    branch: &str,
+    target: &remote::Target,
+    options: &SyncOptions,
+    report: &mut SyncReport,
+) -> Result<Pushed, SyncError> {
+    // what an earlier, rejected attempt made is not what this one makes
+    report.commits.clear();
+    report.merged = false;
+    report.fetched = 0;
+    report.add_add.clear();
+    let head = remote::head_commit(repo)?;
+    let exclude = pending::exclude(repo);
+    let changes = pending::changes(repo, head.as_ref(), &exclude)?;
+    let ours = if changes.is_empty() {
+        head.as_ref().map(|c| c.id())
+    } else {
+        let message = options
+            .message
+            .clone()
+            .unwrap_or_else(|| pending::message(repo, head.as_ref(), &changes));
+        let id = pending::commit(repo, head.as_ref(), &changes, &message)?;
+        report.message.get_or_insert(message);
+        for c in &changes {
+            if !report.files.contains(&c.path) {
+                report.files.push(c.path.clone());
+            }
+        }
+        report.commits.push(id.to_string());
+        Some(id)
+    };
+    let theirs = remote::fetch(repo, target)?;
+    report.new_branch = theirs.is_none();
+    let Some(ours) = ours else {
+        // an unborn branch with nothing to commit
+        return match theirs {
+            None => Err(SyncError::Unborn(format!(
+                "the branch `{branch}` has no commit yet and the bank has nothing to commit; add a lesson (`lesson new`) or commit by hand, then `lesson sync`"
+            ))),
+            Some(_) => Err(SyncError::Unborn(format!(
+                "the branch `{branch}` has no commit yet but {} {} has: run `git pull {} {}` first, then `lesson sync`",
+                target.remote, target.branch, target.remote, target.branch
+            ))),
+        };
+    };
+    let mut final_commit = ours;
+    if let Some(theirs) = theirs {
+        if head.is_none() {
+            return Err(SyncError::Unborn(format!(
+                "the branch `{branch}` has no commit yet but {} {} has: run `git pull {} {}` first, then `lesson sync`",
+                target.remote, target.branch, target.remote, target.branch
+            )));
+        }
+        let merged = resolve::merge(repo, ours, theirs, options, report)?;
+        if !report.conflicts.is_empty() {
+            return Ok(Pushed::Nothing);
+        }
+        if let Some(id) = merged {
+            if id != ours {
+                report.merged = true;
+                if repo.repo.find_commit(id)?.parent_count() > 1 {
+                    report.commits.push(id.to_string());
+                }
+            }
+            final_commit = id;
+        }
+    }
+    let head_id = head.as_ref().map(|c| c.id());
+    let ahead = match theirs {
+        None => true,
+        Some(t) => final_commit != t && !repo.repo.graph_descendant_of(t, final_commit)?,
+    };
+    if options.dry_run {
+        report.pushed = ahead;
+        return Ok(Pushed::Nothing);
+    }
+    // the push comes first, by the commit's hash: a rejected push leaves the repository
+    // untouched, and the next attempt merges the same local changes with the newer remote
+    // (never our own earlier merge with an older one: criss-cross merges are what reorder
+    // evidence lists into conflicts)
+    let pushed = if ahead {
+        if !remote::push(repo, target, final_commit)? {
+            return Ok(Pushed::Rejected);
+        }
+        report.pushed = true;
+        Pushed::Yes
+    } else {
+        Pushed::Nothing
+    };
+    if head_id != Some(final_commit) {
+        apply::apply(repo, branch, head_id, final_commit, options)?;
+    }
+    Ok(pushed)
+}

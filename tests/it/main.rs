@@ -28,4 +28,5 @@ mod retrieve;
 mod rules;
 mod sandbox;
 mod spec_examples;
+mod sync;
 mod watch;

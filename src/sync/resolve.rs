@@ -1,0 +1,577 @@
+//! The merge, in memory: libgit2 merges the trees; each conflicted bank path is resolved by the
+//! bank's rules ([`crate::merge`]); an add/add of one slug goes through the `lesson add` gate;
+//! counts and `_index.md` are re-derived. Nothing outside the object database is written, so a
+//! real conflict leaves the repository exactly as it was.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use globset::GlobSet;
+
+use super::pending::{has_conflict_marker, is_bank_file, signature};
+use super::{ConflictFile, SyncError, SyncOptions, SyncReport};
+use crate::git::repo::BankRepo;
+
+/// A bank's files in a tree: path relative to the bank -> bytes.
+pub type Files = BTreeMap<String, Vec<u8>>;
+
+/// Merge the commit `theirs` into `ours`: the commit to move to (`ours` when `theirs` is in it
+/// already, `theirs` for a fast-forward, else a new merge commit), or `None` with the real
+/// conflicts in `report.conflicts`.
+pub fn merge(
+    repo: &BankRepo,
+    ours: git2::Oid,
+    theirs: git2::Oid,
+    options: &SyncOptions,
+    report: &mut SyncReport,
+) -> Result<Option<git2::Oid>, SyncError> {
+    let git = &repo.repo;
+    if ours == theirs || git.graph_descendant_of(ours, theirs)? {
+        return Ok(Some(ours));
+    }
+    let base = match git.merge_base(ours, theirs) {
+        Ok(b) => b,
+        Err(e) if e.code() == git2::ErrorCode::NotFound => {
+            return Err(SyncError::Unrelated(format!(
+                "{}/{}",
+                report.remote, report.branch
+            )))
+        }
+        Err(e) => return Err(e.into()),
+    };
+    report.fetched = git.graph_ahead_behind(theirs, base)?.0;
+    let ours_tree = git.find_commit(ours)?.tree()?;
+    let theirs_tree = git.find_commit(theirs)?.tree()?;
+    if base == ours {
+        // a fast-forward: the remote's commits as they are
+        outside_bank(repo, &ours_tree, &theirs_tree)?;
+        return Ok(Some(theirs));
+    }
+    let base_tree = git.find_commit(base)?.tree()?;
+    let mut opts = git2::MergeOptions::new();
+    opts.find_renames(true);
+    let mut index = git.merge_trees(&base_tree, &ours_tree, &theirs_tree, Some(&opts))?;
+    let exclude = super::pending::exclude(repo);
+    let mut conflicts = Vec::new();
+    let mut add_add: BTreeMap<String, (String, Vec<u8>)> = BTreeMap::new();
+    let mut resolved: Vec<(Vec<PathBuf>, String, Vec<u8>)> = Vec::new();
+    let mut ledgers = Vec::new();
+    if index.has_conflicts() {
+        let mut entries = Vec::new();
+        for conflict in index.conflicts()? {
+            let conflict = conflict?;
+            let side =
+                |e: &Option<git2::IndexEntry>| -> Result<Option<(String, Vec<u8>)>, SyncError> {
+                    match e {
+                        Some(e) => {
+                            let path = String::from_utf8_lossy(&e.path).into_owned();
+                            let blob = git.find_blob(e.id)?;
+                            Ok(Some((path, blob.content().to_vec())))
+                        }
+                        None => Ok(None),
+                    }
+                };
+            entries.push((
+                side(&conflict.ancestor)?,
+                side(&conflict.our)?,
+                side(&conflict.their)?,
+            ));
+        }
+        for (all, path, result) in moved_and_changed(repo, &mut entries) {
+            match result {
+                Ok(text) => resolved.push((all, path, text.into_bytes())),
+                Err(what) => conflicts.push(ConflictFile { path, what }),
+            }
+        }
+        for (a, o, t) in entries {
+            let anc_path = a.as_ref().map(|x| x.0.clone());
+            // the path the result lives at: the side that renamed it, else ours
+            let path = match (&o, &t) {
+                (Some(o), Some(t)) if Some(&t.0) != anc_path.as_ref() => t.0.clone(),
+                (Some(o), _) => o.0.clone(),
+                (None, Some(t)) => t.0.clone(),
+                (None, None) => anc_path.clone().unwrap_or_default(),
+            };
+            let mut all: Vec<PathBuf> = [&a, &o, &t]
+                .into_iter()
+                .flatten()
+                .map(|x| PathBuf::from(&x.0))
+                .collect();
+            all.dedup();
+            let rel = repo.bank_path(&path).map(str::to_string);
+            let text = |x: &Option<(String, Vec<u8>)>| -> Option<String> {
+                match x {
+                    Some((_, b)) => String::from_utf8(b.clone()).ok(),
+                    None => Some(String::new()),
+                }
+            };
+            let mut conflict_at = |what: &str| {
+                conflicts.push(ConflictFile {
+                    path: path.clone(),
+                    what: what.to_string(),
+                })
+            };
+            let Some(rel) = rel.filter(|r| is_bank_file(r, &exclude)) else {
+                conflict_at("changed on both sides, and not a bank file `lesson sync` merges");
+                continue;
+            };
+            let (Some(bt), Some(ot), Some(tt)) = (text(&a), text(&o), text(&t)) else {
+                conflict_at("not UTF-8 text");
+                continue;
+            };
+            if rel.starts_with("_log/") {
+                ledgers.push((all, path.clone(), rel, a.is_none(), bt, ot, tt));
+            } else if rel == crate::layout::INDEX_FILE {
+                // regenerated below anyway
+                resolved.push((
+                    all,
+                    path.clone(),
+                    crate::merge::index_md(&bt, &ot, &tt).into_bytes(),
+                ));
+            } else if rel.ends_with(".md") {
+                match (&a, &o, &t) {
+                    (None, Some(_), Some(_)) => {
+                        // add/add: the remote's version stays, ours goes through the gate
+                        let slug = slug_of(&rel);
+                        add_add.insert(slug, (rel.clone(), ot.into_bytes()));
+                        resolved.push((all, path.clone(), tt.into_bytes()));
+                    }
+                    (Some(_), Some(_), Some(_)) => match crate::merge::lesson(&bt, &ot, &tt) {
+                        Ok(text) => resolved.push((all, path.clone(), text.into_bytes())),
+                        Err(c) => {
+                            conflict_at(&format!("both sides rewrote this lesson: {}", c.what))
+                        }
+                    },
+                    (_, None, _) => {
+                        conflict_at("deleted (or moved) locally and changed by the remote")
+                    }
+                    (_, _, None) => {
+                        conflict_at("changed locally and deleted (or moved) by the remote")
+                    }
+                }
+            } else {
+                conflict_at("changed on both sides (only ledgers, lessons and `_index.md` merge by the bank's rules)");
+            }
+        }
+    }
+    for (all, path, rel, added, bt, ot, tt) in ledgers {
+        let slug = slug_of(&rel);
+        // an add/add: the remote's lines first, so its `created` event stays the first
+        let text = if added && add_add.contains_key(&slug) {
+            crate::merge::ledger(&bt, &tt, &ot)
+        } else {
+            crate::merge::ledger(&bt, &ot, &tt)
+        };
+        resolved.push((all, path, text.into_bytes()));
+    }
+    if !conflicts.is_empty() {
+        report.conflicts = conflicts;
+        return Ok(None);
+    }
+    for (all, path, bytes) in &resolved {
+        for p in all {
+            index.conflict_remove(p)?;
+        }
+        // an index libgit2 merged in memory takes entries by blob (`add_frombuffer` needs a
+        // repository behind the index)
+        let mut e = entry(path, 0o100644);
+        e.id = git.blob(bytes)?;
+        e.file_size = bytes.len() as u32;
+        index.add(&e)?;
+    }
+    let merged_tree = git.find_tree(index.write_tree_to(git)?)?;
+    let mut files = read_bank(repo, &merged_tree)?;
+    let before = files.clone();
+    for (slug, (rel, bytes)) in &add_add {
+        admit_duplicate(repo, &mut files, slug, rel, bytes, options)
+            .map_err(|e| SyncError::Derive(format!("{}: {e}", repo.repo_path(rel))))?;
+        report.add_add.push(slug.clone());
+    }
+    let ours_files = read_bank(repo, &ours_tree)?;
+    let changed: BTreeSet<String> = files
+        .iter()
+        .filter(|(rel, bytes)| rel.starts_with("_log/") && ours_files.get(*rel) != Some(*bytes))
+        .map(|(rel, _)| slug_of(rel))
+        .collect();
+    derive(repo, &mut files, &changed, options.stamp.at)?;
+    let tree = replace(repo, &merged_tree, &before, &files)?;
+    outside_bank(repo, &ours_tree, &tree)?;
+    // never commit a conflict marker: every file the merge brings is checked
+    let mut marked = Vec::new();
+    for (rel, bytes) in &files {
+        if ours_files.get(rel) != Some(bytes) && has_conflict_marker(bytes) {
+            marked.push(ConflictFile {
+                path: repo.repo_path(rel),
+                what: "holds a merge-conflict marker".into(),
+            });
+        }
+    }
+    if !marked.is_empty() {
+        report.conflicts = marked;
+        return Ok(None);
+    }
+    let sig = signature(repo)?;
+    let message = format!(
+        "merge {}/{}: {} commit{} from the remote\n",
+        report.remote,
+        report.branch,
+        report.fetched,
+        if report.fetched == 1 { "" } else { "s" }
+    );
+    let parents = [&git.find_commit(ours)?, &git.find_commit(theirs)?];
+    Ok(Some(
+        git.commit(None, &sig, &sig, &message, &tree, &parents)?,
+    ))
+}
+
+/// One side of a conflicted index entry: its path in the repository and its bytes.
+type Side = Option<(String, Vec<u8>)>;
+
+/// A lesson moved on one side (`lesson archive`: `<slug>.md` -> `_archive/<slug>.md`) and
+/// changed in place on the other (`lesson record`) reaches the index as two conflicts libgit2
+/// cannot tie together (git2 does not expose the index's rename records): the old path with
+/// its ancestor and the changing side only, and the new path with the moving side only. Each
+/// such pair of one slug is taken out of `entries` and merged by [`crate::merge::lesson`]
+/// (base the old file, ours and theirs whichever side is which) at the new path; the old path
+/// is left out of the tree. Returns the paths to clear, the path to write and the merge (or
+/// what conflicts).
+fn moved_and_changed(
+    repo: &BankRepo,
+    entries: &mut Vec<(Side, Side, Side)>,
+) -> Vec<(Vec<PathBuf>, String, Result<String, String>)> {
+    let lesson_slug = |side: &Side| -> Option<String> {
+        let (path, _) = side.as_ref()?;
+        let rel = repo.bank_path(path)?;
+        rel.ends_with(".md").then(|| slug_of(rel))
+    };
+    let text = |side: &Side| -> Option<String> {
+        side.as_ref()
+            .and_then(|(_, b)| String::from_utf8(b.clone()).ok())
+    };
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < entries.len() {
+        let (a, o, t) = &entries[i];
+        // the old path: an ancestor, changed on one side, gone on the other
+        let Some(slug) = lesson_slug(a).filter(|_| o.is_some() != t.is_some()) else {
+            i += 1;
+            continue;
+        };
+        let ours_moved = o.is_none();
+        // the new path: no ancestor, present only on the side the old path is gone from
+        let partner = entries.iter().position(|(a2, o2, t2)| {
+            let moving = if ours_moved { o2 } else { t2 };
+            let other = if ours_moved { t2 } else { o2 };
+            a2.is_none() && other.is_none() && lesson_slug(moving).as_deref() == Some(slug.as_str())
+        });
+        let Some(j) = partner else {
+            i += 1;
+            continue;
+        };
+        let (_, o2, t2) = &entries[j];
+        let moved = if ours_moved { o2 } else { t2 };
+        let changed = if ours_moved { t } else { o };
+        let (Some(old), Some(new)) = (a.as_ref(), moved.as_ref()) else {
+            i += 1;
+            continue;
+        };
+        let (ours, theirs) = if ours_moved {
+            (moved, changed)
+        } else {
+            (changed, moved)
+        };
+        let result = match (text(a), text(ours), text(theirs)) {
+            (Some(bt), Some(ot), Some(tt)) => crate::merge::lesson(&bt, &ot, &tt).map_err(|c| {
+                format!(
+                    "moved ({} -> {}) on one side and rewritten on the other: {}",
+                    old.0, new.0, c.what
+                )
+            }),
+            _ => Err("not UTF-8 text".to_string()),
+        };
+        out.push((
+            vec![PathBuf::from(&old.0), PathBuf::from(&new.0)],
+            new.0.clone(),
+            result,
+        ));
+        entries.remove(i.max(j));
+        entries.remove(i.min(j));
+        // the entry after the old path moved down to `i`, or to `i - 1` when the new path
+        // came before it
+        if j < i {
+            i -= 1;
+        }
+    }
+    out
+}
+
+/// An index entry for a blob at `path` (stat data zero: git re-reads such a file).
+pub fn entry(path: &str, mode: u32) -> git2::IndexEntry {
+    git2::IndexEntry {
+        ctime: git2::IndexTime::new(0, 0),
+        mtime: git2::IndexTime::new(0, 0),
+        dev: 0,
+        ino: 0,
+        mode,
+        uid: 0,
+        gid: 0,
+        file_size: 0,
+        id: git2::Oid::ZERO_SHA1,
+        flags: (path.len().min(0xfff)) as u16,
+        flags_extended: 0,
+        path: path.as_bytes().to_vec(),
+    }
+}
+
+/// The slug a bank path names (`_log/a.jsonl`, `_archive/a.md`, `sub/a.md` -> `a`).
+fn slug_of(rel: &str) -> String {
+    let name = rel.rsplit('/').next().unwrap_or(rel);
+    name.strip_suffix(".jsonl")
+        .or_else(|| name.strip_suffix(".md"))
+        .unwrap_or(name)
+        .to_string()
+}
+
+/// Refuse a merge that changes files outside the bank: `lesson sync` writes the bank only.
+fn outside_bank(
+    repo: &BankRepo,
+    from: &git2::Tree<'_>,
+    to: &git2::Tree<'_>,
+) -> Result<(), SyncError> {
+    if repo.prefix.is_empty() {
+        return Ok(());
+    }
+    let diff = repo.repo.diff_tree_to_tree(Some(from), Some(to), None)?;
+    let outside: Vec<String> = diff
+        .deltas()
+        .flat_map(|d| [d.old_file().path(), d.new_file().path()])
+        .flatten()
+        .map(|p| p.to_string_lossy().replace('\\', "/"))
+        .filter(|p| repo.bank_path(p).is_none())
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    if outside.is_empty() {
+        return Ok(());
+    }
+    let shown: Vec<&str> = outside.iter().take(5).map(String::as_str).collect();
+    let more = if outside.len() > 5 {
+        format!(" and {} more", outside.len() - 5)
+    } else {
+        String::new()
+    };
+    Err(SyncError::OutsideBank(format!(
+        "{}{more}",
+        shown.join(", ")
+    )))
+}
+
+/// Every file of the bank's folder in `tree`, by its path relative to the bank.
+pub fn read_bank(repo: &BankRepo, tree: &git2::Tree<'_>) -> Result<Files, SyncError> {
+    let git = &repo.repo;
+    let sub = if repo.prefix.is_empty() {
+        git.find_tree(tree.id())?
+    } else {
+        match tree.get_path(Path::new(&repo.prefix)) {
+            Ok(e) if e.kind() == Some(git2::ObjectType::Tree) => git.find_tree(e.id())?,
+            _ => return Ok(Files::new()),
+        }
+    };
+    let mut files = Files::new();
+    let mut failed = None;
+    sub.walk(git2::TreeWalkMode::PreOrder, |dir, e| {
+        if e.kind() == Some(git2::ObjectType::Blob) {
+            let rel = format!("{dir}{}", e.name().unwrap_or_default());
+            match git.find_blob(e.id()) {
+                Ok(b) => {
+                    files.insert(rel, b.content().to_vec());
+                }
+                Err(err) => {
+                    failed = Some(err);
+                    return git2::TreeWalkResult::Abort;
+                }
+            }
+        }
+        git2::TreeWalkResult::Ok
+    })?;
+    match failed {
+        Some(e) => Err(e.into()),
+        None => Ok(files),
+    }
+}
+
+/// `tree` with the bank files that differ between `before` and `after` replaced (or removed).
+pub fn replace<'r>(
+    repo: &'r BankRepo,
+    tree: &git2::Tree<'_>,
+    before: &Files,
+    after: &Files,
+) -> Result<git2::Tree<'r>, SyncError> {
+    let mut update = git2::build::TreeUpdateBuilder::new();
+    let mut any = false;
+    for (rel, bytes) in after {
+        if before.get(rel) != Some(bytes) {
+            let id = repo.repo.blob(bytes)?;
+            update.upsert(repo.repo_path(rel), id, git2::FileMode::Blob);
+            any = true;
+        }
+    }
+    for rel in before.keys().filter(|r| !after.contains_key(*r)) {
+        update.remove(repo.repo_path(rel));
+        any = true;
+    }
+    let id = if any {
+        update.create_updated(&repo.repo, tree)?
+    } else {
+        tree.id()
+    };
+    Ok(repo.repo.find_tree(id)?)
+}
+
+fn config_of(files: &Files) -> crate::config::Config {
+    files
+        .get(crate::config::CONFIG_FILE)
+        .and_then(|b| std::str::from_utf8(b).ok())
+        .and_then(|t| crate::config::Config::parse(t, crate::config::CONFIG_FILE).ok())
+        .unwrap_or_default()
+}
+
+/// The bank the files make, its root the bank's directory (for templates and messages).
+fn bank_of(repo: &BankRepo, files: &Files, now: jiff::Timestamp) -> crate::Bank {
+    bank_at(&repo.bank, files, now)
+}
+
+fn bank_at(root: &Path, files: &Files, now: jiff::Timestamp) -> crate::Bank {
+    let config = config_of(files);
+    let exclude = crate::bank::exclude_set(&config).unwrap_or_else(|_| GlobSet::empty());
+    let lessons = files
+        .iter()
+        .filter(|(rel, _)| {
+            *rel == crate::layout::INDEX_FILE || crate::walk::is_lesson_path(rel, &exclude)
+        })
+        .map(|(rel, b)| (root.join(rel), b.clone()));
+    let check = crate::lint::FileErrors::default();
+    crate::Bank::from_files(root, config, lessons, now, Some(&check))
+}
+
+/// Re-derive what the merge cannot take from either side: the counts of every lesson (live or
+/// in `_archive/`) whose ledger is in `ledgers` (set from the merged ledger by the span edit
+/// `lint --fix` makes for L001), then `_index.md` (when the bank has one).
+pub fn derive(
+    repo: &BankRepo,
+    files: &mut Files,
+    ledgers: &BTreeSet<String>,
+    now: jiff::Timestamp,
+) -> Result<(), SyncError> {
+    if !ledgers.is_empty() {
+        // the live lessons, and those in `_archive/` (a record merged into an archive move)
+        let live = bank_of(repo, files, now);
+        let archive = format!("{}/", crate::layout::ARCHIVE_DIR);
+        let archived: Vec<(PathBuf, Vec<u8>)> = files
+            .iter()
+            .filter(|(rel, _)| {
+                rel.strip_prefix(&archive)
+                    .and_then(|name| name.strip_suffix(".md"))
+                    .is_some_and(|slug| ledgers.contains(slug))
+            })
+            .map(|(rel, b)| (repo.bank.join(rel), b.clone()))
+            .collect();
+        let archived = crate::Bank::from_files(&repo.bank, config_of(files), archived, now, None);
+        let mut edited = Vec::new();
+        for (slug, (doc, lesson)) in live.by_slug().into_iter().chain(archived.by_slug()) {
+            if !ledgers.contains(slug) {
+                continue;
+            }
+            let log = format!("{}/{slug}.jsonl", crate::ledger::LOG_DIR);
+            let Some(bytes) = files.get(&log) else {
+                continue;
+            };
+            let ledger = crate::ledger::Ledger::parse(&repo.bank.join(&log), bytes);
+            let Some(tally) = ledger.tally() else {
+                continue;
+            };
+            let expected = tally.counts();
+            if lesson.counts() == expected {
+                continue;
+            }
+            let full = doc.full();
+            let Ok(fm) = crate::edit::frontmatter::Frontmatter::of(&full) else {
+                continue;
+            };
+            let Ok(edits) = fm.set_counts(expected) else {
+                continue;
+            };
+            let (text, _) = crate::diagnostic::apply_edits(&full.source.text, &edits);
+            let rel = doc
+                .source
+                .path
+                .strip_prefix(&repo.bank)
+                .map(|p| p.to_string_lossy().replace('\\', "/"))
+                .unwrap_or_default();
+            edited.push((rel, text.into_bytes()));
+        }
+        for (rel, bytes) in edited {
+            files.insert(rel, bytes);
+        }
+    }
+    if files.contains_key(crate::layout::INDEX_FILE) {
+        let bank = bank_of(repo, files, now);
+        let text = crate::index_md::render(&bank).map_err(|e| SyncError::Derive(e.to_string()))?;
+        files.insert(crate::layout::INDEX_FILE.to_string(), text.into_bytes());
+    }
+    Ok(())
+}
+
+/// An add/add of one slug: the remote's lesson (in `files` already) stays; the local version
+/// (`ours`) is admitted through the `lesson add` gate as its duplicate, as `lesson add` would
+/// have done on one machine: its evidence items appended, a `merged` event naming the source.
+/// The gate writes into a scratch copy of the two files below `.lesson/`, never into the bank.
+fn admit_duplicate(
+    repo: &BankRepo,
+    files: &mut Files,
+    slug: &str,
+    rel: &str,
+    ours: &[u8],
+    options: &SyncOptions,
+) -> Result<(), String> {
+    use crate::curate::add::{prepare_all, Batch, Candidate, Intake};
+    let state = repo.bank.join(crate::layout::STATE_DIR);
+    std::fs::create_dir_all(&state).map_err(|e| e.to_string())?;
+    let scratch = tempfile::Builder::new()
+        .prefix("sync-")
+        .tempdir_in(&state)
+        .map_err(|e| e.to_string())?;
+    let root = scratch.path();
+    let log = format!("{}/{slug}.jsonl", crate::ledger::LOG_DIR);
+    for name in [rel, log.as_str()] {
+        let path = root.join(name);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).map_err(|e| e.to_string())?;
+        }
+        if let Some(bytes) = files.get(name) {
+            std::fs::write(&path, bytes).map_err(|e| e.to_string())?;
+        }
+    }
+    let bank = bank_at(root, files, options.stamp.at);
+    let candidate = Candidate::from_markdown(format!("{rel} (local)"), ours.to_vec());
+    let intake = Intake {
+        origin: serde_json::Map::new(),
+        run: None,
+        run_id: None,
+    };
+    let (prepared, rejection) = prepare_all(&bank, std::slice::from_ref(&candidate), &intake);
+    if rejection.refused() || prepared.is_empty() {
+        return Err(format!(
+            "added on both sides; the local version could not be admitted as the remote's duplicate: {rejection}"
+        ));
+    }
+    let mut batch = Batch::new(bank, options.stamp.clone(), None);
+    batch.admit(&prepared[0]).map_err(|e| e.to_string())?;
+    batch.commit().map_err(|e| e.to_string())?;
+    for name in [rel, log.as_str()] {
+        if let Ok(bytes) = std::fs::read(root.join(name)) {
+            files.insert(name.to_string(), bytes);
+        }
+    }
+    Ok(())
+}
