@@ -183,3 +183,154 @@ fn a_bank_outside_git_lists_without_provenance() {
     assert!(!text.stdout.contains("CHANGED"));
     assert!(!sb.bank().join(".lesson/provenance").exists());
 }
+
+/// Two searches (`a slow build`, `merging a branch into main`) in the bank at `dir`, as
+/// (slug, recency, score) per hit.
+fn ranking(dir: &Path) -> Vec<(String, f64, f64)> {
+    let mut hits = Vec::new();
+    for query in ["a slow build", "merging a branch into main"] {
+        let run = crate::sandbox::run_in(dir, &["search", "--format", "json", "-k", "9", query]);
+        assert_eq!(run.code, 0, "{run}");
+        let v: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+        for h in v["hits"].as_array().unwrap() {
+            hits.push((
+                h["slug"].as_str().unwrap().to_string(),
+                h["score"]["recency"].as_f64().unwrap(),
+                h["score"]["score"].as_f64().unwrap(),
+            ));
+        }
+    }
+    hits
+}
+
+/// Sets a file's modification time, as `touch -d` would.
+fn set_mtime(path: &Path, secs: u64) {
+    let t = std::time::UNIX_EPOCH + std::time::Duration::from_secs(secs);
+    std::fs::File::options()
+        .write(true)
+        .open(path)
+        .unwrap()
+        .set_modified(t)
+        .unwrap();
+}
+
+/// `0.5^(days from `at` to the sandbox's clock / 365)`, as a search shows it (six decimals).
+fn decay(at: &str) -> f64 {
+    let at: jiff::Timestamp = at.parse().unwrap();
+    let now: jiff::Timestamp = crate::sandbox::NOW.parse().unwrap();
+    let days = (now.as_second() - at.as_second()) as f64 / 86_400.0;
+    let r = 0.5f64.powf(days / 365.0);
+    (r * 1e6).round() / 1e6
+}
+
+#[test]
+fn in_git_recency_is_the_last_commit_and_no_file_time_moves_the_ranking() {
+    let (sb, _) = history();
+    let bank = sb.bank();
+    let before = ranking(&bank);
+    assert_eq!(before.len(), 4, "{before:?}");
+    for (slug, recency, _) in &before {
+        assert_eq!(*recency, decay("2025-01-01T00:00:00Z"), "{slug}");
+    }
+
+    // touching files (far in the past, and now) changes nothing
+    set_mtime(&bank.join("retry-flaky-network-tests.md"), 1_000_000_000);
+    set_mtime(
+        &bank.join("squash-merge-feature-branches.md"),
+        1_000_000_000,
+    );
+    set_mtime(&bank.join("cache-cargo-registry-in-ci.md"), 1_900_000_000);
+    assert_eq!(ranking(&bank), before);
+
+    // a fresh clone, and a second checkout of the same commit, rank identically
+    let clone = sb.path().join("clone");
+    git_at(
+        sb.path(),
+        "2025-03-01T00:00:00Z",
+        &["clone", "-q", ".", clone.to_str().unwrap()],
+    );
+    assert_eq!(ranking(&clone.join("lessons")), before);
+    let other = sb.path().join("other");
+    git_at(
+        &clone,
+        "2025-03-01T00:00:00Z",
+        &["worktree", "add", "-q", "--detach", other.to_str().unwrap()],
+    );
+    set_mtime(
+        &other.join("lessons/retry-flaky-network-tests.md"),
+        1_000_000_000,
+    );
+    assert_eq!(ranking(&other.join("lessons")), before);
+
+    // a new commit moves the lesson it changes, and only it (the cache walks the new commit)
+    let path = bank.join("retry-flaky-network-tests.md");
+    let text = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(&path, format!("{text}\nOne more line.\n")).unwrap();
+    commit_all(sb.path(), "2026-11-01T00:00:00Z", "edit");
+    let after = ranking(&bank);
+    let recency =
+        |r: &[(String, f64, f64)], slug: &str| r.iter().find(|h| h.0 == slug).map(|h| h.1).unwrap();
+    assert_eq!(
+        recency(&after, "retry-flaky-network-tests"),
+        decay("2026-11-01T00:00:00Z")
+    );
+    assert_eq!(
+        recency(&after, "cache-cargo-registry-in-ci"),
+        recency(&before, "cache-cargo-registry-in-ci")
+    );
+}
+
+#[test]
+fn outside_git_recency_is_the_ledgers_newest_event_and_touch_changes_nothing() {
+    let sb = Sandbox::with_bank("tests/fixtures/banks/retrieve");
+    let bank = sb.bank();
+    let before = ranking(&bank);
+    assert!(
+        before.iter().all(|h| h.1 == 1.0),
+        "no ledger, no date: no decay {before:?}"
+    );
+    set_mtime(&bank.join("retry-flaky-network-tests.md"), 1_000_000_000);
+    assert_eq!(ranking(&bank), before);
+
+    // a recorded outcome dates the lesson by its ledger event (the sandbox's clock)
+    let run = sb.run(&[
+        "record",
+        "retry-flaky-network-tests",
+        "--followed",
+        "--run-outcome",
+        "success",
+        "--evidence",
+        "run:r1",
+    ]);
+    assert_eq!(run.code, 0, "{run}");
+    let after = ranking(&bank);
+    let hit = after
+        .iter()
+        .find(|h| h.0 == "retry-flaky-network-tests")
+        .unwrap();
+    assert_eq!(hit.1, 1.0, "recorded at the clock of the search");
+    set_mtime(&bank.join("retry-flaky-network-tests.md"), 1_000_000_000);
+    assert_eq!(ranking(&bank), after);
+    // the ledger's time, not the clock: judged a year later, it counts half
+    let later = crate::sandbox::lesson()
+        .args(["search", "--format", "json", "a slow build"])
+        .env("LESSON_NOW", "2027-11-22T12:00:00Z")
+        .current_dir(&bank)
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&later.stdout).unwrap();
+    let hit = v["hits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|h| h["slug"] == "retry-flaky-network-tests")
+        .unwrap();
+    assert_eq!(hit["score"]["recency"].as_f64().unwrap(), 0.5);
+    let other = v["hits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|h| h["slug"] != "retry-flaky-network-tests")
+        .unwrap();
+    assert_eq!(other["score"]["recency"].as_f64().unwrap(), 1.0);
+}
