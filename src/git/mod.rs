@@ -2,5 +2,6 @@
 //! repository around the bank, the status and commits of bank files, and history (provenance).
 //! The network (fetch, push) is the system `git`'s (`repo`), as cargo's `net.git-fetch-with-cli`.
 
+pub mod log;
 pub mod provenance;
 pub mod repo;

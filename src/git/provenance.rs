@@ -47,6 +47,20 @@ pub struct Stamp {
     pub time: jiff::Timestamp,
 }
 
+impl Stamp {
+    /// A commit's hash, author and author time.
+    pub fn of(commit: &git2::Commit<'_>) -> Stamp {
+        let author = commit.author();
+        Stamp {
+            commit: commit.id().to_string(),
+            author: author.name().unwrap_or("").to_string(),
+            email: author.email().unwrap_or("").to_string(),
+            time: jiff::Timestamp::from_second(author.when().seconds())
+                .unwrap_or(jiff::Timestamp::UNIX_EPOCH),
+        }
+    }
+}
+
 /// One lesson's provenance.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LessonStamps<'a> {
@@ -281,10 +295,10 @@ fn folder_followed(bank_rel: &str) -> bool {
 
 /// What one commit did to the bank's lessons, paths relative to the bank.
 #[derive(Debug, Default, PartialEq)]
-struct Changes {
-    added: Vec<(String, Oid)>,
-    deleted: Vec<(String, Oid)>,
-    modified: Vec<String>,
+pub(super) struct Changes {
+    pub(super) added: Vec<(String, Oid)>,
+    pub(super) deleted: Vec<(String, Oid)>,
+    pub(super) modified: Vec<String>,
 }
 
 /// A lesson being followed back through history.
@@ -532,11 +546,11 @@ fn renames(repo: &Repository, changes: &mut Changes) -> Vec<(String, String)> {
 }
 
 /// (old path, new path) pairs of one commit.
-type Renames = Vec<(String, String)>;
+pub(super) type Renames = Vec<(String, String)>;
 
 /// What one non-merge commit did to the bank's lessons (renames paired), paths relative to the
 /// bank; `None` when its bank folder equals its parent's.
-fn commit_changes(
+pub(super) fn commit_changes(
     repo: &Repository,
     commit: &git2::Commit<'_>,
     prefix: &str,
@@ -563,7 +577,7 @@ fn commit_changes(
 
 /// Bank-folder tree ids by commit: each commit's is looked up once, as a child and as a parent.
 #[derive(Default)]
-struct TreeCache {
+pub(super) struct TreeCache {
     ids: HashMap<Oid, Option<Oid>>,
 }
 
@@ -640,14 +654,7 @@ fn walk(
         walked.compared += 1;
         let mut stamp = || -> u32 {
             *interned.entry(oid).or_insert_with(|| {
-                let author = commit.author();
-                stamps.push(Stamp {
-                    commit: oid.to_string(),
-                    author: author.name().unwrap_or("").to_string(),
-                    email: author.email().unwrap_or("").to_string(),
-                    time: jiff::Timestamp::from_second(author.when().seconds())
-                        .unwrap_or(jiff::Timestamp::UNIX_EPOCH),
-                });
+                stamps.push(Stamp::of(&commit));
                 (stamps.len() - 1) as u32
             })
         };

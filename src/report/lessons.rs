@@ -56,14 +56,19 @@ struct SectionJson<'a> {
 /// A commit of a lesson's provenance.
 #[derive(Debug, Serialize)]
 pub struct StampJson<'a> {
-    commit: &'a str,
+    pub(super) commit: &'a str,
     author: &'a str,
     email: &'a str,
     /// RFC 3339, UTC.
-    date: String,
+    pub(super) date: String,
 }
 
 impl<'a> StampJson<'a> {
+    /// The author's name.
+    pub fn author_name(&self) -> &str {
+        self.author
+    }
+
     /// The JSON view of a provenance stamp.
     pub fn new(stamp: &'a Stamp) -> Self {
         StampJson {

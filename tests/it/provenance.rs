@@ -334,3 +334,38 @@ fn outside_git_recency_is_the_ledgers_newest_event_and_touch_changes_nothing() {
         .unwrap();
     assert_eq!(other["score"]["recency"].as_f64().unwrap(), 1.0);
 }
+
+#[test]
+fn log_tells_a_lessons_story_commits_ledger_and_supersession() {
+    let (sb, [first, second, third]) = history();
+    let run = sb.run(&[
+        "record",
+        "pin-the-toolchain",
+        "--followed",
+        "--run-outcome",
+        "success",
+        "--evidence",
+        "run:r7",
+    ]);
+    assert_eq!(run.code, 0, "{run}");
+    let fourth = commit_all(
+        sb.path(),
+        "2025-04-01T00:00:00Z",
+        "record pin-the-toolchain",
+    );
+    let redact = |s: String| {
+        [&first, &second, &third, &fourth]
+            .iter()
+            .enumerate()
+            .fold(s, |s, (i, c)| {
+                s.replace(c.as_str(), &format!("<commit {}>", i + 1))
+                    .replace(&c[..7], &format!("<c{}>", i + 1))
+            })
+    };
+    insta::assert_snapshot!(redact(sb.transcript(&[
+        &["log", "pin-the-toolchain"],
+        &["log", "pin-the-toolchain", "--format", "json"],
+        &["log", "cache-target-dir-in-ci"],
+        &["log", "review-unsafe-blocks"],
+    ])));
+}
