@@ -15,6 +15,7 @@
 //!     lock                  the bank's lock (every read-modify-write)
 //!     retrieve.idx          the retrieval index (base segment)
 //!     retrieve.delta        its delta segment
+//!     provenance            each lesson's created and changed commits, keyed by HEAD
 //!     watch.lock, watch.json  a running `lesson watch` and the index it vouches for
 //!     .gitignore            ignores everything in .lesson/ (for banks without `lesson init`)
 //! ```
@@ -43,6 +44,9 @@ pub const BANK_LOCK_FILE: &str = "lock";
 pub const INDEX_BASE_FILE: &str = "retrieve.idx";
 /// In [`STATE_DIR`]: the retrieval index's delta segment.
 pub const INDEX_DELTA_FILE: &str = "retrieve.delta";
+/// In [`STATE_DIR`]: each lesson's created and last-changed commits, keyed by HEAD
+/// (`git::provenance`).
+pub const PROVENANCE_FILE: &str = "provenance";
 /// In [`STATE_DIR`]: held by a running `lesson watch`.
 pub const WATCH_LOCK_FILE: &str = "watch.lock";
 /// In [`STATE_DIR`]: the identity of the index a running `lesson watch` vouches for.

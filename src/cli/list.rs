@@ -5,6 +5,7 @@ use std::process::ExitCode;
 
 use clap::{Args, ValueEnum};
 use lesson::document::Document;
+use lesson::git::provenance::Provenance;
 use lesson::index_md::{self, IndexEntry};
 use lesson::lesson::Lesson;
 use lesson::report::lessons::{self, LessonJson};
@@ -42,6 +43,7 @@ pub struct ListArgs {
 /// of its own, is left out (as `_index.md` leaves it out), and a note on stderr names it.
 pub fn run(root: &Path, args: ListArgs) -> anyhow::Result<ExitCode> {
     let bank = super::load_lessons(root)?;
+    let provenance = provenance(&bank.root);
     let keep = |state: &str| match args.status {
         StatusFilter::All => true,
         StatusFilter::Active => state == "active",
@@ -54,7 +56,7 @@ pub fn run(root: &Path, args: ListArgs) -> anyhow::Result<ExitCode> {
                 .into_iter()
                 .filter(|e| keep(e.state))
                 .collect();
-            print!("{}", lessons::table(&entries));
+            print!("{}", lessons::table_with(&entries, provenance.as_ref()));
         }
         OutputFormat::Json => {
             let mut lessons: Vec<(&Document, &Lesson)> = bank
@@ -66,7 +68,12 @@ pub fn run(root: &Path, args: ListArgs) -> anyhow::Result<ExitCode> {
             });
             let json: Vec<LessonJson> = lessons
                 .into_iter()
-                .map(|(doc, lesson)| LessonJson::new(doc, lesson, bank.status(lesson)))
+                .map(|(doc, lesson)| {
+                    let stamps = provenance
+                        .as_ref()
+                        .and_then(|p| p.get(&bank_relative(&bank.root, &doc.source.path)));
+                    LessonJson::new(doc, lesson, bank.status(lesson)).with_provenance(stamps)
+                })
                 .filter(|j| keep(j.status))
                 .collect();
             println!("{}", serde_json::to_string_pretty(&json)?);
@@ -76,4 +83,25 @@ pub fn run(root: &Path, args: ListArgs) -> anyhow::Result<ExitCode> {
         eprintln!("{note}");
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The bank's provenance when it is in git; a failure to read history is a note on stderr,
+/// and the listing goes on without it.
+pub(super) fn provenance(root: &Path) -> Option<Provenance> {
+    match Provenance::of_bank(root) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("note: no provenance: {e}");
+            None
+        }
+    }
+}
+
+/// A file's path relative to the bank's root, `/`-separated.
+pub(super) fn bank_relative(root: &Path, path: &Path) -> String {
+    let rel = path.strip_prefix(root).unwrap_or(path);
+    rel.components()
+        .map(|c| c.as_os_str().to_string_lossy())
+        .collect::<Vec<_>>()
+        .join("/")
 }

@@ -12,6 +12,7 @@ mod init;
 mod lint;
 mod list;
 mod merge_file;
+mod log;
 mod new;
 mod record;
 mod review;
@@ -60,6 +61,8 @@ enum Command {
     List(list::ListArgs),
     /// Print one lesson
     Show(show::ShowArgs),
+    /// A lesson's story: its commits (following renames), ledger events and supersession chain
+    Log(log::LogArgs),
     /// Record an observed outcome in a lesson's ledger and update its counts and evidence
     Record(record::RecordArgs),
     /// List the lessons that need a human: failure-dominant, expired, mixed, never applied
@@ -101,6 +104,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Command::Init(a) => init::run(args.dir, a),
         Command::List(a) => list::run(&bank_dir(args.dir)?, a),
         Command::Show(a) => show::run(&bank_dir(args.dir)?, a),
+        Command::Log(a) => log::run(&bank_dir(args.dir)?, a),
         Command::Record(a) => record::run(&bank_dir(args.dir)?, a),
         Command::Review(a) => review::run(&bank_dir(args.dir)?, a),
         Command::Supersede(a) => supersede::run(&bank_dir(args.dir)?, a),

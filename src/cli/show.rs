@@ -7,7 +7,8 @@ use clap::Args;
 
 use lesson::curate::show::{self, Found};
 use lesson::document::Document;
-use lesson::report::lessons::LessonJson;
+use lesson::git::provenance::Provenance;
+use lesson::report::lessons::{self, LessonJson};
 
 use super::list::OutputFormat;
 
@@ -25,15 +26,18 @@ pub struct ShowArgs {
 pub fn run(root: &Path, args: ShowArgs) -> anyhow::Result<ExitCode> {
     let bank = super::load_lessons(root)?;
     let json = args.format == OutputFormat::Json;
-    match show::find(&bank, &args.slug)? {
-        Found::Live(doc) => print_lesson(&bank, doc, json, None)?,
+    let provenance = super::list::provenance(&bank.root);
+    let found = show::find(&bank, &args.slug)?;
+    let p = provenance.as_ref();
+    match found {
+        Found::Live(doc) => print_lesson(&bank, doc, json, None, p)?,
         Found::Archived(doc) => {
             eprintln!(
                 "note: `{}` is archived ({}): not in the live set, never retrieved",
                 args.slug,
                 doc.source.path.display()
             );
-            print_lesson(&bank, &doc, json, Some("archived"))?;
+            print_lesson(&bank, &doc, json, Some("archived"), p)?;
         }
         // a file named like the slug that does not parse as a lesson: its text can be shown
         Found::NotALesson(doc) if !json && doc.read_problem.is_none() => {
@@ -56,10 +60,15 @@ fn print_lesson(
     doc: &Document,
     json: bool,
     status: Option<&'static str>,
+    provenance: Option<&Provenance>,
 ) -> anyhow::Result<()> {
+    let stamps =
+        provenance.and_then(|p| p.get(&super::list::bank_relative(&bank.root, &doc.source.path)));
     match (&doc.lesson, json) {
         (Some(lesson), true) => {
-            let mut view = LessonJson::new(doc, lesson, bank.status(lesson)).with_body(doc);
+            let mut view = LessonJson::new(doc, lesson, bank.status(lesson))
+                .with_body(doc)
+                .with_provenance(stamps);
             if let Some(label) = status {
                 view = view.with_status(label);
             }
@@ -72,6 +81,9 @@ fn print_lesson(
         ),
         (_, false) => {
             println!("{}", doc.source.path.display());
+            if let Some(s) = stamps {
+                println!("{}", lessons::provenance_line(s));
+            }
             print!("{}", doc.source.text);
         }
     }

@@ -3,5 +3,6 @@
 //! The network (fetch, push) is the system `git`'s (`repo`), as cargo's `net.git-fetch-with-cli`.
 
 pub mod driver;
+pub mod log;
 pub mod provenance;
 pub mod repo;

@@ -6,6 +6,7 @@ use serde::Serialize;
 
 use crate::bank::Status;
 use crate::document::{Body, Document};
+use crate::git::provenance::{LessonStamps, Provenance, Stamp};
 use crate::index_md::IndexEntry;
 use crate::lesson::{Lesson, Target};
 
@@ -27,6 +28,13 @@ pub struct LessonJson<'a> {
     /// `active`, `superseded` or `expired`.
     pub status: &'static str,
     superseded_by: Vec<String>,
+    /// The commit that added the lesson (following renames and archive moves), when the bank
+    /// is in git and the lesson is committed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    created: Option<StampJson<'a>>,
+    /// The newest commit that changed, renamed or moved it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    changed: Option<StampJson<'a>>,
     /// The body's title and sections (`lesson show` only).
     #[serde(skip_serializing_if = "Option::is_none")]
     body: Option<BodyJson<'a>>,
@@ -43,6 +51,33 @@ struct BodyJson<'a> {
 struct SectionJson<'a> {
     heading: String,
     text: &'a str,
+}
+
+/// A commit of a lesson's provenance.
+#[derive(Debug, Serialize)]
+pub struct StampJson<'a> {
+    pub(super) commit: &'a str,
+    author: &'a str,
+    email: &'a str,
+    /// RFC 3339, UTC.
+    pub(super) date: String,
+}
+
+impl<'a> StampJson<'a> {
+    /// The author's name.
+    pub fn author_name(&self) -> &str {
+        self.author
+    }
+
+    /// The JSON view of a provenance stamp.
+    pub fn new(stamp: &'a Stamp) -> Self {
+        StampJson {
+            commit: &stamp.commit,
+            author: &stamp.author,
+            email: &stamp.email,
+            date: stamp.time.to_string(),
+        }
+    }
 }
 
 #[derive(Debug, Serialize)]
@@ -97,8 +132,19 @@ impl<'a> LessonJson<'a> {
                 Status::Superseded(by) => by,
                 _ => Vec::new(),
             },
+            created: None,
+            changed: None,
             body: None,
         }
+    }
+
+    /// With the lesson's provenance (`None`: not in git, or not committed yet).
+    pub fn with_provenance(mut self, stamps: Option<LessonStamps<'a>>) -> Self {
+        if let Some(s) = stamps {
+            self.created = Some(StampJson::new(s.created));
+            self.changed = Some(StampJson::new(s.changed));
+        }
+        self
     }
 
     /// With the body's title and sections, read from the document's text (which must be
@@ -137,8 +183,61 @@ impl<'a> LessonJson<'a> {
 
 /// `lesson list`: an aligned table: slug, outcome, confidence, successes/failures, status, title.
 pub fn table(entries: &[IndexEntry]) -> String {
+    table_with(entries, None)
+}
+
+/// A commit in one short line: `2024-03-01 4f2a9c1 Ann`.
+pub fn stamp_line(stamp: &Stamp) -> String {
+    format!(
+        "{} {} {}",
+        stamp.time.strftime("%Y-%m-%d"),
+        &stamp.commit[..stamp.commit.len().min(7)],
+        stamp.author
+    )
+}
+
+/// `lesson show`'s line under the path: `created 2024-01-01 1a2b3c4 Ann, changed ...`.
+pub fn provenance_line(stamps: LessonStamps<'_>) -> String {
+    if stamps.created == stamps.changed {
+        format!("created {}, unchanged since", stamp_line(stamps.created))
+    } else {
+        format!(
+            "created {}, changed {}",
+            stamp_line(stamps.created),
+            stamp_line(stamps.changed)
+        )
+    }
+}
+
+/// [`table`], with a `CHANGED` column (the date of the newest commit that changed each lesson)
+/// when the bank is in git; `-` for a lesson not committed yet.
+pub fn table_with(entries: &[IndexEntry], provenance: Option<&Provenance>) -> String {
     if entries.is_empty() {
         return String::new();
+    }
+    if let Some(p) = provenance {
+        let rows: Vec<[String; 7]> = entries
+            .iter()
+            .map(|e| {
+                [
+                    e.slug.clone(),
+                    e.outcome.clone(),
+                    e.confidence.clone(),
+                    format!("{}/{}", e.success_count, e.failure_count),
+                    e.status.clone(),
+                    p.get(&e.path).map_or_else(
+                        || "-".to_string(),
+                        |s| s.changed.time.strftime("%Y-%m-%d").to_string(),
+                    ),
+                    e.title.split_whitespace().collect::<Vec<_>>().join(" "),
+                ]
+            })
+            .collect();
+        let header = [
+            "SLUG", "OUTCOME", "CONF", "S/F", "STATUS", "CHANGED", "TITLE",
+        ]
+        .map(String::from);
+        return super::aligned(&header, &rows);
     }
     let rows: Vec<[String; 6]> = entries
         .iter()

@@ -9,6 +9,7 @@ mod github;
 pub mod hits;
 pub mod json;
 pub mod lessons;
+pub mod log;
 pub mod pairs;
 pub mod review;
 mod sarif;

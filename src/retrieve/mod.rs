@@ -152,7 +152,8 @@ pub struct ScoreParts {
     pub confidence: f64,
     /// `(s − f + 1) / (s + f + 1)`, at least 0.1.
     pub count_factor: f64,
-    /// `0.5^(days since the file changed / half-life)`; 1 without decay.
+    /// `0.5^(days since the lesson last changed / half-life)`: its last commit when the bank
+    /// is in git, else its ledger's newest event; 1 without decay or without either.
     pub recency: f64,
     /// The product.
     pub score: f64,
@@ -269,7 +270,11 @@ impl Bank {
     /// Like [`Bank::retrieve`], with the request's inferred tags and search statistics.
     pub fn search(&self, request: &Request) -> Search {
         let records = store::records_of_bank(self);
-        let index = index::Index::build(records, segment::Header::default());
+        let mut index = index::Index::build(records, segment::Header::default());
+        let provenance = crate::git::provenance::Provenance::of_bank(&self.root)
+            .ok()
+            .flatten();
+        index.set_provenance(provenance.as_ref());
         let settings = Settings::from_config(&self.config.retrieve);
         index
             .search(request, &settings)

@@ -90,6 +90,9 @@ pub struct LessonFields {
     /// The codes of the error-level findings in its own file (lint's file rules, with the
     /// bank's levels and suppressions), sorted: a lesson with any is never served.
     pub errors: Vec<String>,
+    /// The time of its ledger's newest event, seconds since the epoch: the recency input of a
+    /// bank outside git (in git, the lesson's last commit replaces it at search time).
+    pub ledger_at_s: Option<i64>,
 }
 
 /// One indexed file.
@@ -112,6 +115,8 @@ impl Record {
         let lesson = doc.lesson.as_ref().map(|l| {
             let mut fields = LessonFields::new(doc, l);
             fields.errors = error_codes(doc, config);
+            fields.ledger_at_s = bank_root(&doc.source.path, &path)
+                .and_then(|root| newest_event_s(root, &l.slug.value));
             fields
         });
         Record { path, stat, lesson }
@@ -164,6 +169,7 @@ impl LessonFields {
             gist,
             body,
             errors: Vec::new(),
+            ledger_at_s: None,
         }
     }
 
@@ -250,6 +256,22 @@ fn error_codes(doc: &Document, config: &Config) -> Vec<String> {
     codes.sort();
     codes.dedup();
     codes
+}
+
+/// The bank's root, from a file's path and its path relative to the root.
+fn bank_root<'a>(path: &'a Path, rel: &str) -> Option<&'a Path> {
+    path.ancestors().nth(rel.split('/').count())
+}
+
+/// The time of the newest event of a lesson's ledger, seconds since the epoch; `None` when it
+/// has no ledger or no whole event. File times are never read: they change with a checkout.
+pub fn newest_event_s(root: &Path, slug: &str) -> Option<i64> {
+    if crate::lesson::slug_problem(slug).is_some() {
+        return None;
+    }
+    let bytes = std::fs::read(crate::layout::log_path(root, slug)).ok()?;
+    let ledger = crate::ledger::Ledger::parse(Path::new(""), &bytes);
+    ledger.entries.iter().map(|e| e.event.at.as_second()).max()
 }
 
 /// The lesson in a file's bytes, parsed as a record's lesson is (`None` when it is no lesson).

@@ -74,12 +74,14 @@ pub fn count_factor(successes: u64, failures: u64) -> f64 {
 }
 
 /// Recency `0.5^(days / half_life)`: a lesson `half_life` days old counts half. Days are
-/// counted from the file's modification time to `now` (never negative).
-pub fn recency(mtime_ns: i64, now_ns: i64, half_life_days: Option<f64>) -> f64 {
+/// counted from when the lesson last changed (its last commit when the bank is in git, else its
+/// ledger's newest event; never a file time, which a checkout or a `touch` moves) to `now`
+/// (never negative).
+pub fn recency(changed_ns: i64, now_ns: i64, half_life_days: Option<f64>) -> f64 {
     let Some(h) = half_life_days.filter(|&h| h > 0.0) else {
         return 1.0;
     };
-    let days = (now_ns.saturating_sub(mtime_ns)).max(0) as f64 / 86_400e9;
+    let days = (now_ns.saturating_sub(changed_ns)).max(0) as f64 / 86_400e9;
     (-std::f64::consts::LN_2 * days / h).exp()
 }
 

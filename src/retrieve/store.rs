@@ -235,6 +235,7 @@ impl Retriever {
                 generation: vouched.generation,
                 ..Refresh::default()
             };
+            r.apply_provenance();
             return Ok(r);
         }
         r.refresh_with(why)?;
@@ -317,12 +318,31 @@ impl Retriever {
             report.generation = self.generation();
         } else {
             self.apply(replaced, restat, records, &mut report)?;
+            self.apply_provenance();
         }
         self.last = report;
         Ok(parsed)
     }
 
+    /// Check the files (or rebuild), then take the ranking's recency input from the bank's
+    /// provenance when it is in git.
     fn refresh_with(&mut self, rebuild: Option<String>) -> Result<(), RetrieveError> {
+        self.refresh_files(rebuild)?;
+        self.apply_provenance();
+        Ok(())
+    }
+
+    /// Rank by each lesson's last commit when the bank is in git (read from the provenance
+    /// cache, which walks only commits it has not seen): the index holds no git state, since
+    /// HEAD moves without any file changing. A failure to read history ranks by the ledgers.
+    fn apply_provenance(&mut self) {
+        let provenance = crate::git::provenance::Provenance::of_bank(&self.root)
+            .ok()
+            .flatten();
+        self.index.set_provenance(provenance.as_ref());
+    }
+
+    fn refresh_files(&mut self, rebuild: Option<String>) -> Result<(), RetrieveError> {
         let limit = self.config.lint.size_limit;
         let config = &self.config;
         let mut files = walk::lesson_files(&self.root, &self.exclude);
@@ -526,6 +546,7 @@ impl Retriever {
                 ..Refresh::default()
             };
             self.fold(&delta, generation, &mut report)?;
+            self.apply_provenance();
             self.last = report;
         }
         Ok(&self.last)

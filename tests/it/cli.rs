@@ -600,7 +600,8 @@ fn archive_dry_run_then_archive() {
 
 const RETRIEVE: &str = "tests/fixtures/banks/retrieve";
 
-/// A sandbox with the retrieval bank, every lesson last modified 30 days before NOW, so that
+/// A sandbox with the retrieval bank, every lesson last modified 30 days before NOW (its file,
+/// and its ledger: a `created` event with its counts, recency's input outside git), so that
 /// recency is the same on every run (0.5^(30/365) with the default half-life).
 fn search_sandbox() -> Sandbox {
     let s = Sandbox::with_bank(RETRIEVE);
@@ -616,6 +617,31 @@ fn search_sandbox() -> Sandbox {
                 .unwrap();
             file.set_modified(month_ago).unwrap();
         }
+    }
+    let at = jiff::Timestamp::from_second(now.as_second() - 30 * 86_400).unwrap();
+    std::fs::create_dir_all(s.bank().join("_log")).unwrap();
+    for entry in std::fs::read_dir(s.bank()).unwrap() {
+        let path = entry.unwrap().path();
+        let text = std::fs::read_to_string(&path).unwrap_or_default();
+        let field = |name: &str| {
+            text.lines()
+                .find_map(|l| l.strip_prefix(name))
+                .map(|v| v.trim().to_string())
+        };
+        let (Some(slug), Some("md")) = (field("slug:"), path.extension().and_then(|e| e.to_str()))
+        else {
+            continue;
+        };
+        let count = |name: &str| field(name).unwrap_or_else(|| "0".to_string());
+        std::fs::write(
+            s.bank().join(format!("_log/{slug}.jsonl")),
+            format!(
+                "{{\"at\":\"{at}\",\"event\":\"created\",\"by\":\"t\",\"success_count\":{},\"failure_count\":{}}}\n",
+                count("success_count:"),
+                count("failure_count:")
+            ),
+        )
+        .unwrap();
     }
     s
 }

@@ -23,6 +23,7 @@ mod lint_defects;
 mod parse_props;
 mod plain_git;
 mod project_bank;
+mod provenance;
 mod report;
 mod retrieve;
 mod rules;

@@ -27,6 +27,21 @@ fn set_mtime(path: &Path, t: SystemTime) {
     file.set_modified(t).unwrap();
 }
 
+/// Dates a lesson as its ledger does (recency's input outside git): a `created` event with its
+/// counts at `t`.
+fn date_by_ledger(root: &Path, slug: &str, counts: (u64, u64), t: SystemTime) {
+    let at = jiff::Timestamp::try_from(t).unwrap();
+    std::fs::create_dir_all(root.join("_log")).unwrap();
+    std::fs::write(
+        root.join(format!("_log/{slug}.jsonl")),
+        format!(
+            "{{\"at\":\"{at}\",\"event\":\"created\",\"by\":\"t\",\"success_count\":{},\"failure_count\":{}}}\n",
+            counts.0, counts.1
+        ),
+    )
+    .unwrap();
+}
+
 fn lesson(slug: &str, title: &str, extra: &str) -> String {
     format!(
         "---\nschema: learning/v1\nslug: {slug}\ntitle: {title}\ntrigger:\n  description: When {title}\n{extra}outcome: success\nevidence:\n  - kind: run\n    ref: r1\n---\n\n# {title}\n\n## What to do (or avoid)\n\n- Do it: {title}\n"
@@ -99,7 +114,8 @@ fn the_score_is_similarity_times_confidence_count_factor_and_recency() {
             ),
         ),
     ]);
-    set_mtime(&tmp.path().join("plain.md"), days_before_now(365.0));
+    date_by_ledger(tmp.path(), "plain", (0, 0), days_before_now(365.0));
+    date_by_ledger(tmp.path(), "failing", (0, 5), days_before_now(30.0));
     let hits = fresh(tmp.path(), &Request::new("rotate signing keys").now(now()));
     assert_eq!(slugs(&hits), ["plain", "failing"]);
     let plain = &hits[0].score;

@@ -5,6 +5,7 @@
 //! table and writes `target/bench/<bench>.json`. Banks are generated once per generator version
 //! under `target/bench/banks/` and reused.
 
+mod git;
 pub mod json;
 mod lint;
 pub mod machine;
@@ -24,17 +25,21 @@ pub enum Target {
     Lint,
     /// `lesson search` against `rg`, SQLite FTS5 (trigram) and tantivy (BM25).
     Search,
+    /// Provenance, `lint --base`, `sync` and sync contention on a bank with a long history,
+    /// against `git` floors.
+    Git,
 }
 
 impl Target {
     /// Every bench, in the order `cargo xtask bench` runs them.
-    pub const ALL: [Target; 2] = [Target::Lint, Target::Search];
+    pub const ALL: [Target; 3] = [Target::Lint, Target::Search, Target::Git];
 
     /// The name on the command line.
     pub fn name(self) -> &'static str {
         match self {
             Target::Lint => "lint",
             Target::Search => "search",
+            Target::Git => "git",
         }
     }
 
@@ -99,6 +104,7 @@ pub fn run(options: &Options) -> anyhow::Result<()> {
         match target {
             Target::Lint => lint::run(&paths, options)?,
             Target::Search => search::run(&paths, options)?,
+            Target::Git => git::run(&paths, options)?,
         }
     }
     Ok(())

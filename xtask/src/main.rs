@@ -32,6 +32,8 @@ Usage: cargo xtask bench [TARGET] [--sizes N[,N...]] [--runs N]
 Bench targets (default: all):
   lint    `lesson lint` and `lesson index` against the cat and rg floors
   search  `lesson search` against rg, SQLite FTS5 (trigram) and tantivy (BM25)
+  git     provenance, lint --base, sync and 16-clone sync contention on a bank with a
+          1,000-commit history, against git log / git diff / git pull+push
 
 Bench options:
   --sizes N[,N...]  bank sizes in lessons (default: 10000,100000)

@@ -58,6 +58,7 @@ impl Index {
             deleted,
             deleted_count,
             restat,
+            commit_times: Vec::new(),
             candidates: Bits::default(),
             held: Vec::new(),
             expires: Vec::new(),
@@ -72,6 +73,26 @@ impl Index {
         };
         index.derive()?;
         Ok(index)
+    }
+
+    /// Rank by each lesson's last commit (its provenance's `changed` time) instead of its
+    /// ledger: the recency input of a bank in git. `None` (a bank outside git) ranks by the
+    /// ledgers again. A lesson no commit holds yet keeps its ledger's time.
+    pub fn set_provenance(&mut self, provenance: Option<&crate::git::provenance::Provenance>) {
+        self.commit_times.clear();
+        let Some(p) = provenance else {
+            return;
+        };
+        let Ok(entries) = self.entries() else {
+            return;
+        };
+        let mut times = vec![NOT_COMMITTED; self.n];
+        for e in entries {
+            if let Some(s) = p.get(e.path) {
+                times[e.id as usize] = s.changed.time.as_second();
+            }
+        }
+        self.commit_times = times;
     }
 
     /// Read what hits show from the files under `root`.

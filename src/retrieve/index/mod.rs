@@ -29,6 +29,9 @@ use crate::walk::path_order;
 mod load;
 mod query;
 
+/// In [`Index`]'s commit times: a lesson that no commit holds yet.
+const NOT_COMMITTED: i64 = i64::MIN;
+
 /// A set of targets and, once needed, their compiled globs.
 #[derive(Debug)]
 struct TargetSet {
@@ -167,6 +170,10 @@ pub struct Index {
     deleted: Bits,
     deleted_count: usize,
     restat: HashMap<u32, FileStat>,
+    /// Per doc id, the time of the lesson's last commit (seconds; [`NOT_COMMITTED`] when it
+    /// has none); empty when the bank is not in git. Set at search time from the provenance
+    /// cache ([`Index::set_provenance`]), never stored in the index: it moves with HEAD.
+    commit_times: Vec<i64>,
     /// Live lessons that no live lesson supersedes and no error holds back.
     candidates: Bits,
     /// Live lessons held back for error-level findings in their own file, in path order.

@@ -441,13 +441,16 @@ impl Index {
     ) -> Result<ScoreParts, Corrupt> {
         let (seg, local) = self.locate(id);
         let rank = seg.rank(local)?;
-        let mtime_ns = match self.restat.get(&(id as u32)) {
-            Some(stat) if id < self.base_count => stat.mtime_ns,
-            _ => rank.mtime_ns,
+        // the lesson's last commit in git, else its ledger's newest event; never a file time
+        let at_s = match self.commit_times.get(id) {
+            Some(&t) if t != NOT_COMMITTED => Some(t),
+            _ => rank.ledger_at_s,
         };
         let confidence = score::confidence(rank.confidence);
         let count_factor = score::count_factor(rank.successes, rank.failures);
-        let recency = score::recency(mtime_ns, now_ns, s.half_life_days);
+        let recency = at_s.map_or(1.0, |at| {
+            score::recency(at.saturating_mul(1_000_000_000), now_ns, s.half_life_days)
+        });
         Ok(ScoreParts {
             similarity,
             confidence,

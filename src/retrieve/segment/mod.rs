@@ -27,8 +27,9 @@
 //! restat     base doc id u32, size u64, mtime i64, ctime i64, inode u64, hash u64,
 //!            settled u8, 3 bytes padding
 //! stat       per doc: size u64, ctime i64, inode u64, hash u64
-//! rank       per doc: mtime i64, confidence f64, successes u64, failures u64, flags u8,
-//!            outcome u8, 6 bytes padding
+//! rank       per doc: mtime i64 (the file's, for checking it), confidence f64, successes u64,
+//!            failures u64, flags u8, outcome u8, the ledger's newest event u48 (seconds since
+//!            the epoch, 0 when none: the recency input outside git)
 //! lens       per length slot (score::slot), per doc: u32
 //! paths      per block of 32 docs an offset u32, then the paths in doc order, each the
 //!            length of the prefix it shares with the previous one in its block (varint) and
@@ -76,7 +77,7 @@ pub use read::{Segment, SegmentTags};
 pub use write::{encode, Encoder, Patch};
 
 /// The on-disk format version; a file of another version is rebuilt.
-pub const FORMAT_VERSION: u32 = 3;
+pub const FORMAT_VERSION: u32 = 4;
 const MAGIC: &[u8; 8] = b"LESSONIX";
 
 /// The sections, in file order.
@@ -171,6 +172,8 @@ pub struct LessonMeta {
     pub supersedes: Vec<String>,
     /// The codes of the error-level findings in its file, sorted: held back when any.
     pub errors: Vec<String>,
+    /// Its ledger's newest event, seconds since the epoch.
+    pub ledger_at_s: Option<i64>,
 }
 
 /// What the index keeps of a file.
@@ -187,8 +190,10 @@ pub struct Doc {
 /// The numbers of one doc that ranking reads.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Rank {
-    /// Modification time (recency).
+    /// The file's modification time (for checking it, never for ranking).
     pub mtime_ns: i64,
+    /// Its ledger's newest event, seconds since the epoch (the recency input outside git).
+    pub ledger_at_s: Option<i64>,
     /// Confidence.
     pub confidence: f64,
     /// `success_count`.
@@ -287,6 +292,7 @@ mod tests {
             } else {
                 vec!["S001".to_string()]
             },
+            ledger_at_s: (tags.len() == 1).then_some(1_700_000_000),
         }
     }
 

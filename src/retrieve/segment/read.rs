@@ -392,6 +392,11 @@ impl Segment {
         let at = id * RANK_ENTRY;
         Rank {
             mtime_ns: u64_at(ranks, at) as i64,
+            ledger_at_s: {
+                let mut b = [0u8; 8];
+                b[..6].copy_from_slice(&ranks[at + 34..at + 40]);
+                Some(u64::from_le_bytes(b) as i64).filter(|&s| s > 0)
+            },
             confidence: f64::from_bits(u64_at(ranks, at + 8)),
             successes: u64_at(ranks, at + 16),
             failures: u64_at(ranks, at + 24),
@@ -770,6 +775,7 @@ impl Segment {
                         .get(&key)
                         .map(|s| s.iter().map(|s| s.to_string()).collect())
                         .unwrap_or_default(),
+                    ledger_at_s: rank.ledger_at_s,
                 })
             } else {
                 None

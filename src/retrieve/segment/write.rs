@@ -49,6 +49,7 @@ fn analyse(r: &Record) -> (Doc, Vec<(Term, Tf)>) {
             targets: l.targets.clone(),
             supersedes: l.supersedes.clone(),
             errors: l.errors.clone(),
+            ledger_at_s: l.ledger_at_s,
         }),
     };
     (doc, counts.into_iter().collect())
@@ -169,6 +170,7 @@ pub(super) fn write_segment(
         let flag = |b: bool, f: u8| if b { f } else { 0 };
         let mut flags = flag(d.stat.settled, F_SETTLED);
         let (mut confidence, mut successes, mut failures, mut outcome) = (0.0, 0, 0, 0);
+        let mut ledger_at = 0u64;
         if let Some(l) = &d.lesson {
             lessons += 1;
             flags |= F_LESSON
@@ -181,6 +183,11 @@ pub(super) fn write_segment(
             successes = l.successes;
             failures = l.failures;
             outcome = outcome_byte(l.outcome);
+            // 48 bits of seconds; 0 (and any time before 1970 or past the year 8 million) is none
+            ledger_at = l
+                .ledger_at_s
+                .filter(|&s| s > 0 && s < 1 << 48)
+                .map_or(0, |s| s as u64);
             for (slot, &len) in l.lens.iter().enumerate() {
                 lens[slot * n + id] = len;
                 totals[slot] += u64::from(len);
@@ -193,7 +200,7 @@ pub(super) fn write_segment(
         w.u64(failures);
         w.u8(flags);
         w.u8(outcome);
-        w.buf.extend_from_slice(&[0; 6]);
+        w.buf.extend_from_slice(&ledger_at.to_le_bytes()[..6]);
     }
     let w = &mut secs[sec(Sec::Lens)];
     for len in lens {
