@@ -5,6 +5,7 @@ mod add;
 mod archive;
 mod config;
 mod dedup;
+mod diff;
 mod distill;
 mod index;
 mod init;
@@ -76,6 +77,9 @@ enum Command {
     Distill(distill::DistillArgs),
     /// Keep the index, `_index.md` and lint findings current as files change (until Ctrl-C)
     Watch(watch::WatchArgs),
+    /// What a change does to the bank (lessons added, outcomes recorded, supersessions,
+    /// archives, rewrites, `lint --base` findings), for a reviewer or a pull-request comment
+    Diff(diff::DiffArgs),
 }
 
 /// Run a command.
@@ -98,6 +102,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Command::Add(a) => add::run(&bank_dir(args.dir)?, a),
         Command::Distill(a) => distill::run(&bank_dir(args.dir)?, a),
         Command::Watch(a) => watch::run(&bank_dir(args.dir)?, a),
+        Command::Diff(a) => diff::run(&bank_dir(args.dir)?, a),
     }
 }
 
