@@ -266,14 +266,14 @@ struct JsonSummary<'a> {
     archived: &'a [Moved],
     moved: &'a [Moved],
     rewritten: &'a [Rewritten],
-    findings: serde_json::Value,
+    findings: Vec<super::json::JsonDiagnostic<'a>>,
 }
 
 /// The summary as the JSON object the module docs describe, pretty-printed, with a final
 /// newline.
 pub fn json(summary: &Summary) -> serde_json::Result<String> {
     let sources: Sources<'_> = summary.sources.iter().collect();
-    let findings = serde_json::from_str(&super::json::render(&summary.findings, &sources))?;
+    let findings = super::json::objects(&summary.findings, &sources);
     let view = JsonSummary {
         base: &summary.revisions.base,
         head: summary.revisions.head.as_deref(),

@@ -21,6 +21,7 @@ mod ledger;
 mod left_out;
 mod lint_defects;
 mod parse_props;
+mod pr;
 mod project_bank;
 mod report;
 mod retrieve;
