@@ -53,6 +53,22 @@ pub struct Changes<'r> {
     by_old: HashMap<String, usize>,
 }
 
+/// The tree of the bank's folder in a commit's `tree` (`None` when the commit has no such
+/// folder: every file is then added or deleted).
+fn bank_tree<'r>(
+    repo: &'r BankRepo,
+    tree: &git2::Tree<'r>,
+) -> Result<Option<git2::Tree<'r>>, GitError> {
+    if repo.prefix.is_empty() {
+        return Ok(Some(tree.clone()));
+    }
+    match tree.get_path(std::path::Path::new(&repo.prefix)) {
+        Ok(entry) => Ok(entry.to_object(&repo.repo)?.into_tree().ok()),
+        Err(e) if e.code() == git2::ErrorCode::NotFound => Ok(None),
+        Err(e) => Err(e.into()),
+    }
+}
+
 /// Rename detection compares every added file with every deleted one: past this many, git's
 /// own default gives up too (`diff.renameLimit`); archives are exact renames, found first.
 const RENAME_LIMIT: usize = 10_000;
@@ -67,17 +83,35 @@ impl<'r> Changes<'r> {
     ) -> Result<Changes<'r>, GitError> {
         let mut opts = git2::DiffOptions::new();
         opts.ignore_submodules(true).skip_binary_check(true);
-        if !repo.prefix.is_empty() {
-            opts.pathspec(format!("{}/", repo.prefix));
-        }
         let base_tree = base.tree()?;
+        // two commits are compared as their bank folders' trees, paths relative to the bank: no
+        // pathspec is matched against every entry of the repository's trees
+        let mut bank_relative = false;
         let mut diff = match &head {
+            Head::Commit(commit) if commit.tree_id() == base_tree.id() => {
+                // the same tree: nothing changed, and nothing needs reading
+                return Ok(Changes {
+                    repo,
+                    base,
+                    head,
+                    changes: Vec::new(),
+                    by_new: HashMap::new(),
+                    by_old: HashMap::new(),
+                });
+            }
             Head::Commit(commit) => {
                 let tree = commit.tree()?;
-                repo.repo
-                    .diff_tree_to_tree(Some(&base_tree), Some(&tree), Some(&mut opts))?
+                bank_relative = true;
+                repo.repo.diff_tree_to_tree(
+                    bank_tree(repo, &base_tree)?.as_ref(),
+                    bank_tree(repo, &tree)?.as_ref(),
+                    Some(&mut opts),
+                )?
             }
             Head::WorkTree => {
+                if !repo.prefix.is_empty() {
+                    opts.pathspec(format!("{}/", repo.prefix));
+                }
                 opts.include_untracked(true).recurse_untracked_dirs(true);
                 repo.repo
                     .diff_tree_to_workdir_with_index(Some(&base_tree), Some(&mut opts))?
@@ -93,7 +127,13 @@ impl<'r> Changes<'r> {
             let path = |f: git2::DiffFile<'_>| {
                 f.path()
                     .map(|p| p.to_string_lossy().replace('\\', "/"))
-                    .and_then(|p| repo.bank_path(&p).map(str::to_string))
+                    .and_then(|p| {
+                        if bank_relative {
+                            Some(p)
+                        } else {
+                            repo.bank_path(&p).map(str::to_string)
+                        }
+                    })
             };
             let (old, new) = (path(delta.old_file()), path(delta.new_file()));
             let (old_id, new_id) = (delta.old_file().id(), delta.new_file().id());

@@ -188,11 +188,12 @@ impl Version {
 }
 
 /// Work out what the change does. `root` is the bank as the user named it (the findings' paths
-/// are below it).
+/// are below it); with `summary`, also the outcomes recorded per lesson (for `lesson diff`).
 pub(crate) fn review(
     root: &Path,
     changes: &Changes<'_>,
     exclude: &GlobSet,
+    summary: bool,
 ) -> Result<Review, GitError> {
     let mut r = Review::default();
     let shown = |rel: &str| -> PathBuf { root.join(rel) };
@@ -281,8 +282,11 @@ pub(crate) fn review(
             (false, false) => {}
         }
     }
-    for ledger in ledgers_seen {
-        recorded(&mut r, changes, &ledger, exclude)?;
+    // the outcomes recorded are for `lesson diff` only: `lint --base` reads no more than it checks
+    if summary {
+        for ledger in ledgers_seen {
+            recorded(&mut r, changes, &ledger, exclude)?;
+        }
     }
     Ok(r)
 }
