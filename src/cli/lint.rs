@@ -35,6 +35,14 @@ pub struct LintArgs {
     /// Exit 0 even when there are error-level findings
     #[arg(long)]
     exit_zero: bool,
+    /// Also check the change from this revision to the working tree (or `--head`) as a pull
+    /// request: ledgers only grow, counts move with outcomes, nothing deleted (rules G001..G006)
+    #[arg(long, value_name = "REV", conflicts_with_all = ["fix", "diff"])]
+    base: Option<String>,
+    /// With --base: compare with this revision instead of the working tree (the G rules only:
+    /// the other rules read the working tree)
+    #[arg(long, value_name = "REV", requires = "base")]
+    head: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -147,19 +155,40 @@ pub fn run(root: &Path, args: LintArgs) -> anyhow::Result<ExitCode> {
         write!(out, "{text}")?;
         (fixed.remaining, Some(note), checked)
     } else {
-        let (bank, diagnostics) = lint::lint_report(root, now, &selection)
-            .with_context(|| format!("cannot load the bank at {}", root.display()))?;
+        let base = match &args.base {
+            Some(base) => Some(
+                lesson::pr::check(root, base, args.head.as_deref(), &selection)
+                    .with_context(|| format!("cannot compare the bank with `{base}`"))?,
+            ),
+            None => None,
+        };
+        let plain = base.is_none() || lesson::pr::runs_plain_lint(&selection, args.head.is_some());
+        let (bank, mut diagnostics) = if plain {
+            let (bank, found) = lint::lint_report(root, now, &selection)
+                .with_context(|| format!("cannot load the bank at {}", root.display()))?;
+            (Some(bank), found)
+        } else {
+            (None, Vec::new())
+        };
+        let mut checked = bank.as_ref().map_or(0, |b| b.documents.len());
+        if let Some(base) = &base {
+            diagnostics.extend(base.diagnostics.iter().cloned());
+            diagnostics.sort_by(|a, b| a.sort_key().cmp(&b.sort_key()));
+            if !plain {
+                checked = base.changed;
+            }
+        }
+        let sources: Sources = bank
+            .iter()
+            .flat_map(|b| b.sources_for(&diagnostics))
+            .chain(base.iter().flat_map(|b| &b.sources))
+            .collect();
         write!(
             out,
             "{}",
-            report::render(
-                format,
-                &diagnostics,
-                &bank.sources_for(&diagnostics).collect::<Sources>(),
-                options
-            )
+            report::render(format, &diagnostics, &sources, options)
         )?;
-        let checked = bank.documents.len();
+        drop(sources);
         super::release(bank);
         (diagnostics, None, checked)
     };

@@ -5,6 +5,7 @@ mod add;
 mod archive;
 mod config;
 mod dedup;
+mod diff;
 mod distill;
 mod git;
 mod index;
@@ -91,6 +92,9 @@ enum Command {
     /// Commit the bank's pending files, fetch, merge by the bank's rules (ledgers by union,
     /// counts and `_index.md` re-derived), push; never forced
     Sync(sync::SyncArgs),
+    /// What a change does to the bank (lessons added, outcomes recorded, supersessions,
+    /// archives, rewrites, `lint --base` findings), for a reviewer or a pull-request comment
+    Diff(diff::DiffArgs),
 }
 
 /// Run a command.
@@ -117,6 +121,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Command::MergeFile(a) => merge_file::run(a),
         Command::Git(a) => git::run(&bank_dir(args.dir)?, a),
         Command::Sync(a) => sync::run(&bank_dir(args.dir)?, a),
+        Command::Diff(a) => diff::run(&bank_dir(args.dir)?, a),
     }
 }
 

@@ -27,6 +27,9 @@ pub enum Check {
     File(fn(&FileContext<'_>, &mut Vec<Diagnostic>)),
     /// Runs once on the whole bank.
     Bank(fn(&Bank, &mut Vec<Diagnostic>)),
+    /// Emitted by `lesson lint --base REV` (`crate::pr`), which compares two versions of the
+    /// bank; a plain lint never reports it (and a suppression of it is never unused).
+    Base,
 }
 
 /// A lint rule: its id (a stable code, a kebab-case name, a default level), docs and a check.
@@ -483,6 +486,29 @@ fn finish(
     apply_levels(levels, &mut all);
     all.sort_by(|a, b| a.sort_key().cmp(&b.sort_key()));
     all
+}
+
+/// Findings made outside the rules, by `lesson lint --base` (rules of [`Check::Base`]): the
+/// selection's rules and paths, the configured levels and the suppressions of the file each
+/// finding points into (found in `docs`, the versions the findings were placed in) applied,
+/// sorted by path and position.
+pub fn settle(
+    config: &Config,
+    selection: &Selection,
+    docs: &[Document],
+    mut diagnostics: Vec<Diagnostic>,
+) -> Vec<Diagnostic> {
+    let levels = levels(config, selection);
+    diagnostics.retain(|d| {
+        selection.includes(&d.path)
+            && !docs.iter().any(|doc| {
+                doc.source.path == d.path
+                    && suppression::suppresses(&suppression::allows(doc), d.code)
+            })
+    });
+    apply_levels(&levels, &mut diagnostics);
+    diagnostics.sort_by(|a, b| a.sort_key().cmp(&b.sort_key()));
+    diagnostics
 }
 
 /// Lint one document on its own: its parse diagnostics and every file rule, suppressions and the

@@ -98,7 +98,13 @@ pub(crate) fn apply(
         .iter()
         .any(|a| a.code == Some(rules::unused_suppression::RULE.code));
     if !unused_allowed {
-        for a in allows.iter().filter(|a| !a.used) {
+        // a rule only `lint --base` runs is never found by a plain lint: its suppression waits
+        let base_only = |a: &Allow| {
+            a.code
+                .and_then(find_rule)
+                .is_some_and(|r| matches!(r.check, crate::lint::Check::Base))
+        };
+        for a in allows.iter().filter(|a| !a.used && !base_only(a)) {
             let message = match a.code {
                 Some(code) => {
                     format!("suppression of {code} is unused: no {code} finding in this file")

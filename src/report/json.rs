@@ -41,7 +41,7 @@ use super::{edit_positions, json_path, Sources};
 use crate::diagnostic::{Applicability, Diagnostic, Severity};
 
 #[derive(Serialize)]
-struct JsonDiagnostic<'a> {
+pub(crate) struct JsonDiagnostic<'a> {
     code: &'a str,
     name: &'a str,
     severity: Severity,
@@ -90,6 +90,17 @@ pub fn render(diagnostics: &[Diagnostic], sources: &Sources<'_>) -> String {
     let mut out = serde_json::to_string_pretty(&items).unwrap_or_else(|_| "[]".to_string());
     out.push('\n');
     out
+}
+
+/// The objects of the array, for a view that embeds findings (`lesson diff --format json`).
+pub(crate) fn objects<'a>(
+    diagnostics: &'a [Diagnostic],
+    sources: &Sources<'_>,
+) -> Vec<JsonDiagnostic<'a>> {
+    diagnostics
+        .iter()
+        .map(|d| json_diagnostic(d, sources))
+        .collect()
 }
 
 fn json_diagnostic<'a>(d: &'a Diagnostic, sources: &Sources<'_>) -> JsonDiagnostic<'a> {

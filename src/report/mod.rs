@@ -4,6 +4,7 @@
 //! touches the terminal, and the caller decides about colour through [`RenderOptions`].
 
 mod concise;
+pub mod diff;
 mod full;
 mod github;
 pub mod hits;

@@ -22,6 +22,7 @@ mod left_out;
 mod lint_defects;
 mod parse_props;
 mod plain_git;
+mod pr;
 mod project_bank;
 mod provenance;
 mod report;

@@ -128,6 +128,10 @@ fn generated_fixture(code: &str, tmp: &Path) -> Option<PathBuf> {
 fn every_rule_has_a_fixture_and_snapshot() {
     let mut missing = Vec::new();
     for rule in RULES {
+        if matches!(rule.check, lint::Check::Base) {
+            // the pull-request rules compare two revisions: tests/it/pr.rs has their snapshots
+            continue;
+        }
         let dir = Path::new(FIXTURES).join(rule.code);
         let tmp = tempfile::tempdir().unwrap();
         let output = if dir.is_dir() {

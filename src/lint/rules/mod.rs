@@ -7,6 +7,7 @@ use crate::source::{ReadProblem, Source};
 use crate::yaml::YamlErrorKind;
 
 pub mod confidence_out_of_range;
+pub mod counts_without_outcomes;
 pub mod duplicate_key;
 pub mod duplicate_path;
 pub mod duplicate_slug;
@@ -31,8 +32,11 @@ pub mod invalid_target_glob;
 pub mod invalid_utf8;
 pub mod ledger_count_mismatch;
 pub mod ledger_merge_rule_missing;
+pub mod ledger_rewritten;
 pub mod ledger_torn_line;
 pub mod legacy_schema_id;
+pub mod lesson_deleted;
+pub mod lesson_rewritten;
 pub mod merge_conflict;
 pub mod missing_counter_example;
 pub mod missing_frontmatter;
@@ -46,8 +50,10 @@ pub mod outcome_mixed_band;
 pub mod overbroad_trigger;
 pub mod secret;
 pub mod self_supersession;
+pub mod slug_changed;
 pub mod slug_mismatch;
 pub mod superseded_twice;
+pub mod supersedes_dropped;
 pub mod supersedes_missing;
 pub mod supersession_cycle;
 pub mod symlink_outside_bank;
@@ -78,6 +84,12 @@ pub static RULES: &[&Rule] = &[
     &missing_counter_example::RULE,
     &hidden_unicode::RULE,
     &secret::RULE,
+    &ledger_rewritten::RULE,
+    &counts_without_outcomes::RULE,
+    &lesson_deleted::RULE,
+    &slug_changed::RULE,
+    &supersedes_dropped::RULE,
+    &lesson_rewritten::RULE,
     &ledger_count_mismatch::RULE,
     &ledger_torn_line::RULE,
     &outcome_mixed_band::RULE,
