@@ -10,6 +10,8 @@ mod index;
 mod init;
 mod lint;
 mod list;
+#[cfg(feature = "mcp")]
+mod mcp;
 mod new;
 mod record;
 mod review;
@@ -76,6 +78,10 @@ enum Command {
     Distill(distill::DistillArgs),
     /// Keep the index, `_index.md` and lint findings current as files change (until Ctrl-C)
     Watch(watch::WatchArgs),
+    /// Serve the bank to agents over the Model Context Protocol (stdio): tools, resources,
+    /// the `lessons_for` prompt
+    #[cfg(feature = "mcp")]
+    Mcp(mcp::McpArgs),
 }
 
 /// Run a command.
@@ -98,6 +104,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Command::Add(a) => add::run(&bank_dir(args.dir)?, a),
         Command::Distill(a) => distill::run(&bank_dir(args.dir)?, a),
         Command::Watch(a) => watch::run(&bank_dir(args.dir)?, a),
+        #[cfg(feature = "mcp")]
+        Command::Mcp(a) => mcp::run(&bank_dir(args.dir)?, a),
     }
 }
 

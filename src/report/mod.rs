@@ -4,6 +4,7 @@
 //! touches the terminal, and the caller decides about colour through [`RenderOptions`].
 
 mod concise;
+pub mod envelope;
 mod full;
 mod github;
 pub mod hits;
@@ -12,6 +13,7 @@ pub mod lessons;
 pub mod pairs;
 pub mod review;
 mod sarif;
+pub mod writes;
 
 use std::collections::HashMap;
 use std::path::Path;
