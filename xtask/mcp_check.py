@@ -16,6 +16,7 @@ from importlib.metadata import version
 from mcp import Client, StdioServerParameters
 
 EXPECTED_TOOLS = {"search", "get", "list", "review", "record", "propose", "lint"}
+QUERY = "review the evidence of a lesson"
 failures = []
 
 
@@ -48,13 +49,13 @@ async def main(binary, bank, mode):
         schemas = all(t.inputSchema.get("type") == "object" for t in tools.tools)
         check(schemas, "every tool has a JSON Schema object input")
 
-        found = await client.call_tool("search", {"request": "edit yaml frontmatter without reformatting", "k": 3})
+        found = await client.call_tool("search", {"request": QUERY, "role": "reviewer", "k": 3})
         hits = structured(found)["hits"] if not found.isError else []
         prompt = structured(found).get("prompt", "") if not found.isError else ""
         check(not found.isError and len(hits) > 0, f"search: {len(hits)} hits: {[h['slug'] for h in hits]}")
         check(bool(hits) and "similarity" in hits[0]["score"], "search: hits carry score parts")
         check(bool(prompt.strip()), f"search: prompt block of {len(prompt)} bytes")
-        slug = hits[0]["slug"] if hits else "edit-yaml-with-span-edits"
+        slug = hits[0]["slug"] if hits else "cite-evidence-by-id"
 
         got = await client.call_tool("get", {"slug": slug})
         g = structured(got)
@@ -86,7 +87,7 @@ async def main(binary, bank, mode):
 
         prompts = await client.list_prompts()
         check([p.name for p in prompts.prompts] == ["lessons_for"], f"prompts/list: {[p.name for p in prompts.prompts]}")
-        got_prompt = await client.get_prompt("lessons_for", {"request": "edit yaml frontmatter without reformatting"})
+        got_prompt = await client.get_prompt("lessons_for", {"request": QUERY, "role": "reviewer"})
         block = got_prompt.messages[0].content.text
         check(block.strip() != "" and block.splitlines()[0] == prompt.splitlines()[0], f"prompts/get lessons_for: {len(got_prompt.messages)} message, {len(block)} bytes")
 

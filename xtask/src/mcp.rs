@@ -322,7 +322,13 @@ pub fn load(options: &LoadOptions) -> anyhow::Result<()> {
                         bail!("record {slug} load-{p}-{i} appended nothing: {r}");
                     }
                     let t = Instant::now();
-                    client.call("search", json!({"request": "yaml lint trigger evidence"}))?;
+                    let found = client.call(
+                        "search",
+                        json!({"request": "review the evidence of a lesson", "role": "reviewer"}),
+                    )?;
+                    if found["hits"].as_array().is_none_or(Vec::is_empty) {
+                        bail!("a search found nothing: {found}");
+                    }
                     searches.push(t.elapsed());
                 }
                 Ok((records, searches))

@@ -196,10 +196,9 @@ impl Lessons {
                 .unwrap_or_else(|poisoned| poisoned.into_inner())
                 .clone();
             if let Some(peer) = peer {
+                // a client that went away needs no notice
                 tokio::spawn(async move {
-                    if let Err(e) = peer.notify_resource_list_changed().await {
-                        eprintln!("lesson mcp: cannot send resources/list_changed: {e}");
-                    }
+                    let _ = peer.notify_resource_list_changed().await;
                 });
             }
         }
