@@ -114,6 +114,19 @@ impl McpClient {
     }
 }
 
+impl McpClient {
+    /// The server's peak resident set size so far, in KiB (`VmHWM`; 0 where unknown).
+    pub fn peak_rss_kib(&self) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
+            .unwrap_or_default();
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmHWM:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .unwrap_or(0)
+    }
+}
+
 impl Drop for McpClient {
     fn drop(&mut self) {
         let _ = self.child.kill();
