@@ -172,6 +172,19 @@ impl Lessons {
         })
     }
 
+    /// Note the set of live lessons, when none was noted yet.
+    fn remember_slugs(&self) {
+        let unset = self
+            .state
+            .slugs
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .is_none();
+        if unset {
+            self.notice_changes();
+        }
+    }
+
     /// Tell the client when the set of live lessons changed since last seen.
     fn notice_changes(&self) {
         let Ok(listed) = self.listed() else {
@@ -283,8 +296,7 @@ impl Lessons {
         if archived {
             view = view.with_status("archived");
         }
-        let ledger = lesson::ledger::Ledger::read(root, &lesson.slug.value)
-            .map_err(|e| internal("the ledger", e))?;
+        let ledger = show::ledger(root, &lesson.slug.value).map_err(|e| Envelope::of_curate(&e))?;
         let summary = LedgerSummary::of(root, &ledger);
         let counts = lesson.counts();
         let counts_match = summary.counts.as_ref().is_none_or(|c| {
@@ -541,6 +553,8 @@ impl Lessons {
         &self,
         Parameters(p): Parameters<params::Propose>,
     ) -> Result<CallToolResult, ErrorData> {
+        // the set before the write is the baseline of the change notice
+        self.remember_slugs();
         let out = guarded(|| self.do_propose(p));
         if out.is_ok() {
             self.notice_changes();
