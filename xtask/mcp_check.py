@@ -26,10 +26,20 @@ def check(ok, what):
         failures.append(what)
 
 
+def field(obj, snake, camel):
+    """An attribute by its snake_case name (SDK 2.x) or its camelCase one (SDK 1.x)."""
+    return getattr(obj, snake) if hasattr(obj, snake) else getattr(obj, camel)
+
+
+def is_error(result):
+    return bool(field(result, "is_error", "isError"))
+
+
 def structured(result):
     """A tool result's structured content (or its text parsed as JSON)."""
-    if result.structuredContent is not None:
-        return result.structuredContent
+    content = field(result, "structured_content", "structuredContent")
+    if content is not None:
+        return content
     return json.loads(result.content[0].text)
 
 
@@ -46,35 +56,35 @@ async def main(binary, bank, mode):
         tools = await client.list_tools()
         names = {t.name for t in tools.tools}
         check(names == EXPECTED_TOOLS, f"tools/list: {sorted(names)}")
-        schemas = all(t.inputSchema.get("type") == "object" for t in tools.tools)
+        schemas = all(field(t, "input_schema", "inputSchema").get("type") == "object" for t in tools.tools)
         check(schemas, "every tool has a JSON Schema object input")
 
         found = await client.call_tool("search", {"request": QUERY, "role": "reviewer", "k": 3})
-        hits = structured(found)["hits"] if not found.isError else []
-        prompt = structured(found).get("prompt", "") if not found.isError else ""
-        check(not found.isError and len(hits) > 0, f"search: {len(hits)} hits: {[h['slug'] for h in hits]}")
+        hits = structured(found)["hits"] if not is_error(found) else []
+        prompt = structured(found).get("prompt", "") if not is_error(found) else ""
+        check(not is_error(found) and len(hits) > 0, f"search: {len(hits)} hits: {[h['slug'] for h in hits]}")
         check(bool(hits) and "similarity" in hits[0]["score"], "search: hits carry score parts")
         check(bool(prompt.strip()), f"search: prompt block of {len(prompt)} bytes")
         slug = hits[0]["slug"] if hits else "cite-evidence-by-id"
 
         got = await client.call_tool("get", {"slug": slug})
         g = structured(got)
-        check(not got.isError and g["lesson"]["slug"] == slug, f"get {slug}: status {g.get('status')}, counts {g.get('counts')}")
-        before = g["counts"]["success_count"] if not got.isError else None
+        check(not is_error(got) and g["lesson"]["slug"] == slug, f"get {slug}: status {g.get('status')}, counts {g.get('counts')}")
+        before = g["counts"]["success_count"] if not is_error(got) else None
 
         rec = await client.call_tool("record", {
             "slug": slug, "applied": "followed", "run_outcome": "success",
             "evidence": {"kind": "run", "ref": f"mcp-check-{mode}", "note": "checked by the Python SDK"},
         })
         r = structured(rec)
-        check(not rec.isError and r["appended"] is True, f"record: {r.get('before')} -> {r.get('after')}")
+        check(not is_error(rec) and r["appended"] is True, f"record: {r.get('before')} -> {r.get('after')}")
         again = structured(await client.call_tool("get", {"slug": slug}))
         check(before is not None and again["counts"]["success_count"] == before + 1 and again["counts"]["backed_by_ledger"],
               f"get after record: success_count {before} -> {again['counts']['success_count']}, ledger {again['ledger']['outcomes']} outcomes")
 
         bad = await client.call_tool("get", {"slug": "no-such-lesson"})
-        code = structured(bad).get("error", {}).get("code") if bad.isError else None
-        check(bad.isError and code == "not_found", f"get of a missing lesson: isError, code {code}")
+        code = structured(bad).get("error", {}).get("code") if is_error(bad) else None
+        check(is_error(bad) and code == "not_found", f"get of a missing lesson: isError, code {code}")
 
         resources = await client.list_resources()
         uris = [r.uri for r in resources.resources]
@@ -99,7 +109,11 @@ if __name__ == "__main__":
         try:
             asyncio.run(main(binary, bank, mode))
         except Exception as e:  # noqa: BLE001 - any failure is a failed check
-            check(False, f"client error ({mode}): {type(e).__name__}: {e}")
+            leaves = list(getattr(e, "exceptions", [])) or [e]
+            while any(getattr(x, "exceptions", None) for x in leaves):
+                leaves = [y for x in leaves for y in (getattr(x, "exceptions", None) or [x])]
+            why = "; ".join(f"{type(x).__name__}: {x}" for x in leaves)
+            check(False, f"client error ({mode}): {why}")
     if failures:
         print(f"{len(failures)} check(s) failed", flush=True)
         sys.exit(1)
