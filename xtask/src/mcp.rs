@@ -224,9 +224,10 @@ pub fn check() -> anyhow::Result<()> {
             String::from_utf8_lossy(&lint.stdout)
         );
     }
+    let text = String::from_utf8_lossy(&lint.stdout);
     println!(
-        "lesson lint after the check: {}",
-        String::from_utf8_lossy(&lint.stdout).trim()
+        "lesson lint after the check: exit 0: {}",
+        text.lines().last().unwrap_or("")
     );
     let _ = std::fs::remove_dir_all(&dir);
     Ok(())
