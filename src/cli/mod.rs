@@ -14,6 +14,8 @@ mod lint;
 mod list;
 mod merge_file;
 mod log;
+#[cfg(feature = "mcp")]
+mod mcp;
 mod new;
 mod record;
 mod review;
@@ -95,6 +97,10 @@ enum Command {
     /// What a change does to the bank (lessons added, outcomes recorded, supersessions,
     /// archives, rewrites, `lint --base` findings), for a reviewer or a pull-request comment
     Diff(diff::DiffArgs),
+    /// Serve the bank to agents over the Model Context Protocol (stdio): tools, resources,
+    /// the `lessons_for` prompt
+    #[cfg(feature = "mcp")]
+    Mcp(mcp::McpArgs),
 }
 
 /// Run a command.
@@ -122,6 +128,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Command::Git(a) => git::run(&bank_dir(args.dir)?, a),
         Command::Sync(a) => sync::run(&bank_dir(args.dir)?, a),
         Command::Diff(a) => diff::run(&bank_dir(args.dir)?, a),
+        #[cfg(feature = "mcp")]
+        Command::Mcp(a) => mcp::run(&bank_dir(args.dir)?, a),
     }
 }
 

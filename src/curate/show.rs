@@ -52,3 +52,9 @@ pub fn find<'a>(bank: &'a Bank, slug: &str) -> Result<Found<'a>, CurateError> {
     }
     Err(super::not_found(bank, slug))
 }
+
+/// The ledger of the lesson `slug` in the bank at `root` (empty when it has none), for a view
+/// of the lesson (`lesson mcp`'s `get`).
+pub fn ledger(root: &std::path::Path, slug: &str) -> Result<crate::ledger::Ledger, CurateError> {
+    Ok(crate::ledger::Ledger::read(root, slug)?)
+}

@@ -5,6 +5,7 @@
 
 mod concise;
 pub mod diff;
+pub mod envelope;
 mod full;
 mod github;
 pub mod hits;
@@ -14,6 +15,7 @@ pub mod log;
 pub mod pairs;
 pub mod review;
 mod sarif;
+pub mod writes;
 
 use std::collections::HashMap;
 use std::path::Path;

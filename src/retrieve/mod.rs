@@ -32,6 +32,7 @@ pub mod score;
 pub(crate) mod segment;
 pub mod store;
 pub mod text;
+mod warm;
 
 use serde::Serialize;
 
@@ -45,6 +46,7 @@ pub use marker::Identity;
 pub use record::TargetGlobs;
 pub use score::Settings;
 pub use store::{Refresh, RetrieveError, Retriever};
+pub use warm::Freshness;
 
 /// What the caller asks for.
 #[derive(Debug, Clone, PartialEq)]

@@ -20,6 +20,8 @@ mod index_md;
 mod ledger;
 mod left_out;
 mod lint_defects;
+#[cfg(feature = "mcp")]
+mod mcp;
 mod parse_props;
 mod plain_git;
 mod pr;

@@ -8,6 +8,9 @@
 //! - `cargo xtask eval-dedup [DIR]`: precision and recall of `lesson dedup` on the corpora's
 //!   near-duplicate material (see `eval_dedup.rs`).
 //! - `xtask bench-helper ...`: the baselines as one-shot processes, for the search bench.
+//! - `cargo xtask mcp-check`: the official MCP Python SDK's client against `lesson mcp`; `cargo
+//!   xtask mcp-load [--servers 8] [--calls 100]`: concurrent servers, a watcher, figures (see
+//!   `mcp.rs`).
 
 // Without the `baselines` feature (as `cargo test --workspace` builds it) the baseline code is
 // compiled out and what only it uses is unused.
@@ -19,6 +22,7 @@ mod eval;
 mod eval_dedup;
 #[cfg(feature = "baselines")]
 mod helper;
+mod mcp;
 #[cfg(test)]
 mod tidy;
 
@@ -28,6 +32,8 @@ const USAGE: &str = "\
 Usage: cargo xtask bench [TARGET] [--sizes N[,N...]] [--runs N]
        cargo xtask eval-retrieval DIR [--k N] [--split NAME]
        cargo xtask eval-dedup [DIR]
+       cargo xtask mcp-check
+       cargo xtask mcp-load [--servers N] [--calls N]
 
 Bench targets (default: all):
   lint    `lesson lint` and `lesson index` against the cat and rg floors
@@ -44,7 +50,12 @@ eval-retrieval: DIR is a BEIR-format set (corpus.jsonl, queries.jsonl, qrels/*.t
   --k N        cut-off for nDCG, Recall and MRR (default: 10)
   --split NAME read qrels/NAME.tsv (default: test.tsv, else the only .tsv)
 
-eval-dedup: DIR holds the corpora (default: $LESSON_CORPORA_DIR, else ../shared/corpora)";
+eval-dedup: DIR holds the corpora (default: $LESSON_CORPORA_DIR, else ../shared/corpora)
+
+mcp-check: the official MCP Python SDK (pip install mcp, in a temporary virtualenv) talks to
+  `lesson mcp` on a copy of lessons/: tools, a resource, the lessons_for prompt
+mcp-load: N `lesson mcp` processes (default 8) x N record calls each (default 100) on one bank,
+  `lesson watch` running, a search after each record: calls/s, p50/p99 latencies";
 
 /// What a task that needs the baselines says when xtask was built without them.
 #[cfg(not(feature = "baselines"))]
@@ -57,6 +68,8 @@ fn main() -> anyhow::Result<()> {
         Some("bench") => bench::run(&parse_bench(&args[1..])?),
         Some("eval-retrieval") => eval::run(&parse_eval(&args[1..])?),
         Some("eval-dedup") => eval_dedup::run(&parse_eval_dedup(&args[1..])?),
+        Some("mcp-check") => mcp::check(),
+        Some("mcp-load") => mcp::load(&parse_mcp_load(&args[1..])?),
         #[cfg(feature = "baselines")]
         Some("bench-helper") => helper::run(&args[1..]),
         #[cfg(not(feature = "baselines"))]
@@ -134,6 +147,25 @@ fn parse_eval_dedup(args: &[String]) -> anyhow::Result<eval_dedup::Options> {
             flag if flag.starts_with('-') => bail!("unknown option `{flag}`\n\n{USAGE}"),
             path if options.dir.is_none() => options.dir = Some(path.into()),
             extra => bail!("unexpected argument `{extra}`\n\n{USAGE}"),
+        }
+    }
+    Ok(options)
+}
+
+/// Parse the flags of `cargo xtask mcp-load`.
+fn parse_mcp_load(args: &[String]) -> anyhow::Result<mcp::LoadOptions> {
+    let mut options = mcp::LoadOptions {
+        servers: 8,
+        calls: 100,
+    };
+    let mut args = args.iter();
+    while let Some(arg) = args.next() {
+        let (flag, inline) = split_flag(arg);
+        let mut value = || flag_value(flag, inline, &mut args);
+        match flag {
+            "--servers" => options.servers = positive(flag, &value()?)?,
+            "--calls" => options.calls = positive(flag, &value()?)?,
+            _ => bail!("unknown option `{flag}`\n\n{USAGE}"),
         }
     }
     Ok(options)

@@ -541,6 +541,14 @@ fn measure_bank(
             "needs `lesson search`".into(),
         ));
     }
+    if p.lesson_skipped.is_none() && tools::has_subcommand(&p.lesson, "mcp") {
+        rows.push(measure_mcp(at, p, queries, runs, &mut notes)?);
+    } else {
+        rows.push(Row::skipped(
+            MCP_ROW,
+            "the lesson binary has no `mcp` subcommand".into(),
+        ));
+    }
     Ok((rows, notes))
 }
 
@@ -623,6 +631,82 @@ fn measure_warm(
          the query column is one Retriever::search on the open index (no file check), \
          timed inside the process (the xtask binary, system allocator)",
         ms(open)
+    ));
+    Ok(row)
+}
+
+/// The name of the row of a query through a running `lesson mcp`.
+const MCP_ROW: &str = "lesson mcp (running server)";
+
+/// A query through a running `lesson mcp`: one server is started on the bank and initialized
+/// (not timed), then each query is a `tools/call search` written to its stdin and its answer
+/// read from its stdout, timed from the write to the whole answer. The server keeps its index
+/// open between calls and checks the files before each search, as `lesson search` does
+/// without a watcher. Its RSS is the server's peak (`VmHWM`) at the end.
+fn measure_mcp(
+    at: &Places,
+    p: &Programs,
+    queries: &[String],
+    runs: usize,
+    notes: &mut Vec<String>,
+) -> anyhow::Result<Row> {
+    let n = at.lessons;
+    let start = std::time::Instant::now();
+    let mut server = crate::mcp::McpClient::start(&p.lesson, at.bank, "bench")?;
+    // the first call opens the index (Retriever::open), not timed as a query
+    server.call("search", serde_json::json!({"request": "warm up", "k": K}))?;
+    let opened = start.elapsed();
+    let mut row = Row::new(
+        MCP_ROW,
+        format!(
+            "lesson mcp --dir {} (tools/call search {{request, k: {K}}})",
+            at.bank.display()
+        ),
+    );
+    let mut per_query: Vec<(String, PerQuery)> = queries
+        .iter()
+        .map(|q| (q.clone(), PerQuery::default()))
+        .collect();
+    for _ in 0..runs {
+        for (q, entry) in per_query.iter_mut() {
+            let t = std::time::Instant::now();
+            let answer = server.call("search", serde_json::json!({"request": q, "k": K}))?;
+            let wall = t.elapsed();
+            entry.hits = answer["hits"].as_array().map_or(0, Vec::len);
+            entry.measured.samples.push(Sample {
+                wall,
+                user: wall,
+                sys: Duration::ZERO,
+                max_rss_kib: 0,
+            });
+        }
+    }
+    let rss = server.peak_rss_kib();
+    drop(server);
+    for (q, entry) in &mut per_query {
+        for s in &mut entry.measured.samples {
+            s.max_rss_kib = rss;
+        }
+        if entry.hits == 0 {
+            notes.push(format!("lesson mcp found nothing for {q:?}"));
+        }
+        row.query.samples.extend(&entry.measured.samples);
+    }
+    row.per_query = per_query;
+    if let Some(st) = row.query.stats() {
+        let median = Sample {
+            wall: st.median,
+            user: st.cpu_median,
+            sys: Duration::ZERO,
+            max_rss_kib: rss,
+        };
+        log(n, "mcp (running server), median query", &median);
+    }
+    notes.push(format!(
+        "lesson mcp (running server): start, initialize and the first search (Retriever::open) took {}, once; \
+         the query column is a tools/call search written to the server and its whole answer read \
+         (JSON-RPC over pipes, the stat check of the files, the search, the hits as JSON)",
+        ms(opened)
     ));
     Ok(row)
 }
@@ -1146,7 +1230,9 @@ fn render(
           to the watcher publishing the index that reflects it, minus the debounce; in the query RSS\n\
           column, the watcher's peak RSS.\n\
           lesson in-process (warm): one query on a Retriever the process keeps open (the library,\n\
-          as a runtime would use it), timed inside the process; its RSS is the process's peak.\n";
+          as a runtime would use it), timed inside the process; its RSS is the process's peak.\n\
+          lesson mcp (running server): one tools/call search through a running `lesson mcp`, from\n\
+          the request written to the answer read; its RSS is the server's peak.\n";
     let x = |v: Option<f64>| v.map_or_else(|| "-".into(), ratio);
     for r in results {
         // a query time as ratios to rg's and tantivy's medians
@@ -1186,6 +1272,13 @@ fn render(
             s += &format!(
                 "         in-process, warm: a query {} = {rg} rg, {tantivy} tantivy's one-shot process\n",
                 ms(w),
+            );
+        }
+        if let Some(m) = r.query_median(MCP_ROW) {
+            let (rg, tantivy) = vs(m);
+            s += &format!(
+                "         through lesson mcp: a query {} = {rg} rg, {tantivy} tantivy's one-shot process\n",
+                ms(m),
             );
         }
         for row in &r.rows {
