@@ -23,6 +23,7 @@ pub mod merge;
 pub mod pr;
 pub mod report;
 pub mod retrieve;
+pub mod schema;
 pub mod source;
 pub mod sync;
 pub mod template;

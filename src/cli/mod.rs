@@ -14,6 +14,7 @@ mod new;
 mod record;
 mod review;
 mod rule;
+mod schema;
 mod search;
 mod show;
 mod supersede;
@@ -76,6 +77,9 @@ enum Command {
     Distill(distill::DistillArgs),
     /// Keep the index, `_index.md` and lint findings current as files change (until Ctrl-C)
     Watch(watch::WatchArgs),
+    /// Print the JSON Schema of a lesson's frontmatter (for editors: `lesson schema >
+    /// lesson.schema.json`)
+    Schema,
 }
 
 /// Run a command.
@@ -98,6 +102,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Command::Add(a) => add::run(&bank_dir(args.dir)?, a),
         Command::Distill(a) => distill::run(&bank_dir(args.dir)?, a),
         Command::Watch(a) => watch::run(&bank_dir(args.dir)?, a),
+        Command::Schema => schema::run(),
     }
 }
 

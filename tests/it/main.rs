@@ -26,5 +26,6 @@ mod report;
 mod retrieve;
 mod rules;
 mod sandbox;
+mod schema;
 mod spec_examples;
 mod watch;

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 const LAYERS: &[&[&str]] = &[
     &["source", "yaml", "layout"],
     &["lesson"],
-    &["document", "diagnostic"],
+    &["document", "diagnostic", "schema"],
     &["config", "walk", "template"],
     &["edit"],
     &["ledger", "git"],
