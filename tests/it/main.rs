@@ -15,6 +15,7 @@ mod defects;
 mod diagnostic_positions;
 mod distill;
 mod edits;
+mod embed;
 mod fast_paths;
 mod index_md;
 mod ledger;

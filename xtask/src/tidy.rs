@@ -22,6 +22,7 @@ const LAYERS: &[&[&str]] = &[
     &["curate"],
     &["distill", "watch", "pr", "sync"],
     &["report"],
+    &["embed"],
 ];
 
 /// What a file of the command line (`src/cli/`) may not contain: it parses flags, calls the
