@@ -7,6 +7,8 @@
 //!   `lesson search` and of a BM25 baseline on a BEIR-format test set (see `eval/mod.rs`).
 //! - `cargo xtask eval-dedup [DIR]`: precision and recall of `lesson dedup` on the corpora's
 //!   near-duplicate material (see `eval_dedup.rs`).
+//! - `cargo xtask pre-commit-check`: the hooks of `.pre-commit-hooks.yaml` under the real
+//!   `pre-commit`, on a clean and a broken sample bank (see `precommit.rs`).
 //! - `xtask bench-helper ...`: the baselines as one-shot processes, for the search bench.
 
 // Without the `baselines` feature (as `cargo test --workspace` builds it) the baseline code is
@@ -19,6 +21,7 @@ mod eval;
 mod eval_dedup;
 #[cfg(feature = "baselines")]
 mod helper;
+mod precommit;
 #[cfg(test)]
 mod tidy;
 
@@ -28,6 +31,7 @@ const USAGE: &str = "\
 Usage: cargo xtask bench [TARGET] [--sizes N[,N...]] [--runs N]
        cargo xtask eval-retrieval DIR [--k N] [--split NAME]
        cargo xtask eval-dedup [DIR]
+       cargo xtask pre-commit-check
 
 Bench targets (default: all):
   lint    `lesson lint` and `lesson index` against the cat and rg floors
@@ -55,6 +59,7 @@ fn main() -> anyhow::Result<()> {
         Some("bench") => bench::run(&parse_bench(&args[1..])?),
         Some("eval-retrieval") => eval::run(&parse_eval(&args[1..])?),
         Some("eval-dedup") => eval_dedup::run(&parse_eval_dedup(&args[1..])?),
+        Some("pre-commit-check") => precommit::run(),
         #[cfg(feature = "baselines")]
         Some("bench-helper") => helper::run(&args[1..]),
         #[cfg(not(feature = "baselines"))]
