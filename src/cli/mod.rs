@@ -3,6 +3,7 @@
 
 mod add;
 mod archive;
+mod completions;
 mod config;
 mod dedup;
 mod distill;
@@ -80,6 +81,11 @@ enum Command {
     /// Print the JSON Schema of a lesson's frontmatter (for editors: `lesson schema >
     /// lesson.schema.json`)
     Schema,
+    /// Print a shell's completion script (`lesson completions bash > /etc/bash_completion.d/lesson`)
+    Completions(completions::CompletionsArgs),
+    /// The man pages, for `cargo xtask man`: their names, or one page in roff
+    #[command(name = "__man", hide = true)]
+    Man(completions::ManArgs),
 }
 
 /// Run a command.
@@ -103,6 +109,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Command::Distill(a) => distill::run(&bank_dir(args.dir)?, a),
         Command::Watch(a) => watch::run(&bank_dir(args.dir)?, a),
         Command::Schema => schema::run(),
+        Command::Completions(a) => completions::run(a),
+        Command::Man(a) => completions::man(a),
     }
 }
 

@@ -21,6 +21,7 @@ mod index_md;
 mod ledger;
 mod left_out;
 mod lint_defects;
+mod man;
 mod parse_props;
 mod project_bank;
 mod report;

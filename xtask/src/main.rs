@@ -9,6 +9,7 @@
 //!   near-duplicate material (see `eval_dedup.rs`).
 //! - `cargo xtask pre-commit-check`: the hooks of `.pre-commit-hooks.yaml` under the real
 //!   `pre-commit`, on a clean and a broken sample bank (see `precommit.rs`).
+//! - `cargo xtask man [--check]`: write the man pages to `man/` (or fail when they are stale).
 //! - `xtask bench-helper ...`: the baselines as one-shot processes, for the search bench.
 
 // Without the `baselines` feature (as `cargo test --workspace` builds it) the baseline code is
@@ -21,6 +22,7 @@ mod eval;
 mod eval_dedup;
 #[cfg(feature = "baselines")]
 mod helper;
+mod man;
 mod precommit;
 #[cfg(test)]
 mod tidy;
@@ -32,6 +34,7 @@ Usage: cargo xtask bench [TARGET] [--sizes N[,N...]] [--runs N]
        cargo xtask eval-retrieval DIR [--k N] [--split NAME]
        cargo xtask eval-dedup [DIR]
        cargo xtask pre-commit-check
+       cargo xtask man [--check]
 
 Bench targets (default: all):
   lint    `lesson lint` and `lesson index` against the cat and rg floors
@@ -60,6 +63,7 @@ fn main() -> anyhow::Result<()> {
         Some("eval-retrieval") => eval::run(&parse_eval(&args[1..])?),
         Some("eval-dedup") => eval_dedup::run(&parse_eval_dedup(&args[1..])?),
         Some("pre-commit-check") => precommit::run(),
+        Some("man") => man::run(&args[1..]),
         #[cfg(feature = "baselines")]
         Some("bench-helper") => helper::run(&args[1..]),
         #[cfg(not(feature = "baselines"))]
