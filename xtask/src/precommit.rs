@@ -105,7 +105,7 @@ pub fn run() -> anyhow::Result<()> {
         "lesson index --check",
     );
 
-    // a broken lesson: an outcome the schema does not know (S005)
+    // a broken lesson: an outcome the schema does not know (S009 invalid-outcome)
     let file = bank.join("pin-the-toolchain.md");
     let text = std::fs::read_to_string(&file)?;
     std::fs::write(
@@ -118,7 +118,7 @@ pub fn run() -> anyhow::Result<()> {
         "lesson-lint on a broken lesson",
         &broken_lint,
         false,
-        "S005",
+        "invalid outcome `sometimes`",
     );
     std::fs::write(&file, &text)?;
 
