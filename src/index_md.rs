@@ -807,7 +807,7 @@ pub fn refresh(bank: &Bank) -> Result<bool, IndexError> {
     Ok(write_if_changed(bank, &rendered)?)
 }
 
-/// What [`write`] did.
+/// What [`write()`] did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct IndexWrite {
     /// The files it leaves out ([`left_out`]).

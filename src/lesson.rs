@@ -40,6 +40,37 @@ pub const TARGET_KEYS: [&str; 3] = ["operator", "role", "skill"];
 /// Keys allowed in an evidence item.
 pub const EVIDENCE_KEYS: [&str; 3] = ["kind", "ref", "note"];
 
+/// A length limit of a text field, in characters (Unicode scalar values, as JSON Schema's
+/// `minLength` / `maxLength` count them), after YAML folds multi-line values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Chars {
+    /// Least length.
+    pub min: usize,
+    /// Greatest length.
+    pub max: usize,
+}
+
+/// The pattern of a slug (`slug`, each `supersedes` item); its length is [`SLUG_CHARS`].
+pub const SLUG_PATTERN: &str = "^[a-z][a-z0-9-]*[a-z0-9]$";
+/// The length of `slug`.
+pub const SLUG_CHARS: Chars = Chars { min: 2, max: 80 };
+/// The length of `title`.
+pub const TITLE_CHARS: Chars = Chars { min: 1, max: 200 };
+/// The length of `trigger.description`.
+pub const DESCRIPTION_CHARS: Chars = Chars { min: 1, max: 1000 };
+/// The length of an evidence `ref`.
+pub const REF_CHARS: Chars = Chars { min: 1, max: 256 };
+/// The length of an evidence `note`.
+pub const NOTE_CHARS: Chars = Chars { min: 0, max: 500 };
+/// The pattern of a `trigger.tags` item.
+pub const TAG_PATTERN: &str = "^[a-z][a-z0-9-]*$";
+/// The most items `trigger.tags` may have.
+pub const MAX_TAGS: usize = 12;
+/// The range of `confidence`.
+pub const CONFIDENCE_RANGE: std::ops::RangeInclusive<f64> = 0.0..=1.0;
+/// `confidence` when a lesson does not give one.
+pub const DEFAULT_CONFIDENCE: f64 = 0.5;
+
 /// Why `s` is not a valid slug (`^[a-z][a-z0-9-]*[a-z0-9]$`, 2 to 80 characters), e.g.
 /// "uppercase letter `A` at column 3", or `None` when it is one. Columns count characters from 1.
 pub fn slug_problem(s: &str) -> Option<String> {
@@ -65,8 +96,14 @@ pub fn slug_problem(s: &str) -> Option<String> {
         return Some("ends with `-`".into());
     }
     match s.chars().count() {
-        1 => Some("too short: 1 character, at least 2".into()),
-        n if n > 80 => Some(format!("too long: {n} characters, at most 80")),
+        n if n < SLUG_CHARS.min => Some(format!(
+            "too short: {n} character, at least {}",
+            SLUG_CHARS.min
+        )),
+        n if n > SLUG_CHARS.max => Some(format!(
+            "too long: {n} characters, at most {}",
+            SLUG_CHARS.max
+        )),
         _ => None,
     }
 }
@@ -374,7 +411,9 @@ impl Lesson {
 
     /// Confidence, or the schema default 0.5.
     pub fn confidence(&self) -> f64 {
-        self.confidence.as_ref().map_or(0.5, |c| c.value)
+        self.confidence
+            .as_ref()
+            .map_or(DEFAULT_CONFIDENCE, |c| c.value)
     }
 
     /// `success_count`, or 0.

@@ -4,6 +4,14 @@
 //! positions ([`source`], [`document`], [`yaml`]), the typed model ([`lesson`]), banks
 //! ([`bank`]), lint rules and fixes ([`lint`]), output formats ([`report`]) and the generated
 //! index ([`index_md`]). It has no terminal or clap dependency, so runtimes can embed it.
+//!
+//! A runtime that embeds it opens a [`retrieve::Retriever`] once, asks it before each turn
+//! ([`retrieve::Retriever::answer`]) and records what happened after
+//! ([`curate::record::record`]); [`Bank::open`] loads a bank, [`lint::lint`] checks it, and
+//! [`define_lesson`] admits a lesson defined in code through the gate of `lesson add`. The
+//! README's "Embedding the library" is a whole runtime loop (`examples/embed.rs`).
+
+#![warn(missing_docs)]
 
 pub mod bank;
 pub mod config;
@@ -13,6 +21,7 @@ pub mod diagnostic;
 pub mod distill;
 pub mod document;
 pub mod edit;
+pub mod embed;
 pub mod git;
 pub mod index_md;
 pub mod layout;
@@ -23,6 +32,7 @@ pub mod merge;
 pub mod pr;
 pub mod report;
 pub mod retrieve;
+pub mod schema;
 pub mod source;
 pub mod sync;
 pub mod template;
@@ -32,4 +42,5 @@ pub mod yaml;
 
 pub use bank::Bank;
 pub use diagnostic::{Diagnostic, Severity};
+pub use embed::define_lesson;
 pub use lesson::Lesson;

@@ -26,13 +26,27 @@ pub struct Source {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ReadProblem {
     /// The file is larger than the configured limit; none of its text is kept.
-    TooLarge { size: u64, limit: u64 },
+    TooLarge {
+        /// The file's size in bytes.
+        size: u64,
+        /// The limit in bytes.
+        limit: u64,
+    },
     /// The bytes are not UTF-8; `offset` is the first invalid byte.
-    InvalidUtf8 { offset: usize },
+    InvalidUtf8 {
+        /// Byte offset of the first invalid byte.
+        offset: usize,
+    },
     /// The text holds a NUL byte at `offset` (a binary file, or a corrupted one).
-    NulByte { offset: usize },
+    NulByte {
+        /// Byte offset of the NUL.
+        offset: usize,
+    },
     /// The file could not be read at all.
-    Io { message: String },
+    Io {
+        /// The operating system's message.
+        message: String,
+    },
 }
 
 impl Source {

@@ -6,7 +6,7 @@
 //! nor to a place the walk reaches by its own path (both reported at the link: the target is
 //! not opened, and no file is found twice); files ending in `.md` are lessons unless an
 //! `exclude` glob of `lesson.toml` matches their path relative to the root.
-//! [`visit`] applies them to one directory entry; two walks drive it:
+//! `visit` applies them to one directory entry; two walks drive it:
 //!
 //! - [`walk`], in order on one thread, reporting what it cannot read (loading and linting);
 //! - [`lesson_files`], cheaply enough to run before every search: the work spread over

@@ -3,6 +3,7 @@
 
 mod add;
 mod archive;
+mod completions;
 mod config;
 mod dedup;
 mod diff;
@@ -20,6 +21,7 @@ mod new;
 mod record;
 mod review;
 mod rule;
+mod schema;
 mod search;
 mod show;
 mod supersede;
@@ -101,6 +103,14 @@ enum Command {
     /// the `lessons_for` prompt
     #[cfg(feature = "mcp")]
     Mcp(mcp::McpArgs),
+    /// Print the JSON Schema of a lesson's frontmatter (for editors: `lesson schema >
+    /// lesson.schema.json`)
+    Schema,
+    /// Print a shell's completion script (`lesson completions bash > /etc/bash_completion.d/lesson`)
+    Completions(completions::CompletionsArgs),
+    /// The man pages, for `cargo xtask man`: their names, or one page in roff
+    #[command(name = "__man", hide = true)]
+    Man(completions::ManArgs),
 }
 
 /// Run a command.
@@ -130,6 +140,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Command::Diff(a) => diff::run(&bank_dir(args.dir)?, a),
         #[cfg(feature = "mcp")]
         Command::Mcp(a) => mcp::run(&bank_dir(args.dir)?, a),
+        Command::Schema => schema::run(),
+        Command::Completions(a) => completions::run(a),
+        Command::Man(a) => completions::man(a),
     }
 }
 

@@ -57,7 +57,32 @@ pub fn default_note(applied: Applied, run: RunOutcome) -> String {
     format!("{}; {ran}", applied.as_str())
 }
 
-/// Record an outcome, holding the bank's lock.
+/// Record an outcome (`lesson record`), holding the bank's lock: one `outcome` event appended
+/// to the lesson's ledger, its two count lines set from the ledger and the evidence item
+/// appended; recording the same evidence again changes nothing.
+///
+/// ```
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # let dir = tempfile::tempdir()?;
+/// # let bank = dir.path();
+/// # lesson::curate::init::init(bank, jiff::Timestamp::now())?;
+/// # lesson::define_lesson(bank, serde_json::json!({
+/// #     "slug": "cite-the-source-url", "title": "Cite the source URL of every quoted figure.",
+/// #     "trigger": {"description": "A summary quotes figures from web pages.", "tags": ["research"]},
+/// #     "outcome": "success", "evidence": [{"kind": "run", "ref": "run-1"}],
+/// # }), &lesson::curate::Stamp::now("doc"))?;
+/// use lesson::curate::{record, Stamp};
+/// use lesson::ledger::{Applied, RunOutcome};
+///
+/// let outcome = record::Request::new("cite-the-source-url", Applied::Followed, RunOutcome::Success, "run-2");
+/// let done = record::record(bank, &outcome, &Stamp::now("my-runtime"))?;
+/// assert_eq!((done.before.success_count, done.after.success_count), (0, 1));
+/// assert!(done.appended);
+/// // a retry of the same outcome appends nothing
+/// assert!(!record::record(bank, &outcome, &Stamp::now("my-runtime"))?.appended);
+/// # Ok(())
+/// # }
+/// ```
 pub fn record(
     root: &std::path::Path,
     req: &Request,

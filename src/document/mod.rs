@@ -264,10 +264,15 @@ pub enum Split {
     /// The file does not start with a fence.
     Missing,
     /// An opening `---` with no closing `---` or `...` line.
-    Unterminated { open: Range<usize> },
+    Unterminated {
+        /// Byte range of the opening fence.
+        open: Range<usize>,
+    },
     /// Frontmatter in another language: `+++` (TOML) or `---json` and the like.
     Foreign {
+        /// Byte range of the opening fence.
         open: Range<usize>,
+        /// The language the fence names (`toml`, `json`, ...).
         language: String,
     },
 }

@@ -331,6 +331,23 @@ fn file_pass(
 
 /// Lint a loaded bank: every rule, suppressions applied, levels applied, sorted by path and
 /// position.
+///
+/// ```
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # let dir = tempfile::tempdir()?;
+/// # let bank = dir.path();
+/// # lesson::curate::init::init(bank, jiff::Timestamp::now())?;
+/// # lesson::define_lesson(bank, serde_json::json!({
+/// #     "slug": "cite-the-source-url", "title": "Cite the source URL of every quoted figure.",
+/// #     "trigger": {"description": "A summary quotes figures from web pages.", "tags": ["research"]},
+/// #     "outcome": "success", "evidence": [{"kind": "run", "ref": "run-1"}],
+/// # }), &lesson::curate::Stamp::now("doc"))?;
+/// let loaded = lesson::Bank::open(bank)?;
+/// let findings = lesson::lint::lint(&loaded, &lesson::lint::Selection::default());
+/// assert!(findings.iter().all(|d| d.severity != lesson::Severity::Error), "{findings:?}");
+/// # Ok(())
+/// # }
+/// ```
 pub fn lint(bank: &Bank, selection: &Selection) -> Vec<Diagnostic> {
     let levels = levels(&bank.config, selection);
     let checks = file_checks(|r| levels.get(r.code).copied().flatten().is_some());
@@ -588,6 +605,25 @@ impl crate::bank::ErrorCheck for FileErrors {
 
 /// Load the bank at `root` with every file judged for errors of its own (what `lesson list`,
 /// `_index.md` and the writers that refresh it need): [`Bank::load`], judged.
+///
+/// ```
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # let dir = tempfile::tempdir()?;
+/// # let bank = dir.path();
+/// # lesson::curate::init::init(bank, jiff::Timestamp::now())?;
+/// # lesson::define_lesson(bank, serde_json::json!({
+/// #     "slug": "cite-the-source-url", "title": "Cite the source URL of every quoted figure.",
+/// #     "trigger": {"description": "A summary quotes figures from web pages.", "tags": ["research"]},
+/// #     "outcome": "success", "evidence": [{"kind": "run", "ref": "run-1"}],
+/// # }), &lesson::curate::Stamp::now("doc"))?;
+/// let now = "2026-11-22T12:00:00Z".parse()?;
+/// let loaded = lesson::lint::load(bank, now)?;
+/// let (_, first) = loaded.lessons().next().unwrap();
+/// assert_eq!(first.slug.value, "cite-the-source-url");
+/// assert_eq!(loaded.status(first).label(), "active");
+/// # Ok(())
+/// # }
+/// ```
 pub fn load(root: &Path, now: jiff::Timestamp) -> Result<Bank, BankError> {
     load_with(root, &Overlay::new(), now)
 }

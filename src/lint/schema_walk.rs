@@ -489,7 +489,7 @@ pub fn matches_everything(glob: &str) -> bool {
     glob.contains('*') && glob.chars().all(|c| c == '*' || c == '/')
 }
 
-/// The first line of `s`, at most [`EXCERPT_CHARS`] characters, marked with `…` when cut.
+/// The first line of `s`, at most `EXCERPT_CHARS` characters, marked with `…` when cut.
 pub fn excerpt(s: &str) -> String {
     let line = s.lines().next().unwrap_or("");
     let mut out: String = line.chars().take(EXCERPT_CHARS).collect();

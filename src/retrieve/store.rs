@@ -98,7 +98,32 @@ pub struct Retriever {
 
 impl Retriever {
     /// Open the bank at `root`: load its index, check it against the files, patch or rebuild
-    /// what differs and keep the result in `.lesson/` when the bank is writable.
+    /// what differs and keep the result in `.lesson/` when the bank is writable. Keep it open:
+    /// each later search checks only the files' stats.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let dir = tempfile::tempdir()?;
+    /// # let bank = dir.path();
+    /// # lesson::curate::init::init(bank, jiff::Timestamp::now())?;
+    /// # lesson::define_lesson(bank, serde_json::json!({
+    /// #     "slug": "cite-the-source-url", "title": "Cite the source URL of every quoted figure.",
+    /// #     "trigger": {"description": "A summary quotes figures from web pages.", "tags": ["research"]},
+    /// #     "outcome": "success", "evidence": [{"kind": "run", "ref": "run-1"}],
+    /// # }), &lesson::curate::Stamp::now("doc"))?;
+    /// use lesson::retrieve::{Request, Retriever};
+    ///
+    /// let mut retriever = Retriever::open(bank)?;
+    /// // the answer an agent's prompt gets: hits cut to the token budget, and the block
+    /// let answer = retriever.answer(&Request::new("summarise a web page with figures"))?;
+    /// assert_eq!(answer.hits[0].slug, "cite-the-source-url");
+    /// assert!(answer.prompt.text.contains("Cite the source URL"));
+    /// // the ranked hits alone, with every score part
+    /// let found = retriever.search(&Request::new("research figures").k(3))?;
+    /// assert_eq!(found.hits.len(), 1);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn open(root: &Path) -> Result<Retriever, RetrieveError> {
         let (mut r, why) = Retriever::load(root)?;
         r.refresh_with(why)?;

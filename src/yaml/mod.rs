@@ -43,7 +43,12 @@ pub struct Node {
 #[derive(Debug, Clone, PartialEq)]
 pub enum NodeKind {
     /// A scalar with its text (after unescaping and folding) and style.
-    Scalar { value: String, style: Style },
+    Scalar {
+        /// The text, unescaped and folded.
+        value: String,
+        /// Plain or quoted (a block scalar counts as quoted).
+        style: Style,
+    },
     /// A sequence of nodes.
     Seq(Vec<NodeId>),
     /// A mapping: key and value nodes in source order.

@@ -7,6 +7,9 @@
 //!   `lesson search` and of a BM25 baseline on a BEIR-format test set (see `eval/mod.rs`).
 //! - `cargo xtask eval-dedup [DIR]`: precision and recall of `lesson dedup` on the corpora's
 //!   near-duplicate material (see `eval_dedup.rs`).
+//! - `cargo xtask pre-commit-check`: the hooks of `.pre-commit-hooks.yaml` under the real
+//!   `pre-commit`, on a clean and a broken sample bank (see `precommit.rs`).
+//! - `cargo xtask man [--check]`: write the man pages to `man/` (or fail when they are stale).
 //! - `xtask bench-helper ...`: the baselines as one-shot processes, for the search bench.
 //! - `cargo xtask mcp-check`: the official MCP Python SDK's client against `lesson mcp`; `cargo
 //!   xtask mcp-load [--servers 8] [--calls 100]`: concurrent servers, a watcher, figures (see
@@ -23,6 +26,8 @@ mod eval_dedup;
 #[cfg(feature = "baselines")]
 mod helper;
 mod mcp;
+mod man;
+mod precommit;
 #[cfg(test)]
 mod tidy;
 
@@ -34,6 +39,8 @@ Usage: cargo xtask bench [TARGET] [--sizes N[,N...]] [--runs N]
        cargo xtask eval-dedup [DIR]
        cargo xtask mcp-check
        cargo xtask mcp-load [--servers N] [--calls N]
+       cargo xtask pre-commit-check
+       cargo xtask man [--check]
 
 Bench targets (default: all):
   lint    `lesson lint` and `lesson index` against the cat and rg floors
@@ -70,6 +77,8 @@ fn main() -> anyhow::Result<()> {
         Some("eval-dedup") => eval_dedup::run(&parse_eval_dedup(&args[1..])?),
         Some("mcp-check") => mcp::check(),
         Some("mcp-load") => mcp::load(&parse_mcp_load(&args[1..])?),
+        Some("pre-commit-check") => precommit::run(),
+        Some("man") => man::run(&args[1..]),
         #[cfg(feature = "baselines")]
         Some("bench-helper") => helper::run(&args[1..]),
         #[cfg(not(feature = "baselines"))]

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 const LAYERS: &[&[&str]] = &[
     &["source", "yaml", "layout"],
     &["lesson"],
-    &["document", "diagnostic"],
+    &["document", "diagnostic", "schema"],
     &["config", "walk", "template"],
     &["edit"],
     &["ledger", "git"],
@@ -22,6 +22,7 @@ const LAYERS: &[&[&str]] = &[
     &["curate"],
     &["distill", "watch", "pr", "sync"],
     &["report"],
+    &["embed"],
 ];
 
 /// What a file of the command line (`src/cli/`) may not contain: it parses flags, calls the

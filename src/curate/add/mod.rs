@@ -573,7 +573,41 @@ pub struct Added {
     pub changed: bool,
 }
 
-/// Admit candidates into the bank at `root`, all or nothing, holding the bank's lock.
+/// Admit candidates into the bank at `root` (`lesson add`), all or nothing, holding the bank's
+/// lock. [`crate::define_lesson`] admits one lesson defined in code this way.
+///
+/// ```
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # let dir = tempfile::tempdir()?;
+/// # let bank = dir.path();
+/// # lesson::curate::init::init(bank, jiff::Timestamp::now())?;
+/// # lesson::define_lesson(bank, serde_json::json!({
+/// #     "slug": "cite-the-source-url", "title": "Cite the source URL of every quoted figure.",
+/// #     "trigger": {"description": "A summary quotes figures from web pages.", "tags": ["research"]},
+/// #     "outcome": "success", "evidence": [{"kind": "run", "ref": "run-1"}],
+/// # }), &lesson::curate::Stamp::now("doc"))?;
+/// use lesson::curate::add::{add, read_candidates, Admitted, Intake};
+/// use lesson::curate::Stamp;
+///
+/// let file = b"---
+/// schema: learning/v1
+/// slug: pin-the-toolchain
+/// title: Pin the Rust toolchain.
+/// trigger:
+///   description: CI builds break when a new stable Rust ships.
+/// outcome: failure
+/// evidence:
+///   - kind: work-item
+///     ref: wi-9
+/// ---
+/// # Pin the Rust toolchain.
+/// ";
+/// let candidates = read_candidates("new.md", file.to_vec())?;
+/// let added = add(bank, &candidates, &Intake::default(), &Stamp::now("ana"), false)?;
+/// assert!(matches!(&added.admitted[0], Admitted::Created { slug, .. } if slug == "pin-the-toolchain"));
+/// # Ok(())
+/// # }
+/// ```
 pub fn add(
     root: &Path,
     candidates: &[Candidate],

@@ -38,7 +38,7 @@ fn check(ctx: &FileContext<'_>, out: &mut Vec<Diagnostic>) {
         Some(Scalar::Float(f)) => f,
         _ => return,
     };
-    if (0.0..=1.0).contains(&number) {
+    if crate::lesson::CONFIDENCE_RANGE.contains(&number) {
         return;
     }
     let mut d = Diagnostic::new(

@@ -2,6 +2,7 @@
 
 use crate::declare_rule;
 use crate::diagnostic::Diagnostic;
+use crate::lesson::{Chars, DESCRIPTION_CHARS, NOTE_CHARS, REF_CHARS, TITLE_CHARS};
 use crate::lint::schema_walk::FrontmatterView;
 use crate::lint::{Check, FileContext};
 use crate::yaml::NodeId;
@@ -53,16 +54,15 @@ impl Field {
         index: Option<usize>,
         map: NodeId,
         name: &'static str,
-        min: usize,
-        max: usize,
+        chars: Chars,
     ) -> Self {
         Field {
             path,
             index,
             map,
             name,
-            min,
-            max,
+            min: chars.min,
+            max: chars.max,
         }
     }
 }
@@ -72,20 +72,19 @@ fn check(ctx: &FileContext<'_>, out: &mut Vec<Diagnostic>) {
         return;
     };
     let mut fields: Vec<Field> = Vec::new();
-    fields.push(Field::new("title", None, fm.root, "title", 1, 200));
+    fields.push(Field::new("title", None, fm.root, "title", TITLE_CHARS));
     if let Some((_, trigger)) = fm.trigger() {
         fields.push(Field::new(
             "trigger.description",
             None,
             trigger,
             "description",
-            1,
-            1000,
+            DESCRIPTION_CHARS,
         ));
     }
     for (i, item) in fm.items(fm.root, "evidence") {
-        fields.push(Field::new("ref", Some(i), item, "ref", 1, 256));
-        fields.push(Field::new("note", Some(i), item, "note", 0, 500));
+        fields.push(Field::new("ref", Some(i), item, "ref", REF_CHARS));
+        fields.push(Field::new("note", Some(i), item, "note", NOTE_CHARS));
     }
     for Field {
         path,

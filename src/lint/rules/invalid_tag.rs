@@ -5,8 +5,7 @@ use crate::diagnostic::Diagnostic;
 use crate::lint::schema_walk::{excerpt, tag_problem, FrontmatterView};
 use crate::lint::{Check, FileContext};
 
-/// The schema's `maxItems` for `trigger.tags`.
-const MAX_TAGS: usize = 12;
+use crate::lesson::MAX_TAGS;
 
 declare_rule! {
     /// A trigger tag does not match the tag pattern, or there are too many tags.
