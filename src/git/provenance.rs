@@ -550,48 +550,62 @@ pub(super) type Renames = Vec<(String, String)>;
 
 /// What one non-merge commit did to the bank's lessons (renames paired), paths relative to the
 /// bank; `None` when its bank folder equals its parent's.
-pub(super) fn commit_changes(
-    repo: &Repository,
+pub(super) fn commit_changes<'r>(
+    repo: &'r Repository,
     commit: &git2::Commit<'_>,
     prefix: &str,
-    trees: &mut TreeCache,
+    trees: &mut TreeCache<'r>,
 ) -> Result<Option<(Changes, Renames)>, GitError> {
-    let new_id = trees.bank_tree_id(repo, commit, prefix);
+    let new_id = trees.bank_tree_id(commit, prefix);
     let parent = match commit.parent_count() {
         0 => None,
         _ => Some(commit.parent(0)?),
     };
-    let old_id = parent
-        .as_ref()
-        .and_then(|p| trees.bank_tree_id(repo, p, prefix));
+    let old_id = parent.as_ref().and_then(|p| trees.bank_tree_id(p, prefix));
     if new_id == old_id {
         return Ok(None);
     }
-    let new = new_id.and_then(|id| repo.find_tree(id).ok());
+    let new = new_id.and_then(|id| trees.tree(repo, id));
     let old = old_id.and_then(|id| repo.find_tree(id).ok());
     let mut changes = Changes::default();
     diff_trees(repo, old.as_ref(), new.as_ref(), "", &mut changes);
     let pairs = renames(repo, &mut changes);
+    // walking back, the parent's folder is usually the next commit's: it is not read twice
+    trees.last = old;
     Ok(Some((changes, pairs)))
 }
 
-/// Bank-folder tree ids by commit: each commit's is looked up once, as a child and as a parent.
+/// Bank-folder tree ids by commit (each commit's is looked up once, as a child and as a
+/// parent), and the last parent's folder tree.
 #[derive(Default)]
-pub(super) struct TreeCache {
+pub(super) struct TreeCache<'r> {
     ids: HashMap<Oid, Option<Oid>>,
+    last: Option<Tree<'r>>,
 }
 
-impl TreeCache {
-    fn bank_tree_id(
-        &mut self,
-        repo: &Repository,
-        commit: &git2::Commit<'_>,
-        prefix: &str,
-    ) -> Option<Oid> {
+impl<'r> TreeCache<'r> {
+    /// The tree `id`, from the last one read when it is that one.
+    fn tree(&mut self, repo: &'r Repository, id: Oid) -> Option<Tree<'r>> {
+        match self.last.take() {
+            Some(t) if t.id() == id => Some(t),
+            _ => repo.find_tree(id).ok(),
+        }
+    }
+
+    fn bank_tree_id(&mut self, commit: &git2::Commit<'_>, prefix: &str) -> Option<Oid> {
         if let Some(id) = self.ids.get(&commit.id()) {
             return *id;
         }
-        let id = bank_tree(repo, commit, prefix).map(|t| t.id());
+        let id = if prefix.is_empty() {
+            Some(commit.tree_id())
+        } else {
+            commit
+                .tree()
+                .ok()
+                .and_then(|t| t.get_path(Path::new(prefix)).ok())
+                .filter(|e| e.kind() == Some(ObjectType::Tree))
+                .map(|e| e.id())
+        };
         self.ids.insert(commit.id(), id);
         id
     }
