@@ -13,10 +13,10 @@ mod index;
 mod init;
 mod lint;
 mod list;
-mod merge_file;
 mod log;
 #[cfg(feature = "mcp")]
 mod mcp;
+mod merge_file;
 mod new;
 mod record;
 mod review;

@@ -21,9 +21,9 @@ mod index_md;
 mod ledger;
 mod left_out;
 mod lint_defects;
+mod man;
 #[cfg(feature = "mcp")]
 mod mcp;
-mod man;
 mod parse_props;
 mod plain_git;
 mod pr;

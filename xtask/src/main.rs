@@ -25,8 +25,8 @@ mod eval;
 mod eval_dedup;
 #[cfg(feature = "baselines")]
 mod helper;
-mod mcp;
 mod man;
+mod mcp;
 mod precommit;
 #[cfg(test)]
 mod tidy;
