@@ -3,7 +3,7 @@
 //!
 //! Both start from one git diff of the two trees (or of the base tree and the working tree),
 //! restricted to the bank's folder, with renames found by git's similarity detection
-//! ([`changes`]); only the changed files are read ([`review`]). The findings are diagnostics of
+//! ([`changes`]); only the changed files are read (`review.rs`). The findings are diagnostics of
 //! the rules G001..G006 (declared with the other rules in `lint::rules`, as [`Check::Base`]), placed
 //! in the head version of each file, with the bank's levels, `--select` and the files'
 //! suppressions applied ([`crate::lint::settle`]).

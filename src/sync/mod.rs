@@ -7,13 +7,13 @@
 //!
 //! One round ([`sync`]):
 //!
-//! 1. **pending** ([`pending`]): the bank's changed files (lessons, `_log/`, `_index.md`,
+//! 1. **pending** (`pending.rs`): the bank's changed files (lessons, `_log/`, `_index.md`,
 //!    `_archive/`, `lesson.toml`, `templates/`, the bank's `.gitattributes`/`.gitignore`;
 //!    never `.lesson/` nor anything outside the bank) become a commit *object* whose tree is
 //!    HEAD's with only those paths replaced. Nothing moves yet: HEAD, the index and the working
 //!    tree are as they were.
 //! 2. **fetch** the remote branch (system git).
-//! 3. **merge** ([`resolve`]) that commit with the fetched one, in memory: libgit2 merges the
+//! 3. **merge** (`resolve.rs`) that commit with the fetched one, in memory: libgit2 merges the
 //!    trees, each conflicted bank path is resolved by the bank's rules ([`crate::merge`]), the
 //!    counts of every lesson whose ledger changed are set from the merged ledger and `_index.md`
 //!    is regenerated. A conflict in human-written text stops here, with nothing changed.
@@ -21,7 +21,7 @@
 //!    rejection goes back to 1 with nothing changed locally, up to [`MAX_ATTEMPTS`] times with
 //!    random jitter in between. Each attempt merges the same local changes with the newest
 //!    remote commit, so the remote's history stays a line of merges of one side each.
-//! 5. **apply** ([`apply`]), under the bank's lock: working-tree files, then the index, then
+//! 5. **apply** (`apply.rs`), under the bank's lock: working-tree files, then the index, then
 //!    HEAD (see the order and why in `apply`).
 
 mod apply;
