@@ -52,6 +52,16 @@ pub const WATCH_LOCK_FILE: &str = "watch.lock";
 /// In [`STATE_DIR`]: the identity of the index a running `lesson watch` vouches for.
 pub const WATCH_MARKER_FILE: &str = "watch.json";
 
+/// A file's path relative to the bank's root, `/`-separated (as git and the provenance cache
+/// name it).
+pub fn bank_relative(root: &Path, path: &Path) -> String {
+    let rel = path.strip_prefix(root).unwrap_or(path);
+    rel.components()
+        .map(|c| c.as_os_str().to_string_lossy())
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
 /// A lesson's file at the bank's top level: `<root>/<slug>.md`.
 pub fn lesson_path(root: &Path, slug: &str) -> PathBuf {
     root.join(format!("{slug}.md"))

@@ -4,11 +4,9 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use clap::{Args, ValueEnum};
-use lesson::document::Document;
 use lesson::git::provenance::Provenance;
 use lesson::index_md::{self, IndexEntry};
-use lesson::lesson::Lesson;
-use lesson::report::lessons::{self, LessonJson};
+use lesson::report::lessons;
 
 /// Output formats of `list` and `show`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -59,23 +57,7 @@ pub fn run(root: &Path, args: ListArgs) -> anyhow::Result<ExitCode> {
             print!("{}", lessons::table_with(&entries, provenance.as_ref()));
         }
         OutputFormat::Json => {
-            let mut lessons: Vec<(&Document, &Lesson)> = bank
-                .lessons()
-                .filter(|(doc, _)| !doc.has_file_errors())
-                .collect();
-            lessons.sort_by(|a, b| {
-                (&a.1.slug.value, &a.0.source.path).cmp(&(&b.1.slug.value, &b.0.source.path))
-            });
-            let json: Vec<LessonJson> = lessons
-                .into_iter()
-                .map(|(doc, lesson)| {
-                    let stamps = provenance
-                        .as_ref()
-                        .and_then(|p| p.get(&bank_relative(&bank.root, &doc.source.path)));
-                    LessonJson::new(doc, lesson, bank.status(lesson)).with_provenance(stamps)
-                })
-                .filter(|j| keep(j.status))
-                .collect();
+            let json = lessons::json_list(&bank, provenance.as_ref(), keep);
             println!("{}", serde_json::to_string_pretty(&json)?);
         }
     }
@@ -98,10 +80,4 @@ pub(super) fn provenance(root: &Path) -> Option<Provenance> {
 }
 
 /// A file's path relative to the bank's root, `/`-separated.
-pub(super) fn bank_relative(root: &Path, path: &Path) -> String {
-    let rel = path.strip_prefix(root).unwrap_or(path);
-    rel.components()
-        .map(|c| c.as_os_str().to_string_lossy())
-        .collect::<Vec<_>>()
-        .join("/")
-}
+pub(super) use lesson::layout::bank_relative;

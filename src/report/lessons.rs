@@ -95,6 +95,33 @@ struct TriggerJson<'a> {
     targets: &'a [Target],
 }
 
+/// The bank's lessons as JSON views, sorted by slug (then path), files with errors of their own
+/// left out (as `_index.md` leaves them out), each with its provenance when the bank's is given;
+/// `keep` selects by status (`active`, `superseded`, `expired`). `lesson list --format json` and
+/// the MCP `list` tool print this.
+pub fn json_list<'a>(
+    bank: &'a crate::Bank,
+    provenance: Option<&'a Provenance>,
+    keep: impl Fn(&str) -> bool,
+) -> Vec<LessonJson<'a>> {
+    let mut lessons: Vec<(&Document, &Lesson)> = bank
+        .lessons()
+        .filter(|(doc, _)| !doc.has_file_errors())
+        .collect();
+    lessons.sort_by(|a, b| {
+        (&a.1.slug.value, &a.0.source.path).cmp(&(&b.1.slug.value, &b.0.source.path))
+    });
+    lessons
+        .into_iter()
+        .map(|(doc, lesson)| {
+            let stamps = provenance
+                .and_then(|p| p.get(&crate::layout::bank_relative(&bank.root, &doc.source.path)));
+            LessonJson::new(doc, lesson, bank.status(lesson)).with_provenance(stamps)
+        })
+        .filter(|j| keep(j.status))
+        .collect()
+}
+
 impl<'a> LessonJson<'a> {
     /// The JSON view of one lesson, whose status the bank derived ([`crate::Bank::status`]).
     pub fn new(doc: &Document, lesson: &'a Lesson, status: Status) -> Self {

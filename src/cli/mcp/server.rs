@@ -26,8 +26,7 @@ use lesson::curate::add::{self, Intake};
 use lesson::curate::new::NewEvidence;
 use lesson::curate::record;
 use lesson::curate::show::{self, Found};
-use lesson::document::Document;
-use lesson::lesson::{EvidenceKind, Lesson};
+use lesson::lesson::EvidenceKind;
 use lesson::lint::{self, Selection, Summary};
 use lesson::report::envelope::{self, Envelope, ErrorCode};
 use lesson::report::lessons::LessonJson;
@@ -324,18 +323,7 @@ impl Lessons {
             params::Status::Superseded => state == "superseded",
             params::Status::Expired => state == "expired",
         };
-        let mut lessons: Vec<(&Document, &Lesson)> = bank
-            .lessons()
-            .filter(|(doc, _)| !doc.has_file_errors())
-            .collect();
-        lessons.sort_by(|a, b| {
-            (&a.1.slug.value, &a.0.source.path).cmp(&(&b.1.slug.value, &b.0.source.path))
-        });
-        let json: Vec<LessonJson> = lessons
-            .into_iter()
-            .map(|(doc, lesson)| LessonJson::new(doc, lesson, bank.status(lesson)))
-            .filter(|j| keep(j.status))
-            .collect();
+        let json = lesson::report::lessons::json_list(&bank, None, keep);
         let left_out = lesson::index_md::left_out(&bank);
         Ok(json!({"lessons": json, "left_out": left_out}))
     }
