@@ -87,6 +87,42 @@ fn head_config(changes: &Changes<'_>) -> Result<Config, PrError> {
     }
 }
 
+/// How many comparisons run with libgit2's hash verification off (see [`Unverified`]).
+static UNVERIFIED: std::sync::Mutex<usize> = std::sync::Mutex::new(0);
+
+/// libgit2's strict hash verification, off while a comparison runs and back on when the last
+/// one ends.
+///
+/// libgit2 hashes every object it reads again and compares it with the object's name (git
+/// itself does not, outside `git fsck`): on a 100,000-lesson bank that costs the two 100,000-entry
+/// trees of the bank's folder several times the diff itself. The switch is process-wide
+/// (`git_libgit2_opts`), so it is scoped to the comparison, which only reads: a process that
+/// also merges or commits (`lesson sync`, `lesson mcp`, a runtime that embeds the library) must
+/// not go on reading unverified objects into the trees it writes. Another thread's git work that
+/// runs during a comparison reads unverified objects meanwhile, as `git` would.
+struct Unverified;
+
+impl Unverified {
+    fn begin() -> Unverified {
+        let mut running = UNVERIFIED.lock().unwrap_or_else(|e| e.into_inner());
+        if *running == 0 {
+            git2::opts::strict_hash_verification(false);
+        }
+        *running += 1;
+        Unverified
+    }
+}
+
+impl Drop for Unverified {
+    fn drop(&mut self) {
+        let mut running = UNVERIFIED.lock().unwrap_or_else(|e| e.into_inner());
+        *running -= 1;
+        if *running == 0 {
+            git2::opts::strict_hash_verification(true);
+        }
+    }
+}
+
 /// Open the repository around the bank at `root` and diff `base` with `head` (`None`: the
 /// working tree), then run `f` on the changes.
 fn with_changes<T>(
@@ -95,9 +131,7 @@ fn with_changes<T>(
     head: Option<&str>,
     f: impl FnOnce(&Changes<'_>) -> Result<T, PrError>,
 ) -> Result<T, PrError> {
-    // git itself does not hash every object it reads again; libgit2 does by default, which
-    // costs a 100,000-lesson bank's trees several times the diff itself
-    git2::opts::strict_hash_verification(false);
+    let _unverified = Unverified::begin();
     let repo = BankRepo::open(root)?;
     let base = repo.commit(base)?;
     let head = match head {
@@ -228,4 +262,59 @@ fn head_bank(
             None,
         ),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::git::repo::run_git;
+
+    /// A comparison reads without hash verification, and leaves it on for the rest of the
+    /// process: a loose object whose bytes no longer match its name is refused afterwards.
+    #[test]
+    fn hash_verification_is_back_on_after_a_comparison() {
+        let tmp = tempfile::tempdir().unwrap();
+        let git = |args: &[&str]| {
+            run_git(tmp.path(), args).unwrap();
+        };
+        git(&["init", "-q"]);
+        let bank = tmp.path().join("lessons");
+        std::fs::create_dir_all(&bank).unwrap();
+        std::fs::write(bank.join("notes.txt"), "one\n").unwrap();
+        git(&["add", "."]);
+        git(&[
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@x",
+            "commit",
+            "-qm",
+            "one",
+        ]);
+        let repo = git2::Repository::open(tmp.path()).unwrap();
+        let odb = repo.odb().unwrap();
+        let id = odb.write(git2::ObjectType::Blob, b"one\n").unwrap();
+        let other = odb.write(git2::ObjectType::Blob, b"two\n").unwrap();
+        let loose = |id: git2::Oid| {
+            let hex = id.to_string();
+            repo.path().join("objects").join(&hex[..2]).join(&hex[2..])
+        };
+        // the object named `id` now holds the bytes of `other`
+        let (path, corrupt) = (loose(id), loose(other));
+        let mut permissions = std::fs::metadata(&path).unwrap().permissions();
+        #[allow(clippy::permissions_set_readonly_false)]
+        permissions.set_readonly(false);
+        std::fs::set_permissions(&path, permissions).unwrap();
+        std::fs::copy(&corrupt, &path).unwrap();
+
+        let checked = check(&bank, "HEAD", None, &Selection::default()).unwrap();
+        assert_eq!(checked.changed, 0);
+        let fresh = git2::Repository::open(tmp.path()).unwrap();
+        let read = fresh.find_blob(id);
+        assert!(
+            read.is_err(),
+            "a corrupt object was read as {:?}",
+            read.map(|b| b.content().to_vec())
+        );
+    }
 }
