@@ -31,9 +31,9 @@ pub struct RecordArgs {
     /// Who records it (default: $LESSON_BY, else $USER@hostname)
     #[arg(long, value_name = "ID")]
     by: Option<String>,
-    /// The lesson whose advice the run followed instead (repeatable): a `conflict` event naming
-    /// it goes to the ledger, and retrieval marks the two as conflicting
-    #[arg(long, value_name = "OTHER", requires = "contradicted")]
+    /// With --contradicted: the lesson whose advice the run followed instead (repeatable); a
+    /// `conflict` event naming it goes to the ledger, and search marks the two as conflicting
+    #[arg(long, value_name = "OTHER")]
     conflicts_with: Vec<String>,
 }
 

@@ -14,8 +14,9 @@
 //! 4. **Score**: `similarity × confidence × count factor × recency × tag boost` ([`score`]). A
 //!    request without text (no terms; tags given then only gate) ranks every lesson that passes
 //!    the gates by `confidence × count factor × recency` alone (similarity counts as 1).
-//! 5. Top K, ties by slug then path; up to `[retrieve] max-cautions` matching cautions keep a
-//!    place among them, in place of the lowest-ranked other hits.
+//! 5. Top K, ties by slug then path; for a request with text, up to `[retrieve] max-cautions`
+//!    matching cautions keep a place among them, in place of the lowest-ranked other hits
+//!    (never of the first).
 //!
 //! Two hits **conflict** only where a conflict is recorded: one names the other in
 //! `metadata.lesson.conflicts_with` (as `lesson distill` records a judged contradiction), or in

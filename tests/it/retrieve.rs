@@ -430,11 +430,7 @@ fn a_matching_caution_keeps_a_place_among_the_top_k() {
         .unwrap()
         .answer(&request)
         .unwrap();
-    assert!(answer
-        .prompt
-        .text
-        .contains("caution] Deploy the service on a Friday"));
-    assert!(answer.prompt.text.contains("(0 successes, 3 failures)"));
+    insta::assert_snapshot!(answer.prompt.text);
     // max-cautions = 0: its score alone decides, and the count factor crushes it
     std::fs::write(
         tmp.path().join("lesson.toml"),

@@ -310,8 +310,8 @@ impl Index {
     }
 
     /// The top K of the matching docs, best first, with up to `max-cautions` cautions kept
-    /// among them (in place of the lowest-ranked other docs), and whether each is there only
-    /// as a caution.
+    /// among them (in place of the lowest-ranked other docs, never of the first), and whether
+    /// each is there only as a caution.
     fn top(
         &self,
         mut candidates: Vec<(f64, f64, usize, bool)>,
@@ -344,7 +344,8 @@ impl Index {
         if held < max_cautions {
             let mut extra = self.ranked(cautions)?;
             extra.retain(|c| !top.iter().any(|t| t.id == c.id));
-            extra.truncate(max_cautions - held);
+            // never the first place: the best hit on its score always stays
+            extra.truncate((max_cautions - held).min(k - 1));
             for c in extra {
                 // a caution takes the place of the lowest-ranked hit that is not one
                 if top.len() >= k {
@@ -377,7 +378,7 @@ impl Index {
             return Ok(scored.search);
         }
         let candidates = self.matching(&scored, settings)?;
-        let top = self.top(candidates, k, settings.max_cautions)?;
+        let top = self.top(candidates, k, scored.max_cautions(settings))?;
         let mut search = scored.search.clone();
         for (r, kept) in top {
             match self.hit(r.id, &r.path, r.sim, &scored, settings)? {
@@ -481,7 +482,7 @@ impl Index {
         let k = req.k.unwrap_or(settings.k);
         let candidates = self.matching(&scored, settings)?;
         let matching = candidates.len();
-        let top = self.top(candidates.clone(), k, settings.max_cautions)?;
+        let top = self.top(candidates.clone(), k, scored.max_cautions(settings))?;
         if let Some(rank) = top.iter().position(|(r, _)| r.id == id) {
             let (r, kept_as_caution) = &top[rank];
             return Ok(Explanation::Shown {
@@ -758,6 +759,17 @@ struct Scored<'r> {
     caller: [Option<&'r str>; 3],
     now_ns: i64,
     similarity: Similarity,
+}
+
+impl Scored<'_> {
+    /// Cautions kept among the top K: `max-cautions` for a request with text, none without
+    /// (every lesson "matches" a request without text; its prior alone ranks it).
+    fn max_cautions(&self, settings: &Settings) -> usize {
+        match self.similarity {
+            Similarity::NoText => 0,
+            Similarity::Text { .. } => settings.max_cautions,
+        }
+    }
 }
 
 /// A matching doc, placed.
