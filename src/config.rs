@@ -152,9 +152,48 @@ pub struct RetrieveConfig {
     /// BM25 length normalisation (0: none, 1: full).
     #[serde(default = "default_b")]
     pub b: f64,
+    /// What the bank's tags found among the request's words do: `ignore` (the default: they
+    /// count as words of the request, no more), `boost` (raise the score of the lessons that
+    /// carry them by `tag-boost`), or `gate` (a tagged lesson must carry one, as `--tag` does).
+    /// Tags the caller gives always gate, alone.
+    #[serde(default)]
+    pub inferred_tags: InferredTags,
+    /// With `inferred-tags = "boost"`: the factor a lesson's score is multiplied by when it
+    /// carries a tag found among the request's words.
+    #[serde(default = "default_tag_boost")]
+    pub tag_boost: f64,
+    /// Cautions (lessons that failed more often than they worked) that keep a place among the
+    /// top K when they match, however low their count factor puts them.
+    #[serde(default = "default_max_cautions")]
+    pub max_cautions: usize,
     /// `[retrieve.weights]`
     #[serde(default)]
     pub weights: FieldWeights,
+}
+
+/// What the bank's tags found among a request's words do to retrieval.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum InferredTags {
+    /// Neither gate nor boost: they count as words of the request (and the tags field weighs
+    /// in the similarity). The default: it ranks best on the retrieval sets (README).
+    #[default]
+    Ignore,
+    /// Raise the score of the lessons that carry one (`[retrieve] tag-boost`).
+    Boost,
+    /// Gate: a tagged lesson must carry one (unless the caller gave tags).
+    Gate,
+}
+
+impl InferredTags {
+    /// The spelling in `lesson.toml` and on the command line.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            InferredTags::Boost => "boost",
+            InferredTags::Gate => "gate",
+            InferredTags::Ignore => "ignore",
+        }
+    }
 }
 
 impl Default for RetrieveConfig {
@@ -166,6 +205,9 @@ impl Default for RetrieveConfig {
             min_similarity: default_min_similarity(),
             k1: default_k1(),
             b: default_b(),
+            inferred_tags: InferredTags::default(),
+            tag_boost: default_tag_boost(),
+            max_cautions: default_max_cautions(),
             weights: FieldWeights::default(),
         }
     }
@@ -221,6 +263,12 @@ fn default_k1() -> f64 {
 }
 fn default_b() -> f64 {
     0.75
+}
+fn default_tag_boost() -> f64 {
+    1.5
+}
+fn default_max_cautions() -> usize {
+    1
 }
 fn default_weight_title() -> f64 {
     5.0

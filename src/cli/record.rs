@@ -31,6 +31,10 @@ pub struct RecordArgs {
     /// Who records it (default: $LESSON_BY, else $USER@hostname)
     #[arg(long, value_name = "ID")]
     by: Option<String>,
+    /// With --contradicted: the lesson whose advice the run followed instead (repeatable); a
+    /// `conflict` event naming it goes to the ledger, and search marks the two as conflicting
+    #[arg(long, value_name = "OTHER")]
+    conflicts_with: Vec<String>,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -57,7 +61,7 @@ pub fn run(root: &Path, args: RecordArgs) -> anyhow::Result<ExitCode> {
         run,
         evidence: args.evidence,
     };
-    let done = record::record(root, &req, &stamp)?;
+    let done = record::record_with(root, &req, &args.conflicts_with, &stamp)?;
     for p in &done.ledger_problems {
         eprintln!(
             "warning: {}:{}: not a whole ledger event, ignored ({}); `lesson lint` reports it as L002",

@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::{Args, ValueEnum};
 use lesson::report::hits;
-use lesson::retrieve::{Request, Retriever};
+use lesson::retrieve::{InferredTags, Request, Retriever};
 
 /// Output formats of `search`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -20,15 +20,35 @@ enum Format {
     Text,
 }
 
+/// What tags found among the request's words do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum InferredArg {
+    /// They count as words of the request, no more
+    Ignore,
+    /// Raise the score of the lessons that carry one by [retrieve] tag-boost
+    Boost,
+    /// A tagged lesson must carry one (when no --tag is given)
+    Gate,
+}
+
 /// Flags of `lesson search`.
 #[derive(Debug, Args)]
 pub struct SearchArgs {
-    /// The request (several words are joined with spaces)
+    /// The request (several words are joined with spaces; `-` reads it from stdin). Without
+    /// one, the best lessons that pass the gates, by confidence, counts and recency
     #[arg(value_name = "REQUEST")]
     request: Vec<String>,
-    /// A tag of the request (repeatable); tagged lessons must share one
+    /// A tag of the request (repeatable); tagged lessons must share one of the tags given
     #[arg(long = "tag", value_name = "TAG")]
     tags: Vec<String>,
+    /// What the bank's tags found among the request's words do (default: [retrieve]
+    /// inferred-tags, ignore)
+    #[arg(long, value_enum, value_name = "MODE")]
+    inferred_tags: Option<InferredArg>,
+    /// Say why the lesson SLUG is or is not in the answer: the gate or threshold that
+    /// excludes it, else its rank and score parts
+    #[arg(long, value_name = "SLUG")]
+    explain: Option<String>,
     /// The caller's operator, matched against lessons' target globs
     #[arg(long)]
     operator: Option<String>,
@@ -58,8 +78,13 @@ pub fn run(root: &Path, args: SearchArgs) -> anyhow::Result<ExitCode> {
     // a live `lesson watch` vouching for the index spares the stat walk
     let mut retriever = Retriever::open_fast(root)
         .with_context(|| format!("cannot search the bank at {}", root.display()))?;
+    let text = if args.request == ["-"] {
+        std::io::read_to_string(std::io::stdin()).context("cannot read the request from stdin")?
+    } else {
+        args.request.join(" ")
+    };
     let request = Request {
-        text: args.request.join(" "),
+        text,
         tags: args.tags,
         operator: args.operator,
         role: args.role,
@@ -67,8 +92,21 @@ pub fn run(root: &Path, args: SearchArgs) -> anyhow::Result<ExitCode> {
         k: args.k,
         budget: args.budget,
         include_expired: args.include_expired,
+        inferred_tags: args.inferred_tags.map(|m| match m {
+            InferredArg::Boost => InferredTags::Boost,
+            InferredArg::Gate => InferredTags::Gate,
+            InferredArg::Ignore => InferredTags::Ignore,
+        }),
         now: super::now()?,
     };
+    if let Some(slug) = &args.explain {
+        let why = retriever.explain(&request, slug)?;
+        match args.format {
+            Format::Json => println!("{}", hits::explanation_json(slug, &why)?),
+            Format::Prompt | Format::Text => print!("{}", hits::explanation_text(slug, &why)),
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
     let answer = retriever.answer(&request)?;
     if args.format != Format::Json && !answer.held_back.is_empty() {
         let n = answer.held_back.len();

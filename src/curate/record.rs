@@ -88,18 +88,73 @@ pub fn record(
     req: &Request,
     stamp: &Stamp,
 ) -> Result<Recorded, CurateError> {
-    locked(root, || record_locked(root, req, stamp))
+    record_with(root, req, &[], stamp)
+}
+
+/// [`record`] a contradiction that names the lessons whose advice the run followed instead
+/// (`lesson record --contradicted --conflicts-with OTHER`): besides the outcome, the ledger
+/// gets a `conflict` event naming each of them (once: a conflict already recorded is not
+/// repeated), which retrieval reads as a declared conflict. Each must be another live lesson,
+/// and the outcome a contradiction.
+pub fn record_with(
+    root: &std::path::Path,
+    req: &Request,
+    conflicts_with: &[String],
+    stamp: &Stamp,
+) -> Result<Recorded, CurateError> {
+    if !conflicts_with.is_empty() && req.applied != Applied::Contradicted {
+        return Err(CurateError::Refused(
+            "a conflict is recorded with a contradiction (--contradicted)".into(),
+        ));
+    }
+    locked(root, || record_locked(root, req, conflicts_with, stamp))
 }
 
 fn record_locked(
     root: &std::path::Path,
     req: &Request,
+    conflicts_with: &[String],
     stamp: &Stamp,
 ) -> Result<Recorded, CurateError> {
     let mut bank = crate::lint::load_with(root, &Overlay::new(), stamp.at)?;
     let i = find(&bank, &req.slug)?;
+    for other in conflicts_with {
+        if other == &req.slug {
+            return Err(CurateError::Refused(format!(
+                "`{other}` cannot conflict with itself"
+            )));
+        }
+        find(&bank, other)?;
+    }
     let mut ledger = Ledger::read(root, &req.slug)?;
-    let planned = plan(&bank.documents[i], &ledger, req, stamp)?;
+    let mut planned = plan(&bank.documents[i], &ledger, req, stamp)?;
+    let lesson = lesson_of(&bank.documents[i]);
+    let mut named: Vec<&String> = Vec::new();
+    for other in conflicts_with {
+        let recorded = ledger
+            .entries
+            .iter()
+            .any(|e| matches!(&e.event.kind, EventKind::Conflict { with, .. } if with == other));
+        if recorded || named.contains(&other) {
+            continue;
+        }
+        named.push(other);
+        let conflict = EventKind::Conflict {
+            with: other.clone(),
+            note: Some(format!(
+                "contradicted in {}:{}",
+                req.evidence.kind.as_str(),
+                req.evidence.reference
+            )),
+        };
+        if planned.events.is_empty() {
+            planned
+                .events
+                .extend(with_import(&ledger, lesson, stamp, conflict));
+        } else {
+            planned.events.push(stamp.event(conflict));
+        }
+    }
     let new_text = planned.doc.source.text.clone();
     // counts and evidence do not change supersession: the loaded bank stays valid with the new
     // file, and the index is rendered before anything is written (a broken template stops here)

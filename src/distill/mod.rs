@@ -284,6 +284,7 @@ fn matched(bank: &Bank, run: &Run) -> Vec<protocol::ShownLesson> {
         k: None,
         budget: None,
         include_expired: false,
+        inferred_tags: None,
         now: bank.now,
     };
     let by_slug = bank.by_slug();

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use crate::retrieve::{Answer, HeldBack, Hit};
+use crate::retrieve::{Answer, Explanation, HeldBack, Hit, ScoreParts};
 
 /// `lesson search --format json`: the request as resolved, the hits shown, and the figures.
 #[derive(Debug, Serialize)]
@@ -88,8 +88,124 @@ fn for_json(root: &Path, mut h: Hit) -> Hit {
     s.confidence = round(s.confidence);
     s.count_factor = round(s.count_factor);
     s.recency = round(s.recency);
+    s.tag_boost = round(s.tag_boost);
     s.score = round(s.score);
     h
+}
+
+/// `lesson search --explain SLUG --format json`: the slug and the explanation, scores to 6
+/// decimals.
+pub fn explanation_json(slug: &str, why: &Explanation) -> serde_json::Result<String> {
+    let mut value = serde_json::to_value(why)?;
+    let round = |v: &mut serde_json::Value| {
+        if let Some(x) = v.as_f64() {
+            *v = serde_json::json!((x * 1e6).round() / 1e6);
+        }
+    };
+    if let Some(map) = value.as_object_mut() {
+        if let Some(score) = map.get_mut("score").and_then(|s| s.as_object_mut()) {
+            score.values_mut().for_each(round);
+        }
+        map.get_mut("similarity").map(round);
+        map.insert("slug".into(), slug.into());
+    }
+    serde_json::to_string_pretty(&value)
+}
+
+/// `lesson search --explain SLUG`: one line saying which gate or threshold excludes the
+/// lesson, else where it ranks and how its score is made.
+pub fn explanation_text(slug: &str, why: &Explanation) -> String {
+    let list = |v: &[String]| {
+        if v.is_empty() {
+            "none".to_string()
+        } else {
+            v.join(", ")
+        }
+    };
+    let line = match why {
+        Explanation::Unknown => {
+            "no live lesson has this slug (archived, or not in this bank)".to_string()
+        }
+        Explanation::HeldBack { codes } => format!(
+            "held back: its own file has errors ({}); `lesson lint` says why",
+            codes.join(", ")
+        ),
+        Explanation::Superseded { by } => format!("superseded by {}", list(by)),
+        Explanation::Expired { expires_at } => {
+            format!("expired at {expires_at} (--include-expired serves it)")
+        }
+        Explanation::Targets { targets } => {
+            let targets: Vec<String> = targets
+                .iter()
+                .map(|t| {
+                    let keys: Vec<String> = [
+                        ("operator", &t.operator),
+                        ("role", &t.role),
+                        ("skill", &t.skill),
+                    ]
+                    .into_iter()
+                    .filter_map(|(k, v)| v.as_ref().map(|v| format!("{k}={v}")))
+                    .collect();
+                    keys.join(" ")
+                })
+                .collect();
+            format!(
+                "excluded by the targets gate: no target matches the caller (--operator, --role, --skill); its targets: {}",
+                targets.join("; ")
+            )
+        }
+        Explanation::Tags { request, lesson } => format!(
+            "excluded by the tags gate: the request's tags ({}) and the lesson's ({}) share none",
+            list(request),
+            list(lesson)
+        ),
+        Explanation::NoMatch => "no term of the request occurs in it".to_string(),
+        Explanation::BelowMinSimilarity {
+            similarity,
+            min_similarity,
+        } => format!(
+            "excluded by min-similarity: its similarity {similarity:.3} is below {min_similarity}"
+        ),
+        Explanation::BelowTopK {
+            rank,
+            matching,
+            k,
+            score,
+        } => format!(
+            "matches, but ranks {rank} of {matching}, below the top {k}: {}",
+            parts(score)
+        ),
+        Explanation::OverBudget {
+            rank,
+            budget,
+            score,
+        } => format!(
+            "ranks {rank}, but the prompt block's budget of {budget} tokens cut it: {}",
+            parts(score)
+        ),
+        Explanation::Shown {
+            rank,
+            score,
+            kept_as_caution,
+        } => format!(
+            "shown, rank {rank}{}: {}",
+            if *kept_as_caution {
+                ", kept as a caution"
+            } else {
+                ""
+            },
+            parts(score)
+        ),
+    };
+    format!("{slug}: {line}\n")
+}
+
+/// A score as the product of its parts.
+fn parts(s: &ScoreParts) -> String {
+    format!(
+        "score {:.3} = similarity {:.3} × confidence {:.2} × count factor {:.2} × recency {:.2} × tag boost {:.2}",
+        s.score, s.similarity, s.confidence, s.count_factor, s.recency, s.tag_boost
+    )
 }
 
 /// `lesson search --format text`: the table of hits, the request's tags, and a summary line
@@ -154,6 +270,12 @@ fn table(hits: &[Hit]) -> String {
             let mut title = h.title.split_whitespace().collect::<Vec<_>>().join(" ");
             if h.caution {
                 title.push_str(" [caution]");
+            }
+            if h.score.tag_boost != 1.0 {
+                title.push_str(&format!(
+                    " [tag boost {}]",
+                    crate::retrieve::render::decimal(h.score.tag_boost)
+                ));
             }
             if !h.conflicts_with.is_empty() {
                 title.push_str(&format!(

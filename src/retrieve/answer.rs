@@ -3,7 +3,7 @@
 //! block that shows them, and the figures that explain an empty or cut answer.
 
 use super::render::{self, Prompt};
-use super::{mark_conflicts, Hit, Request, RetrieveError, Retriever};
+use super::{mark_conflicts, Explanation, Hit, Request, RetrieveError, Retriever};
 
 /// A search's answer.
 #[derive(Debug, Clone)]
@@ -71,6 +71,31 @@ impl Retriever {
             lessons: found.lessons,
             eligible: found.eligible,
             held_back: found.held_back,
+        })
+    }
+
+    /// Why the lesson `slug` is or is not in the answer to `request`: the gate or threshold
+    /// that excludes it, else its rank and score parts (and whether the budget cut it).
+    pub fn explain(&mut self, request: &Request, slug: &str) -> Result<Explanation, RetrieveError> {
+        let answer = self.answer(request)?;
+        if let Some(i) = answer.hits.iter().position(|h| h.slug == slug) {
+            let h = &answer.hits[i];
+            return Ok(Explanation::Shown {
+                rank: i + 1,
+                score: h.score,
+                kept_as_caution: h.kept_as_caution,
+            });
+        }
+        let why = self
+            .index()
+            .explain(&answer.request, self.settings(), slug)?;
+        Ok(match why {
+            Explanation::Shown { rank, score, .. } => Explanation::OverBudget {
+                rank,
+                budget: answer.budget,
+                score,
+            },
+            other => other,
         })
     }
 }

@@ -5,18 +5,25 @@
 //! 2. **Targets gate**: a lesson with `targets` is eligible only when one target's globs all
 //!    match the caller's operator / role / skill (a key the target names must be given and
 //!    match). A caller that gives none of the three is not eligible for targeted lessons.
-//! 3. **Tags gate**: when the request carries tags (given, or known tags of the bank that occur
-//!    among the request's words), a tagged lesson must share one. Tags compare in normal form
-//!    ([`text::tag_key`]: `Code_Review` = `code-review` = `code review`).
-//! 4. **Score**: `similarity × confidence × count factor × recency` ([`score`]).
-//! 5. Top K, ties by slug then path.
+//! 3. **Tags gate**: when the caller gives tags, a tagged lesson must share one of them. Known
+//!    tags of the bank that occur among the request's words (*inferred* tags) are only words of
+//!    the request (`[retrieve] inferred-tags = "ignore"`, the default), raise the score of the
+//!    lessons that carry them (`"boost"`), or gate as given tags do when none is given
+//!    (`"gate"`). Tags compare in normal form ([`text::tag_key`]: `Code_Review` =
+//!    `code-review` = `code review`).
+//! 4. **Score**: `similarity × confidence × count factor × recency × tag boost` ([`score`]). A
+//!    request without text (no terms; tags given then only gate) ranks every lesson that passes
+//!    the gates by `confidence × count factor × recency` alone (similarity counts as 1).
+//! 5. Top K, ties by slug then path; for a request with text, up to `[retrieve] max-cautions`
+//!    matching cautions keep a place among them, in place of the lowest-ranked other hits
+//!    (never of the first).
 //!
-//! Two hits **conflict** when one declares the other in `metadata.lesson.conflicts_with` (as
-//! `lesson distill` records a judged contradiction), or when they share a tag and one's outcome
-//! is `success` while the other's is `failure`. Their targets need no separate check: both
-//! passed the targets gate for this caller, so they apply to the same caller. A hit is a
-//! **caution** when its lesson failed more often than it worked
-//! (`failure_count > success_count`).
+//! Two hits **conflict** only where a conflict is recorded: one names the other in
+//! `metadata.lesson.conflicts_with` (as `lesson distill` records a judged contradiction), or in
+//! a `conflict` event of its ledger (as `lesson record --contradicted --conflicts-with` and
+//! `lesson distill` write). Sharing a tag and differing in `outcome` is no conflict: `outcome`
+//! is how the source run ended, not which way the advice points. A hit is a **caution** when
+//! its lesson failed more often than it worked (`failure_count > success_count`).
 //!
 //! [`Bank::retrieve`] builds an index in memory from a loaded bank; [`Retriever`] keeps the
 //! persisted index in the bank's `.lesson/` current and searches it without parsing unchanged
@@ -37,6 +44,7 @@ mod warm;
 use serde::Serialize;
 
 use crate::bank::Bank;
+pub use crate::config::InferredTags;
 use crate::lesson::Outcome;
 
 pub use answer::Answer;
@@ -67,6 +75,9 @@ pub struct Request {
     pub budget: Option<usize>,
     /// Whether expired lessons are candidates (archival reads).
     pub include_expired: bool,
+    /// What tags found among the request's words do; `None` for the bank's
+    /// `[retrieve] inferred-tags`.
+    pub inferred_tags: Option<InferredTags>,
     /// The instant expiry and recency are judged at.
     pub now: jiff::Timestamp,
 }
@@ -82,6 +93,7 @@ impl Default for Request {
             k: None,
             budget: None,
             include_expired: false,
+            inferred_tags: None,
             now: jiff::Timestamp::now(),
         }
     }
@@ -138,6 +150,12 @@ impl Request {
         self
     }
 
+    /// Say what tags found among the request's words do.
+    pub fn inferred_tags(mut self, mode: InferredTags) -> Request {
+        self.inferred_tags = Some(mode);
+        self
+    }
+
     /// Judge expiry and recency at `now`.
     pub fn now(mut self, now: jiff::Timestamp) -> Request {
         self.now = now;
@@ -157,6 +175,9 @@ pub struct ScoreParts {
     /// `0.5^(days since the lesson last changed / half-life)`: its last commit when the bank
     /// is in git, else its ledger's newest event; 1 without decay or without either.
     pub recency: f64,
+    /// `[retrieve] tag-boost` when the lesson carries a tag found among the request's words
+    /// (with `inferred-tags = "boost"`), else 1.
+    pub tag_boost: f64,
     /// The product.
     pub score: f64,
 }
@@ -175,11 +196,11 @@ pub enum TargetGate {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum TagGate {
-    /// The request carries no tags.
+    /// No tag of the request gates (none was given, and inferred tags do not gate).
     RequestUntagged,
     /// The lesson has no tags.
     LessonUntagged,
-    /// The tags the lesson shares with the request (normal form).
+    /// The gating tags the lesson shares with the request (normal form).
     Shared(Vec<String>),
 }
 
@@ -226,24 +247,97 @@ pub struct Hit {
     pub gates: Gates,
     /// Whether it failed more often than it worked.
     pub caution: bool,
+    /// Whether it is among the hits only as a caution (`[retrieve] max-cautions`): its score
+    /// alone would not have placed it in the top K.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub kept_as_caution: bool,
     /// Slugs of the other hits it conflicts with.
     pub conflicts_with: Vec<String>,
-    /// The lessons its `metadata.lesson.conflicts_with` names.
+    /// The lessons it declares a conflict with: its `metadata.lesson.conflicts_with` and the
+    /// `conflict` events of its ledger.
     #[serde(skip)]
     pub declared_conflicts: Vec<String>,
 }
 
-/// Whether two hits conflict: one names the other in `metadata.lesson.conflicts_with`, or a
-/// shared tag and opposite outcomes (success vs failure).
+/// Why a lesson is or is not among a request's hits (`lesson search --explain SLUG`): the
+/// first gate or threshold that excludes it, in the order retrieval applies them, else where
+/// it ranks and its score parts.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "verdict", rename_all = "kebab-case")]
+pub enum Explanation {
+    /// No live lesson has this slug (archived, or never written).
+    Unknown,
+    /// Its own file has error-level findings: never served.
+    HeldBack {
+        /// The codes of its findings.
+        codes: Vec<String>,
+    },
+    /// A live lesson supersedes it.
+    Superseded {
+        /// The lessons that supersede it.
+        by: Vec<String>,
+    },
+    /// Past its `expires_at` (only `include_expired` serves it).
+    Expired {
+        /// When it expired.
+        expires_at: String,
+    },
+    /// No target of the lesson matches the caller's operator, role and skill.
+    Targets {
+        /// The lesson's targets.
+        targets: Vec<TargetGlobs>,
+    },
+    /// The request's gating tags and the lesson's share none.
+    Tags {
+        /// The tags that gate the request (normal form).
+        request: Vec<String>,
+        /// The lesson's tags (normal form).
+        lesson: Vec<String>,
+    },
+    /// No term of the request occurs in it.
+    NoMatch,
+    /// It is less similar to the request than `[retrieve] min-similarity`.
+    BelowMinSimilarity {
+        /// Its similarity.
+        similarity: f64,
+        /// The threshold.
+        min_similarity: f64,
+    },
+    /// It matches, but ranks below the top K.
+    BelowTopK {
+        /// Its rank among the matching lessons (1 is the best).
+        rank: usize,
+        /// Lessons that match.
+        matching: usize,
+        /// K.
+        k: usize,
+        /// Its score parts.
+        score: ScoreParts,
+    },
+    /// It is among the top K, but the prompt block's token budget cut it.
+    OverBudget {
+        /// Its rank among the hits.
+        rank: usize,
+        /// The budget.
+        budget: usize,
+        /// Its score parts.
+        score: ScoreParts,
+    },
+    /// It is shown.
+    Shown {
+        /// Its rank among the hits (1 is the best).
+        rank: usize,
+        /// Its score parts.
+        score: ScoreParts,
+        /// Whether it is there only as a caution (`[retrieve] max-cautions`).
+        kept_as_caution: bool,
+    },
+}
+
+/// Whether two hits conflict: one declares the other (`metadata.lesson.conflicts_with`, or a
+/// `conflict` event in its ledger). Nothing else is guessed.
 pub fn conflict(a: &Hit, b: &Hit) -> bool {
-    if a.declared_conflicts.contains(&b.slug) || b.declared_conflicts.contains(&a.slug) {
-        return true;
-    }
-    let opposite = matches!(
-        (a.outcome, b.outcome),
-        (Outcome::Success, Outcome::Failure) | (Outcome::Failure, Outcome::Success)
-    );
-    opposite && a.tag_keys.iter().any(|t| b.tag_keys.contains(t))
+    a.declared_conflicts.contains(&b.slug) || b.declared_conflicts.contains(&a.slug)
 }
 
 /// Fill each hit's `conflicts_with` from the other hits in the list.

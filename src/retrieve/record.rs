@@ -93,6 +93,8 @@ pub struct LessonFields {
     /// The time of its ledger's newest event, seconds since the epoch: the recency input of a
     /// bank outside git (in git, the lesson's last commit replaces it at search time).
     pub ledger_at_s: Option<i64>,
+    /// The lessons its ledger's `conflict` events name (read with the hit, not indexed).
+    pub ledger_conflicts: Vec<String>,
 }
 
 /// One indexed file.
@@ -115,8 +117,11 @@ impl Record {
         let lesson = doc.lesson.as_ref().map(|l| {
             let mut fields = LessonFields::new(doc, l);
             fields.errors = error_codes(doc, config);
-            fields.ledger_at_s = bank_root(&doc.source.path, &path)
-                .and_then(|root| newest_event_s(root, &l.slug.value));
+            let ledger = bank_root(&doc.source.path, &path)
+                .map(|root| ledger_facts(root, &l.slug.value))
+                .unwrap_or_default();
+            fields.ledger_at_s = ledger.newest_s;
+            fields.ledger_conflicts = ledger.conflicts;
             fields
         });
         Record { path, stat, lesson }
@@ -170,6 +175,7 @@ impl LessonFields {
             body,
             errors: Vec::new(),
             ledger_at_s: None,
+            ledger_conflicts: Vec::new(),
         }
     }
 
@@ -263,15 +269,40 @@ fn bank_root<'a>(path: &'a Path, rel: &str) -> Option<&'a Path> {
     path.ancestors().nth(rel.split('/').count())
 }
 
-/// The time of the newest event of a lesson's ledger, seconds since the epoch; `None` when it
-/// has no ledger or no whole event. File times are never read: they change with a checkout.
-pub fn newest_event_s(root: &Path, slug: &str) -> Option<i64> {
+/// What retrieval reads of a lesson's ledger.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LedgerFacts {
+    /// The time of its newest event, seconds since the epoch; `None` when it has no ledger or
+    /// no whole event. File times are never read: they change with a checkout.
+    pub newest_s: Option<i64>,
+    /// The lessons its `conflict` events name, sorted, without repeats.
+    pub conflicts: Vec<String>,
+}
+
+/// What retrieval reads of the ledger of `slug` in the bank at `root` (nothing when it has
+/// none, or the slug could not name a file).
+pub fn ledger_facts(root: &Path, slug: &str) -> LedgerFacts {
     if crate::lesson::slug_problem(slug).is_some() {
-        return None;
+        return LedgerFacts::default();
     }
-    let bytes = std::fs::read(crate::layout::log_path(root, slug)).ok()?;
+    let Ok(bytes) = std::fs::read(crate::layout::log_path(root, slug)) else {
+        return LedgerFacts::default();
+    };
     let ledger = crate::ledger::Ledger::parse(Path::new(""), &bytes);
-    ledger.entries.iter().map(|e| e.event.at.as_second()).max()
+    let mut conflicts: Vec<String> = ledger
+        .entries
+        .iter()
+        .filter_map(|e| match &e.event.kind {
+            crate::ledger::EventKind::Conflict { with, .. } => Some(with.clone()),
+            _ => None,
+        })
+        .collect();
+    conflicts.sort();
+    conflicts.dedup();
+    LedgerFacts {
+        newest_s: ledger.entries.iter().map(|e| e.event.at.as_second()).max(),
+        conflicts,
+    }
 }
 
 /// The lesson in a file's bytes, parsed as a record's lesson is (`None` when it is no lesson).

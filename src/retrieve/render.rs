@@ -97,6 +97,8 @@ pub struct PromptLesson<'a> {
     pub failure_count: u64,
     /// Failed more often than it worked.
     pub caution: bool,
+    /// Shown only as a caution (`[retrieve] max-cautions`), not on its score.
+    pub kept_as_caution: bool,
     /// The hits shown that it conflicts with.
     pub conflicts: Vec<Peer<'a>>,
     /// Those of them ranked above it (so that each pair is explained once).
@@ -145,6 +147,7 @@ impl<'a> Context<'a> {
                 success_count: h.success_count,
                 failure_count: h.failure_count,
                 caution: h.caution,
+                kept_as_caution: h.kept_as_caution,
                 conflicts: peers(h, None),
                 conflicts_above: peers(h, Some(i)),
                 tags: &h.tags,

@@ -43,6 +43,14 @@ pub struct Settings {
     pub min_similarity: f64,
     /// Hits returned when the request does not say.
     pub k: usize,
+    /// What tags found among the request's words do, when the request does not say.
+    pub inferred_tags: crate::config::InferredTags,
+    /// The score factor of a lesson carrying an inferred tag (with [`InferredTags::Boost`]).
+    ///
+    /// [`InferredTags::Boost`]: crate::config::InferredTags::Boost
+    pub tag_boost: f64,
+    /// Matching cautions kept among the top K, at most.
+    pub max_cautions: usize,
 }
 
 impl Default for Settings {
@@ -63,6 +71,13 @@ impl Settings {
             half_life_days: Some(c.half_life_days).filter(|&h| h > 0.0),
             min_similarity: c.min_similarity,
             k: c.k,
+            inferred_tags: c.inferred_tags,
+            tag_boost: if c.tag_boost.is_finite() && c.tag_boost > 0.0 {
+                c.tag_boost
+            } else {
+                1.0
+            },
+            max_cautions: c.max_cautions,
         }
     }
 }

@@ -774,6 +774,122 @@ fn search_finds_cjk_typos_and_identifiers() {
 }
 
 #[test]
+fn search_reads_stdin_and_explains_why_a_lesson_is_in_or_out() {
+    let s = search_sandbox();
+    let q = "squash the feature branch";
+    let run = s.run_with_stdin(
+        &["search", "-", "--format", "text"],
+        format!("{q}\n").as_bytes(),
+    );
+    let mut out = format!("$ echo '{q}' | lesson search - --format text\n{run}\n");
+    out += &s.transcript(&[
+        &["search", q, "--explain", "squash-merge-feature-branches"],
+        &[
+            "search",
+            q,
+            "-k",
+            "1",
+            "--explain",
+            "never-squash-release-branches",
+        ],
+        &[
+            "search",
+            q,
+            "--budget",
+            "20",
+            "--explain",
+            "squash-merge-feature-branches",
+        ],
+        &[
+            "search",
+            q,
+            "--tag",
+            "release",
+            "--explain",
+            "squash-merge-feature-branches",
+        ],
+        &["search", q, "--explain", "review-unsafe-blocks"],
+        &["search", q, "--explain", "cache-target-dir-in-ci"],
+        &["search", q, "--explain", "pin-the-nightly-toolchain"],
+        &["search", q, "--explain", "reuse-database-connection-pool"],
+        &["search", q, "--explain", "no-such-lesson"],
+        &[
+            "search",
+            q,
+            "--explain",
+            "squash-merge-feature-branches",
+            "--format",
+            "json",
+        ],
+    ]);
+    insta::assert_snapshot!(out);
+}
+
+#[test]
+fn search_without_text_shows_the_best_lessons_that_pass_the_gates() {
+    let s = search_sandbox();
+    insta::assert_snapshot!(s.transcript(&[
+        &["search"],
+        &["search", "", "--format", "text"],
+        &["search", "", "--tag", "ci", "--format", "text"],
+        &["search", "--role", "reviewer", "-k", "2", "--format", "text"],
+    ]));
+}
+
+#[test]
+fn a_recorded_contradiction_that_names_the_other_lesson_marks_a_conflict() {
+    let s = search_sandbox();
+    let q = ["search", "squash the feature branch", "--tag", "git"];
+    let record =
+        |slug: &'static str, applied: &'static str, run: &'static str, other: &'static str| {
+            vec![
+                "record",
+                slug,
+                applied,
+                "--run-outcome",
+                "success",
+                "--evidence",
+                run,
+                "--conflicts-with",
+                other,
+            ]
+        };
+    let a = record(
+        "never-squash-release-branches",
+        "--contradicted",
+        "run:r_77",
+        "squash-merge-feature-branches",
+    );
+    let again = record(
+        "never-squash-release-branches",
+        "--contradicted",
+        "run:r_77",
+        "squash-merge-feature-branches",
+    );
+    let followed = record(
+        "squash-merge-feature-branches",
+        "--followed",
+        "run:r_78",
+        "never-squash-release-branches",
+    );
+    let unknown = record(
+        "squash-merge-feature-branches",
+        "--contradicted",
+        "run:r_79",
+        "no-such-lesson",
+    );
+    let itself = record(
+        "squash-merge-feature-branches",
+        "--contradicted",
+        "run:r_80",
+        "squash-merge-feature-branches",
+    );
+    let mut out = s.transcript(&[&q, &a, &again, &q, &followed, &unknown, &itself]);
+    out += &s.files(&["_log/never-squash-release-branches.jsonl"]);
+    insta::assert_snapshot!(out);
+}
+
+#[test]
 fn search_overrides_the_prompt_template_and_refuses_a_missing_bank() {
     let s = search_sandbox();
     std::fs::create_dir(s.bank().join("templates")).unwrap();

@@ -5,7 +5,9 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
-use lesson::retrieve::{Hit, Request, Retriever, TagGate, TargetGate, TargetGlobs};
+use lesson::retrieve::{
+    Explanation, Hit, InferredTags, Request, Retriever, TagGate, TargetGate, TargetGlobs,
+};
 use lesson::Bank;
 use proptest::prelude::*;
 
@@ -182,7 +184,22 @@ fn hits_say_how_they_passed_the_gates() {
             ..TargetGlobs::default()
         })
     );
-    assert_eq!(hits[0].gates.tags, TagGate::Shared(vec!["review".into()]));
+    // "review" is a known tag among the request's words: by default it does not gate
+    assert_eq!(hits[0].gates.tags, TagGate::RequestUntagged);
+    assert_eq!(hits[0].score.tag_boost, 1.0);
+    let boosted = fresh(
+        tmp.path(),
+        &request.clone().inferred_tags(InferredTags::Boost),
+    );
+    assert_eq!(boosted[0].gates.tags, TagGate::RequestUntagged);
+    assert_eq!(boosted[0].score.tag_boost, 1.5);
+    assert_eq!(boosted[0].score.score, hits[0].score.score * 1.5);
+    let gated = fresh(
+        tmp.path(),
+        &request.clone().inferred_tags(InferredTags::Gate),
+    );
+    assert_eq!(gated[0].gates.tags, TagGate::Shared(vec!["review".into()]));
+    assert_eq!(gated[0].score.tag_boost, 1.0);
 
     let hits = fresh(
         tmp.path(),
@@ -238,6 +255,330 @@ fn superseded_lessons_never_come_back_and_expired_ones_only_on_request() {
         .find(|h| h.slug == "pin-the-nightly-toolchain")
         .unwrap();
     assert_eq!(expired.gates.status, "expired");
+}
+
+// --- the retrieve contract ----------------------------------------------------------------
+
+#[test]
+fn an_explicit_tag_narrows_and_inferred_tags_do_not_widen_it() {
+    let tmp = bank(&[
+        (
+            "digest.md",
+            lesson(
+                "email-digest",
+                "Batch the email digest",
+                "  tags: [email]\n",
+            ),
+        ),
+        (
+            "relay.md",
+            lesson("smtp-relay", "Retry the email relay", "  tags: [smtp]\n"),
+        ),
+        (
+            "any.md",
+            lesson("untagged", "Retry the relay of the email digest", ""),
+        ),
+    ]);
+    let text = "retry the smtp relay for the email digest";
+    let r = |mode| Request::new(text).inferred_tags(mode).now(now());
+    // without --tag, "smtp" and "email" are found among the words: both lessons apply
+    for mode in [
+        InferredTags::Boost,
+        InferredTags::Gate,
+        InferredTags::Ignore,
+    ] {
+        let all = fresh(tmp.path(), &r(mode));
+        assert_eq!(all.len(), 3, "{mode:?}: {:?}", slugs(&all));
+    }
+    // --tag email: the tag given gates alone, whatever the words say and whatever the mode
+    for mode in [
+        InferredTags::Boost,
+        InferredTags::Gate,
+        InferredTags::Ignore,
+    ] {
+        let narrowed = fresh(tmp.path(), &r(mode).tag("email"));
+        let mut got = slugs(&narrowed);
+        got.sort();
+        assert_eq!(got, ["email-digest", "untagged"], "{mode:?}");
+        assert!(narrowed.iter().all(|h| h.score.tag_boost == 1.0));
+    }
+}
+
+/// The reviewer's lesson carries none of the tags an ordinary word of the request names.
+fn reviewer_bank() -> tempfile::TempDir {
+    bank(&[
+        (
+            "read.md",
+            lesson(
+                "read-the-tests-of-a-pull-request-first",
+                "A reviewer checks a pull request by reading its tests first",
+                "  tags: [code-review]\n",
+            ),
+        ),
+        (
+            "fixes.md",
+            lesson(
+                "fixes-need-a-regression-test",
+                "Every fix ships with a regression test",
+                "  tags: [fixes]\n",
+            ),
+        ),
+        (
+            "bug.md",
+            lesson(
+                "reproduce-a-bug-before-fixing-it",
+                "Reproduce a bug before fixing it",
+                "  tags: [bug]\n",
+            ),
+        ),
+    ])
+}
+
+#[test]
+fn an_ordinary_word_that_is_a_tag_no_longer_drops_the_reviewers_lesson() {
+    let tmp = reviewer_bank();
+    let text = "a reviewer checks a pull request that fixes a bug";
+    let request = Request::new(text).now(now());
+    // the default: inferred tags are words of the request, no gate
+    let hits = fresh(tmp.path(), &request);
+    assert_eq!(hits[0].slug, "read-the-tests-of-a-pull-request-first");
+    assert!(hits
+        .iter()
+        .all(|h| h.gates.tags == TagGate::RequestUntagged && h.score.tag_boost == 1.0));
+    // as a boost, the lessons that carry "fixes" or "bug" gain, the reviewer's lesson stays
+    let boosted = fresh(
+        tmp.path(),
+        &request.clone().inferred_tags(InferredTags::Boost),
+    );
+    assert!(slugs(&boosted).contains(&"read-the-tests-of-a-pull-request-first"));
+    for h in &boosted {
+        let carries = h.slug != "read-the-tests-of-a-pull-request-first";
+        assert_eq!(
+            h.score.tag_boost,
+            if carries { 1.5 } else { 1.0 },
+            "{}",
+            h.slug
+        );
+    }
+    // as a gate, "fixes" and "bug" drop the one lesson written for the caller
+    let gated = fresh(
+        tmp.path(),
+        &request.clone().inferred_tags(InferredTags::Gate),
+    );
+    assert!(!slugs(&gated).contains(&"read-the-tests-of-a-pull-request-first"));
+    // the persisted index agrees
+    assert_eq!(persisted(tmp.path(), &request), hits);
+}
+
+#[test]
+fn a_matching_caution_keeps_a_place_among_the_top_k() {
+    let mut files = Vec::new();
+    for i in 0..6 {
+        files.push((
+            format!("ok{i}.md"),
+            lesson(
+                &format!("deploy-step-{i}"),
+                &format!("Deploy the service canary step {i}"),
+                "",
+            ),
+        ));
+    }
+    files.push((
+        "contradicted.md".into(),
+        lesson("deploy-on-friday", "Deploy the service on a Friday", "").replace(
+            "outcome: success\n",
+            "outcome: success\nsuccess_count: 0\nfailure_count: 3\n",
+        ),
+    ));
+    // lessons about other things, so that "deploy" and "service" tell lessons apart
+    for i in 0..8 {
+        files.push((
+            format!("other{i}.md"),
+            lesson(
+                &format!("bake-bread-{i}"),
+                &format!("Bake the bread batch {i}"),
+                "",
+            ),
+        ));
+    }
+    let files: Vec<(&str, String)> = files.iter().map(|(n, t)| (n.as_str(), t.clone())).collect();
+    let tmp = bank(&files);
+    for i in 0..6 {
+        date_by_ledger(
+            tmp.path(),
+            &format!("deploy-step-{i}"),
+            (0, 0),
+            days_before_now(30.0),
+        );
+    }
+    date_by_ledger(
+        tmp.path(),
+        "deploy-on-friday",
+        (0, 3),
+        days_before_now(30.0),
+    );
+    let request = Request::new("deploy the service").k(5).now(now());
+    let hits = fresh(tmp.path(), &request);
+    assert_eq!(hits.len(), 5);
+    let last = hits.last().unwrap();
+    assert_eq!(last.slug, "deploy-on-friday", "{:?}", slugs(&hits));
+    assert!(last.caution && last.kept_as_caution);
+    assert!(hits[..4].iter().all(|h| !h.caution && !h.kept_as_caution));
+    assert_eq!(persisted(tmp.path(), &request), hits);
+    // the block says so
+    let answer = Retriever::open(tmp.path())
+        .unwrap()
+        .answer(&request)
+        .unwrap();
+    insta::assert_snapshot!(answer.prompt.text);
+    // max-cautions = 0: its score alone decides, and the count factor crushes it
+    std::fs::write(
+        tmp.path().join("lesson.toml"),
+        "[retrieve]\nmax-cautions = 0\n",
+    )
+    .unwrap();
+    let hits = fresh(tmp.path(), &request);
+    assert!(!slugs(&hits).contains(&"deploy-on-friday"));
+    // a caution that does not match the request is never brought in
+    std::fs::write(tmp.path().join("lesson.toml"), "").unwrap();
+    let hits = fresh(tmp.path(), &Request::new("canary step").now(now()));
+    assert!(!slugs(&hits).contains(&"deploy-on-friday"));
+}
+
+#[test]
+fn a_conflict_is_declared_not_guessed() {
+    let squash = lesson(
+        "squash-feature-branches",
+        "Squash-merge feature branches",
+        "  tags: [git]\n",
+    );
+    let never = lesson(
+        "never-squash-releases",
+        "Never squash-merge a release branch",
+        "  tags: [git]\n",
+    )
+    .replace("outcome: success\n", "outcome: failure\n");
+    let tmp = bank(&[("a.md", squash.clone()), ("b.md", never.clone())]);
+    let request = Request::new("squash merge a branch").now(now());
+    // a shared tag and opposite outcomes: no conflict
+    let hits = fresh(tmp.path(), &request);
+    assert_eq!(hits.len(), 2);
+    assert!(hits.iter().all(|h| h.conflicts_with.is_empty()), "{hits:?}");
+    // declared in metadata.lesson.conflicts_with: both are marked
+    std::fs::write(
+        tmp.path().join("b.md"),
+        never.replace(
+            "outcome: failure\n",
+            "outcome: failure\nmetadata:\n  lesson:\n    conflicts_with: [squash-feature-branches]\n",
+        ),
+    )
+    .unwrap();
+    let hits = fresh(tmp.path(), &request);
+    for h in &hits {
+        let other = if h.slug == "squash-feature-branches" {
+            "never-squash-releases"
+        } else {
+            "squash-feature-branches"
+        };
+        assert_eq!(h.conflicts_with, [other]);
+    }
+    assert_eq!(persisted(tmp.path(), &request), hits);
+}
+
+#[test]
+fn a_request_without_text_ranks_the_eligible_lessons_by_their_prior() {
+    let tmp = bank(&[
+        (
+            "strong.md",
+            lesson("strong", "Pin the toolchain", "  tags: [rust]\n").replace(
+                "outcome: success\n",
+                "outcome: success\nconfidence: 0.9\nsuccess_count: 4\n",
+            ),
+        ),
+        (
+            "weak.md",
+            lesson("weak", "Cache the registry", "  tags: [ci]\n"),
+        ),
+        (
+            "old.md",
+            lesson("old", "Retry flaky tests", "").replace(
+                "outcome: success\n",
+                "outcome: success\nconfidence: 0.9\nsuccess_count: 4\n",
+            ),
+        ),
+        (
+            "targeted.md",
+            lesson(
+                "targeted",
+                "Review unsafe blocks",
+                "  targets:\n    - role: reviewer\n",
+            )
+            .replace("outcome: success\n", "outcome: success\nconfidence: 1.0\n"),
+        ),
+    ]);
+    date_by_ledger(tmp.path(), "strong", (4, 0), days_before_now(30.0));
+    date_by_ledger(tmp.path(), "weak", (0, 0), days_before_now(30.0));
+    date_by_ledger(tmp.path(), "old", (4, 0), days_before_now(730.0));
+    date_by_ledger(tmp.path(), "targeted", (0, 0), days_before_now(30.0));
+    let hits = fresh(tmp.path(), &Request::new("").now(now()));
+    assert_eq!(slugs(&hits), ["strong", "weak", "old"]);
+    assert!(hits.iter().all(|h| h.score.similarity == 1.0));
+    assert_eq!(persisted(tmp.path(), &Request::new("").now(now())), hits);
+    // the gates apply: the caller's role, the tags given
+    let reviewer = fresh(
+        tmp.path(),
+        &Request::new("  ").role("reviewer").k(1).now(now()),
+    );
+    assert_eq!(slugs(&reviewer), ["targeted"]);
+    // tags given only gate a request without text: it still ranks by the prior
+    let ci = fresh(tmp.path(), &Request::new("").tag("ci").now(now()));
+    assert_eq!(slugs(&ci), ["weak", "old"], "tagged ci, or untagged");
+    assert!(ci.iter().all(|h| h.score.similarity == 1.0));
+}
+
+#[test]
+fn explain_names_the_gate_or_threshold_or_the_rank() {
+    let tmp = tempfile::tempdir().unwrap();
+    copy_fixture(tmp.path());
+    let mut r = Retriever::open(tmp.path()).unwrap();
+    let ask = |r: &mut Retriever, req: &Request, slug: &str| r.explain(req, slug).unwrap();
+    let req = Request::new("squash the feature branch").now(now());
+    assert!(matches!(
+        ask(&mut r, &req, "squash-merge-feature-branches"),
+        Explanation::Shown { rank: 1, .. }
+    ));
+    assert_eq!(ask(&mut r, &req, "no-such-lesson"), Explanation::Unknown);
+    assert!(matches!(
+        ask(&mut r, &req, "cache-target-dir-in-ci"),
+        Explanation::Superseded { .. }
+    ));
+    assert!(matches!(
+        ask(&mut r, &req, "pin-the-nightly-toolchain"),
+        Explanation::Expired { .. }
+    ));
+    assert!(matches!(
+        ask(&mut r, &req, "review-unsafe-blocks"),
+        Explanation::Targets { .. }
+    ));
+    assert_eq!(
+        ask(&mut r, &req, "reuse-database-connection-pool"),
+        Explanation::NoMatch
+    );
+    let tagged = req.clone().tag("release");
+    assert!(matches!(
+        ask(&mut r, &tagged, "squash-merge-feature-branches"),
+        Explanation::Tags { .. }
+    ));
+    let one = req.clone().k(1);
+    assert!(matches!(
+        ask(&mut r, &one, "never-squash-release-branches"),
+        Explanation::BelowTopK { k: 1, .. } | Explanation::Shown { .. }
+    ));
+    let tiny = req.clone().budget(1);
+    assert!(matches!(
+        ask(&mut r, &tiny, "squash-merge-feature-branches"),
+        Explanation::OverBudget { rank: 1, .. }
+    ));
 }
 
 // --- the persisted index -------------------------------------------------------------------

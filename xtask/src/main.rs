@@ -35,7 +35,7 @@ use anyhow::{bail, Context};
 
 const USAGE: &str = "\
 Usage: cargo xtask bench [TARGET] [--sizes N[,N...]] [--runs N]
-       cargo xtask eval-retrieval DIR [--k N] [--split NAME]
+       cargo xtask eval-retrieval DIR [--k N] [--split NAME] [--tags N] [--inferred-tags MODE,...]
        cargo xtask eval-dedup [DIR]
        cargo xtask mcp-check
        cargo xtask mcp-load [--servers N] [--calls N]
@@ -56,6 +56,10 @@ Bench options:
 eval-retrieval: DIR is a BEIR-format set (corpus.jsonl, queries.jsonl, qrels/*.tsv)
   --k N        cut-off for nDCG, Recall and MRR (default: 10)
   --split NAME read qrels/NAME.tsv (default: test.tsv, else the only .tsv)
+  --tags N     tag each lesson with up to N topic words of its title (the words other
+               titles share most), so that requests run into tags (default: 0, untagged)
+  --inferred-tags MODE,...  run `lesson search` once per [retrieve] inferred-tags mode
+               (boost, gate, ignore), each a system of its own (default: the bank's)
 
 eval-dedup: DIR holds the corpora (default: $LESSON_CORPORA_DIR, else ../shared/corpora)
 
@@ -124,6 +128,8 @@ fn parse_eval(args: &[String]) -> anyhow::Result<eval::Options> {
     let mut dir = None;
     let mut k = 10;
     let mut split = None;
+    let mut tags = 0;
+    let mut inferred_tags = Vec::new();
     let mut args = args.iter();
     while let Some(arg) = args.next() {
         let (flag, inline) = split_flag(arg);
@@ -131,6 +137,20 @@ fn parse_eval(args: &[String]) -> anyhow::Result<eval::Options> {
         match flag {
             "--k" | "-k" => k = positive(flag, &value()?)?,
             "--split" => split = Some(value()?),
+            "--tags" => {
+                let v = value()?;
+                tags = v
+                    .parse()
+                    .with_context(|| format!("--tags {v}: expected a number"))?;
+            }
+            "--inferred-tags" => {
+                for mode in value()?.split(',') {
+                    if !["boost", "gate", "ignore"].contains(&mode) {
+                        bail!("--inferred-tags {mode}: expected boost, gate or ignore");
+                    }
+                    inferred_tags.push(mode.to_string());
+                }
+            }
             "-h" | "--help" => {
                 println!("{USAGE}");
                 std::process::exit(0);
@@ -141,7 +161,13 @@ fn parse_eval(args: &[String]) -> anyhow::Result<eval::Options> {
         }
     }
     let dir = dir.with_context(|| format!("eval-retrieval needs a directory\n\n{USAGE}"))?;
-    Ok(eval::Options { dir, k, split })
+    Ok(eval::Options {
+        dir,
+        k,
+        split,
+        tags,
+        inferred_tags,
+    })
 }
 
 /// Parse the arguments of `cargo xtask eval-dedup`.
@@ -259,5 +285,15 @@ mod tests {
         assert!(parse_eval(&[]).is_err());
         assert!(parse_eval(&strings(&["x", "y"])).is_err());
         assert!(parse_eval(&strings(&["x", "--k", "0"])).is_err());
+        let t = parse_eval(&strings(&[
+            "x",
+            "--tags",
+            "2",
+            "--inferred-tags=gate,boost",
+        ]))
+        .unwrap();
+        assert_eq!((t.tags, t.inferred_tags), (2, strings(&["gate", "boost"])));
+        assert_eq!((d.tags, d.inferred_tags.len()), (0, 0));
+        assert!(parse_eval(&strings(&["x", "--inferred-tags", "maybe"])).is_err());
     }
 }

@@ -245,6 +245,7 @@ impl Lessons {
             k: p.k,
             budget: p.budget,
             include_expired: p.include_expired,
+            inferred_tags: None,
             now,
         };
         let root = self.root().to_path_buf();

@@ -23,7 +23,7 @@ use super::record::{self, FileStat, LessonFields, Record, TargetGlobs};
 use super::score::{self, FieldStats, QueryTerms, Settings, LEN_SLOTS};
 use super::segment::{self, Header, Kind, Patch, Segment, F_SUPERSEDES};
 use super::text::{self, Term};
-use super::{Gates, Hit, Request, ScoreParts, TagGate, TargetGate};
+use super::{Explanation, Gates, Hit, InferredTags, Request, ScoreParts, TagGate, TargetGate};
 use crate::walk::path_order;
 
 mod load;

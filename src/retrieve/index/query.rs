@@ -63,39 +63,57 @@ impl Index {
         Ok(norms.body[k].get_or_init(|| v))
     }
 
-    /// The top hits for a request: the gates as a bitset over doc ids, then BM25F accumulated
-    /// term by term over the eligible docs, then the top K by score, each checked against its
-    /// file.
-    pub fn search(&self, req: &Request, settings: &Settings) -> Result<Search, Corrupt> {
-        let k = req.k.unwrap_or(settings.k);
-        let now_ns = record::clamp_ns(req.now.as_nanosecond());
-        let mut given_tags: Vec<String> = req
+    /// The request's tags: given (normal form, sorted) and inferred (known tags among its
+    /// words that were not given), and which of them gate.
+    fn request_tags(&self, req: &Request, mode: InferredTags) -> RequestTags {
+        let mut given: Vec<String> = req
             .tags
             .iter()
             .map(|t| text::tag_key(t))
             .filter(|t| !t.is_empty())
             .collect();
-        given_tags.sort();
-        given_tags.dedup();
-        let inferred_tags: Vec<String> = self
+        given.sort();
+        given.dedup();
+        let inferred: Vec<String> = self
             .tags_in(&text::words(&req.text))
             .into_iter()
-            .filter(|t| !given_tags.contains(t))
+            .filter(|t| !given.contains(t))
             .collect();
-        let request_tags: HashSet<&str> = given_tags
-            .iter()
-            .chain(&inferred_tags)
-            .map(String::as_str)
-            .collect();
+        // tags the caller gives gate alone: an explicit tag narrows
+        let gating = if !given.is_empty() {
+            given.clone()
+        } else if mode == InferredTags::Gate {
+            inferred.clone()
+        } else {
+            Vec::new()
+        };
+        let boosting = if mode == InferredTags::Boost {
+            inferred.clone()
+        } else {
+            Vec::new()
+        };
+        RequestTags {
+            given,
+            inferred,
+            gating,
+            boosting,
+        }
+    }
+
+    /// The gates and every eligible doc's similarity: what a search ranks, before the top K.
+    fn score_all<'r>(&self, req: &'r Request, settings: &Settings) -> Result<Scored<'r>, Corrupt> {
+        let mode = req.inferred_tags.unwrap_or(settings.inferred_tags);
+        let tags = self.request_tags(req, mode);
         let caller = [
             req.operator.as_deref(),
             req.role.as_deref(),
             req.skill.as_deref(),
         ];
+        let now_ns = record::clamp_ns(req.now.as_nanosecond());
         let mut search = Search {
             hits: Vec::new(),
-            given_tags: given_tags.clone(),
-            inferred_tags: inferred_tags.clone(),
+            given_tags: tags.given.clone(),
+            inferred_tags: tags.inferred.clone(),
             lessons: self.lessons,
             eligible: 0,
             postings: 0,
@@ -105,18 +123,31 @@ impl Index {
         };
 
         // gates, as a bitset over doc ids, before any text
-        let eligible = self.gates(req, now_ns, caller, &request_tags)?;
+        let eligible = self.gates(req, now_ns, caller, &tags.gating)?;
         search.eligible = eligible.count();
+        let boosted = if tags.boosting.is_empty() {
+            None
+        } else {
+            Some(self.docs_tagged(&tags.boosting)?)
+        };
 
-        // the request's terms: its text and the given tags
-        let mut query_text = req.text.clone();
-        for t in &req.tags {
-            query_text.push('\n');
-            query_text.push_str(t);
+        // the request's terms: its text and the given tags; a request without text is ranked
+        // by the prior alone (its tags only gate)
+        let mut terms = QueryTerms::distinct(&req.text);
+        if !terms.is_empty() && !req.tags.is_empty() {
+            terms = QueryTerms::distinct(&format!("{}\n{}", req.text, req.tags.join("\n")));
         }
-        let terms = QueryTerms::distinct(&query_text);
-        if search.eligible == 0 || k == 0 || terms.is_empty() {
-            return Ok(search);
+        let mut scored = Scored {
+            search,
+            tags,
+            eligible,
+            boosted,
+            caller,
+            now_ns,
+            similarity: Similarity::NoText,
+        };
+        if terms.is_empty() || scored.search.eligible == 0 {
+            return Ok(scored);
         }
 
         // BM25F, term at a time: each eligible doc's sum of share × saturation
@@ -127,6 +158,8 @@ impl Index {
         let mut scratch: Vec<(u32, f64)> = Vec::new();
         let mut block = Box::<Block>::default();
         let norms = self.norms(b);
+        let eligible = &scored.eligible;
+        let search = &mut scored.search;
         for &term in &terms {
             if self.is_stop_term(term)? {
                 search.skipped_terms += 1;
@@ -210,24 +243,93 @@ impl Index {
                 acc[id as usize] += share * s;
             }
         }
-        if total <= 0.0 {
-            return Ok(search);
-        }
+        scored.similarity = Similarity::Text { acc, total };
+        Ok(scored)
+    }
 
-        // score = similarity × prior; the top K, ties by slug then path
-        let mut candidates: Vec<(f64, f64, usize)> = Vec::new();
-        for (id, &a) in acc.iter().enumerate() {
-            if a <= 0.0 {
-                continue;
-            }
-            let sim = a / total;
-            if sim < settings.min_similarity {
-                continue;
-            }
-            let parts = self.parts(id, sim, now_ns, settings)?;
+    /// The docs that pass the gates and the similarity threshold, each with its score, its
+    /// similarity and whether it is a caution, in doc id order.
+    fn matching(
+        &self,
+        scored: &Scored,
+        settings: &Settings,
+    ) -> Result<Vec<(f64, f64, usize, bool)>, Corrupt> {
+        let mut out = Vec::new();
+        let mut push = |id: usize, sim: f64| -> Result<(), Corrupt> {
+            let (parts, caution) = self.parts(id, sim, scored, settings)?;
             if parts.score > 0.0 {
-                candidates.push((parts.score, sim, id));
+                out.push((parts.score, sim, id, caution));
             }
+            Ok(())
+        };
+        match &scored.similarity {
+            // no text: every lesson that passes the gates, by its prior alone
+            Similarity::NoText => {
+                for id in scored.eligible.ones() {
+                    push(id, 1.0)?;
+                }
+            }
+            Similarity::Text { total, .. } if *total <= 0.0 => {}
+            Similarity::Text { acc, total } => {
+                for (id, &a) in acc.iter().enumerate() {
+                    if a <= 0.0 {
+                        continue;
+                    }
+                    let sim = a / total;
+                    if sim < settings.min_similarity {
+                        continue;
+                    }
+                    push(id, sim)?;
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// `candidates` ranked: best score first, ties by slug then path, with slugs and paths.
+    fn ranked(&self, candidates: Vec<(f64, f64, usize, bool)>) -> Result<Vec<Ranked>, Corrupt> {
+        let mut ranked = Vec::with_capacity(candidates.len());
+        for (score, sim, id, caution) in candidates {
+            let (seg, local) = self.locate(id);
+            ranked.push(Ranked {
+                score,
+                sim,
+                id,
+                caution,
+                slug: seg.slug(local)?,
+                path: seg.path(local)?,
+            });
+        }
+        ranked.sort_by(|a, b| {
+            b.score
+                .total_cmp(&a.score)
+                .then_with(|| a.slug.cmp(&b.slug))
+                .then_with(|| path_order(&a.path, &b.path))
+        });
+        Ok(ranked)
+    }
+
+    /// The top K of the matching docs, best first, with up to `max-cautions` cautions kept
+    /// among them (in place of the lowest-ranked other docs, never of the first), and whether
+    /// each is there only as a caution.
+    fn top(
+        &self,
+        mut candidates: Vec<(f64, f64, usize, bool)>,
+        k: usize,
+        max_cautions: usize,
+    ) -> Result<Vec<(Ranked, bool)>, Corrupt> {
+        if k == 0 {
+            return Ok(Vec::new());
+        }
+        // the best cautions, whatever their rank: the ones the top K may lack
+        let mut cautions: Vec<(f64, f64, usize, bool)> =
+            candidates.iter().filter(|c| c.3).copied().collect();
+        if cautions.len() > max_cautions && max_cautions > 0 {
+            cautions.select_nth_unstable_by(max_cautions - 1, |a, b| b.0.total_cmp(&a.0));
+            let kth = cautions[max_cautions - 1].0;
+            cautions.retain(|c| c.0 >= kth);
+        } else if max_cautions == 0 {
+            cautions.clear();
         }
         if candidates.len() > k {
             candidates.select_nth_unstable_by(k - 1, |a, b| b.0.total_cmp(&a.0));
@@ -235,27 +337,171 @@ impl Index {
             // keep every candidate tied with the K-th: the slug decides among them
             candidates.retain(|c| c.0 >= kth);
         }
-        let mut ranked: Vec<(f64, f64, usize, String, String)> =
-            Vec::with_capacity(candidates.len());
-        for (score, sim, id) in candidates {
-            let (seg, local) = self.locate(id);
-            ranked.push((score, sim, id, seg.slug(local)?, seg.path(local)?));
+        let mut top = self.ranked(candidates)?;
+        top.truncate(k);
+        let mut kept = Vec::new();
+        let held = top.iter().filter(|r| r.caution).count();
+        if held < max_cautions {
+            let mut extra = self.ranked(cautions)?;
+            extra.retain(|c| !top.iter().any(|t| t.id == c.id));
+            // never the first place: the best hit on its score always stays
+            extra.truncate((max_cautions - held).min(k - 1));
+            for c in extra {
+                // a caution takes the place of the lowest-ranked hit that is not one
+                if top.len() >= k {
+                    let Some(i) = top.iter().rposition(|t| !t.caution) else {
+                        break;
+                    };
+                    top.remove(i);
+                }
+                kept.push(c.id);
+                top.push(c);
+            }
         }
-        ranked.sort_by(|a, b| {
-            b.0.total_cmp(&a.0)
-                .then_with(|| a.3.cmp(&b.3))
-                .then_with(|| path_order(&a.4, &b.4))
-        });
-        ranked.truncate(k);
+        // the kept cautions rank below every hit that ranked on its score
+        Ok(top
+            .into_iter()
+            .map(|r| {
+                let only = kept.contains(&r.id);
+                (r, only)
+            })
+            .collect())
+    }
 
-        for (_, sim, id, _, path) in ranked {
-            match self.hit(id, &path, sim, now_ns, settings, caller, &request_tags)? {
-                Some(hit) => search.hits.push(hit),
+    /// The top hits for a request: the gates as a bitset over doc ids, then BM25F accumulated
+    /// term by term over the eligible docs (or, for a request without text, every eligible
+    /// doc), then the top K by score with the cautions kept, each checked against its file.
+    pub fn search(&self, req: &Request, settings: &Settings) -> Result<Search, Corrupt> {
+        let k = req.k.unwrap_or(settings.k);
+        let scored = self.score_all(req, settings)?;
+        if k == 0 {
+            return Ok(scored.search);
+        }
+        let candidates = self.matching(&scored, settings)?;
+        let top = self.top(candidates, k, scored.max_cautions(settings))?;
+        let mut search = scored.search.clone();
+        for (r, kept) in top {
+            match self.hit(r.id, &r.path, r.sim, &scored, settings)? {
+                Some(mut hit) => {
+                    hit.kept_as_caution = kept;
+                    search.hits.push(hit)
+                }
                 None => search.stale += 1,
             }
         }
         crate::retrieve::mark_conflicts(&mut search.hits);
         Ok(search)
+    }
+
+    /// Why the live lesson `slug` is or is not among the top K for `req`: the first gate or
+    /// threshold that excludes it, else its rank and score parts. A lesson in the top K is
+    /// [`Explanation::Shown`] here; the prompt block's budget is the answer's to judge.
+    pub fn explain(
+        &self,
+        req: &Request,
+        settings: &Settings,
+        slug: &str,
+    ) -> Result<Explanation, Corrupt> {
+        let mut found = None;
+        for id in 0..self.n {
+            if !self.is_live(id) {
+                continue;
+            }
+            let (seg, local) = self.locate(id);
+            if seg.rank(local)?.is_lesson() && seg.slug(local)? == slug {
+                found = Some(id);
+                break;
+            }
+        }
+        let Some(id) = found else {
+            return Ok(Explanation::Unknown);
+        };
+        if let Some(h) = self.held.iter().find(|h| h.slug == slug) {
+            return Ok(Explanation::HeldBack {
+                codes: h.codes.clone(),
+            });
+        }
+        if !self.candidates.get(id) {
+            let by = self
+                .listed()?
+                .into_iter()
+                .filter(|l| l.supersedes.iter().any(|s| s == slug))
+                .map(|l| l.slug)
+                .collect();
+            return Ok(Explanation::Superseded { by });
+        }
+        let now_ns = record::clamp_ns(req.now.as_nanosecond());
+        if !req.include_expired {
+            if let Some(&(_, at)) = self.expires.iter().find(|&&(d, _)| d as usize == id) {
+                if at <= now_ns {
+                    let expires_at = jiff::Timestamp::from_nanosecond(i128::from(at))
+                        .map(|t| t.to_string())
+                        .unwrap_or_default();
+                    return Ok(Explanation::Expired { expires_at });
+                }
+            }
+        }
+        let scored = self.score_all(req, settings)?;
+        if !scored.eligible.get(id) {
+            if let Ok(i) = self.targets.binary_search_by_key(&(id as u32), |&(d, _)| d) {
+                let set = &self
+                    .target_sets()?
+                    .get(self.targets[i].1 as usize)
+                    .ok_or(Corrupt("target list out of range"))?;
+                if set.matching(scored.caller).is_none() {
+                    return Ok(Explanation::Targets {
+                        targets: set.targets.clone(),
+                    });
+                }
+            }
+            let (seg, local) = self.locate(id);
+            let path = seg.path(local)?;
+            let lesson = match &self.fields {
+                Fields::Memory(f) => f.get(id).cloned().flatten(),
+                Fields::Files(root) => read_fields(root, &path, &self.stat(id)?),
+                Fields::None => None,
+            };
+            return Ok(Explanation::Tags {
+                request: scored.tags.gating.clone(),
+                lesson: lesson.map(|l| l.tag_keys()).unwrap_or_default(),
+            });
+        }
+        if let Similarity::Text { acc, total } = &scored.similarity {
+            let a = acc[id];
+            if a <= 0.0 || *total <= 0.0 {
+                return Ok(Explanation::NoMatch);
+            }
+            let similarity = a / total;
+            if similarity < settings.min_similarity {
+                return Ok(Explanation::BelowMinSimilarity {
+                    similarity,
+                    min_similarity: settings.min_similarity,
+                });
+            }
+        }
+        let k = req.k.unwrap_or(settings.k);
+        let candidates = self.matching(&scored, settings)?;
+        let matching = candidates.len();
+        let top = self.top(candidates.clone(), k, scored.max_cautions(settings))?;
+        if let Some(rank) = top.iter().position(|(r, _)| r.id == id) {
+            let (r, kept_as_caution) = &top[rank];
+            return Ok(Explanation::Shown {
+                rank: rank + 1,
+                score: self.parts(id, r.sim, &scored, settings)?.0,
+                kept_as_caution: *kept_as_caution,
+            });
+        }
+        let ranked = self.ranked(candidates)?;
+        let Some(rank) = ranked.iter().position(|r| r.id == id) else {
+            // a score of 0 (a confidence of 0): never ranked
+            return Ok(Explanation::NoMatch);
+        };
+        Ok(Explanation::BelowTopK {
+            rank: rank + 1,
+            matching,
+            k,
+            score: self.parts(id, ranked[rank].sim, &scored, settings)?.0,
+        })
     }
 
     /// Whether nearly every lesson holds `term` (idf below [`score::MIN_IDF`]): such a term
@@ -292,13 +538,37 @@ impl Index {
         Ok(score::idf(self.lessons, df) < score::MIN_IDF)
     }
 
-    /// Which docs pass status, targets and tags.
+    /// The docs that carry one of `keys` (known tags, normal form).
+    fn docs_tagged(&self, keys: &[String]) -> Result<Bits, Corrupt> {
+        let mut out = Bits::new(self.n);
+        let segments: Vec<(segment::SegmentTags, usize)> = self
+            .segments()
+            .map(|(seg, offset)| Ok((seg.tags()?, offset)))
+            .collect::<Result<_, Corrupt>>()?;
+        for (key, lists) in self.tags.keys.iter().zip(&self.tags.lists) {
+            if !keys.contains(key) {
+                continue;
+            }
+            for &(s, i) in lists {
+                let (tags, offset) = &segments[s];
+                tags.docs(i, |id| {
+                    let id = id as usize + offset;
+                    if id < self.n {
+                        out.set(id);
+                    }
+                })?;
+            }
+        }
+        Ok(out)
+    }
+
+    /// Which docs pass status, targets and tags (`gating`: the request's tags that gate).
     fn gates(
         &self,
         req: &Request,
         now_ns: i64,
         caller: [Option<&str>; 3],
-        request_tags: &HashSet<&str>,
+        gating: &[String],
     ) -> Result<Bits, Corrupt> {
         let mut eligible = self.candidates.clone();
         if !req.include_expired {
@@ -327,29 +597,11 @@ impl Index {
                 }
             }
         }
-        // a request with tags, none of them the lesson's (or even the bank's): out
-        if !request_tags.is_empty() {
-            let mut allowed = Bits::new(self.n);
+        // a request with gating tags, none of them the lesson's (or even the bank's): out
+        if !gating.is_empty() {
+            let mut allowed = self.docs_tagged(gating)?;
             for (a, t) in allowed.0.iter_mut().zip(&self.tags.tagged.0) {
-                *a = !t;
-            }
-            let segments: Vec<(segment::SegmentTags, usize)> = self
-                .segments()
-                .map(|(seg, offset)| Ok((seg.tags()?, offset)))
-                .collect::<Result<_, Corrupt>>()?;
-            for (key, lists) in self.tags.keys.iter().zip(&self.tags.lists) {
-                if !request_tags.contains(key.as_str()) {
-                    continue;
-                }
-                for &(s, i) in lists {
-                    let (tags, offset) = &segments[s];
-                    tags.docs(i, |id| {
-                        let id = id as usize + offset;
-                        if id < self.n {
-                            allowed.set(id);
-                        }
-                    })?;
-                }
+                *a |= !t;
             }
             for (e, a) in eligible.0.iter_mut().zip(&allowed.0) {
                 *e &= a;
@@ -359,22 +611,19 @@ impl Index {
     }
 
     /// The hit for doc `id`, or `None` when its file no longer has the indexed bytes.
-    #[allow(clippy::too_many_arguments)]
     fn hit(
         &self,
         id: usize,
         path: &str,
         sim: f64,
-        now_ns: i64,
+        scored: &Scored,
         settings: &Settings,
-        caller: [Option<&str>; 3],
-        request_tags: &HashSet<&str>,
     ) -> Result<Option<Hit>, Corrupt> {
         let read;
         let fields = match &self.fields {
             Fields::Memory(fields) => fields.get(id).and_then(Option::as_ref),
             Fields::Files(root) => {
-                read = read_fields(&root.join(path), &self.stat(id)?);
+                read = read_fields(root, path, &self.stat(id)?);
                 read.as_ref()
             }
             Fields::None => return Err(Corrupt("an index without its files")),
@@ -389,12 +638,13 @@ impl Index {
                     .target_sets()?
                     .get(self.targets[i].1 as usize)
                     .ok_or(Corrupt("target list out of range"))?;
-                let i = ts.matching(caller).ok_or(Corrupt("target gate"))?;
+                let i = ts.matching(scored.caller).ok_or(Corrupt("target gate"))?;
                 TargetGate::Matched(ts.targets[i].clone())
             }
         };
         let tag_keys = l.tag_keys();
-        let tags = if request_tags.is_empty() {
+        let gating = &scored.tags.gating;
+        let tags = if gating.is_empty() {
             TagGate::RequestUntagged
         } else if tag_keys.is_empty() {
             TagGate::LessonUntagged
@@ -402,12 +652,16 @@ impl Index {
             TagGate::Shared(
                 tag_keys
                     .iter()
-                    .filter(|k| request_tags.contains(k.as_str()))
+                    .filter(|k| gating.contains(k))
                     .cloned()
                     .collect(),
             )
         };
-        let expired = l.expires_ns.is_some_and(|at| at <= now_ns);
+        let expired = l.expires_ns.is_some_and(|at| at <= scored.now_ns);
+        let mut declared = l.conflicts_with.clone();
+        declared.extend(l.ledger_conflicts.iter().cloned());
+        declared.sort();
+        declared.dedup();
         Ok(Some(Hit {
             slug: l.slug.clone(),
             path: path.to_string(),
@@ -420,25 +674,27 @@ impl Index {
             failure_count: l.failures,
             tags: l.tags.clone(),
             tag_keys,
-            score: self.parts(id, sim, now_ns, settings)?,
+            score: self.parts(id, sim, scored, settings)?.0,
             gates: Gates {
                 status: if expired { "expired" } else { "active" },
                 targets,
                 tags,
             },
             caution: l.failures > l.successes,
+            kept_as_caution: false,
             conflicts_with: Vec::new(),
-            declared_conflicts: l.conflicts_with.clone(),
+            declared_conflicts: declared,
         }))
     }
 
+    /// Doc `id`'s score parts at similarity `similarity`, and whether it is a caution.
     fn parts(
         &self,
         id: usize,
         similarity: f64,
-        now_ns: i64,
+        scored: &Scored,
         s: &Settings,
-    ) -> Result<ScoreParts, Corrupt> {
+    ) -> Result<(ScoreParts, bool), Corrupt> {
         let (seg, local) = self.locate(id);
         let rank = seg.rank(local)?;
         // the lesson's last commit in git, else its ledger's newest event; never a file time
@@ -449,25 +705,95 @@ impl Index {
         let confidence = score::confidence(rank.confidence);
         let count_factor = score::count_factor(rank.successes, rank.failures);
         let recency = at_s.map_or(1.0, |at| {
-            score::recency(at.saturating_mul(1_000_000_000), now_ns, s.half_life_days)
+            score::recency(
+                at.saturating_mul(1_000_000_000),
+                scored.now_ns,
+                s.half_life_days,
+            )
         });
-        Ok(ScoreParts {
+        let tag_boost = match &scored.boosted {
+            Some(docs) if docs.get(id) => s.tag_boost,
+            _ => 1.0,
+        };
+        let parts = ScoreParts {
             similarity,
             confidence,
             count_factor,
             recency,
-            score: similarity * confidence * count_factor * recency,
-        })
+            tag_boost,
+            score: similarity * confidence * count_factor * recency * tag_boost,
+        };
+        Ok((parts, rank.failures > rank.successes))
     }
 }
 
-/// The lesson in the file at `path`, when the file still has the bytes `stat` describes.
-fn read_fields(path: &Path, stat: &FileStat) -> Option<LessonFields> {
-    let bytes = std::fs::read(path).ok()?;
+/// A request's tags.
+#[derive(Debug, Clone)]
+struct RequestTags {
+    /// Given by the caller, normal form, sorted.
+    given: Vec<String>,
+    /// Known tags among the request's words, not given, sorted.
+    inferred: Vec<String>,
+    /// The tags that gate: the given ones, else (with `inferred-tags = "gate"`) the inferred.
+    gating: Vec<String>,
+    /// The tags that raise a lesson's score (the inferred, with `inferred-tags = "boost"`).
+    boosting: Vec<String>,
+}
+
+/// How similar each eligible doc is to the request.
+#[derive(Debug)]
+enum Similarity {
+    /// The request has no text (its tags only gate): similarity plays no part.
+    NoText,
+    /// Each doc's weighted BM25F sum, and the request's total (the normaliser).
+    Text { acc: Vec<f64>, total: f64 },
+}
+
+/// A request gated and scored, before the top K.
+struct Scored<'r> {
+    search: Search,
+    tags: RequestTags,
+    eligible: Bits,
+    /// Docs carrying a boosting tag.
+    boosted: Option<Bits>,
+    caller: [Option<&'r str>; 3],
+    now_ns: i64,
+    similarity: Similarity,
+}
+
+impl Scored<'_> {
+    /// Cautions kept among the top K: `max-cautions` for a request with text, none without
+    /// (every lesson "matches" a request without text; its prior alone ranks it).
+    fn max_cautions(&self, settings: &Settings) -> usize {
+        match self.similarity {
+            Similarity::NoText => 0,
+            Similarity::Text { .. } => settings.max_cautions,
+        }
+    }
+}
+
+/// A matching doc, placed.
+#[derive(Debug, Clone)]
+struct Ranked {
+    score: f64,
+    sim: f64,
+    id: usize,
+    caution: bool,
+    slug: String,
+    path: String,
+}
+
+/// The lesson in the file at `path` (relative to `root`), when the file still has the bytes
+/// `stat` describes, with the conflicts its ledger records.
+fn read_fields(root: &Path, path: &str, stat: &FileStat) -> Option<LessonFields> {
+    let file = root.join(path);
+    let bytes = std::fs::read(&file).ok()?;
     if bytes.len() as u64 != stat.size || codec::checksum(&bytes) != stat.hash {
         return None;
     }
-    record::lesson_of_file(path, bytes)
+    let mut fields = record::lesson_of_file(&file, bytes)?;
+    fields.ledger_conflicts = record::ledger_facts(root, &fields.slug).conflicts;
+    Some(fields)
 }
 
 /// What scoring the postings of one term in one segment needs.

@@ -20,11 +20,13 @@ const DESCRIPTION_MAX: usize = 1000;
 /// An evidence `ref` is at most this many characters.
 const REF_MAX: usize = 256;
 
-/// Write one lesson per document into `bank` (which must not exist yet); returns slug → doc id.
+/// Write one lesson per document into `bank` (which must not exist yet), each tagged with up
+/// to `tags` topic words of its title ([`topic_tags`]); returns slug → doc id.
 pub fn write(
     bank: &Path,
     corpus: &[Document],
     source: &Path,
+    tags: usize,
 ) -> anyhow::Result<Vec<(String, String)>> {
     std::fs::create_dir_all(bank).with_context(|| format!("cannot create {}", bank.display()))?;
     std::fs::write(
@@ -40,10 +42,11 @@ pub fn write(
     )?;
     let mut taken = HashSet::new();
     let mut mapping = Vec::with_capacity(corpus.len());
-    for doc in corpus {
+    let topics = topic_tags(corpus, tags);
+    for (doc, tags) in corpus.iter().zip(&topics) {
         let slug = slug_for(&doc.id, &mut taken);
         let path = bank.join(format!("{slug}.md"));
-        std::fs::write(&path, render(&slug, doc))
+        std::fs::write(&path, render(&slug, doc, tags))
             .with_context(|| format!("cannot write {}", path.display()))?;
         mapping.push((slug, doc.id.clone()));
     }
@@ -85,8 +88,53 @@ pub fn slug_for(id: &str, taken: &mut HashSet<String>) -> String {
     slug
 }
 
+/// Words that are no topic.
+const NOT_TOPICS: &[&str] = &[
+    "about", "after", "also", "among", "been", "before", "being", "between", "both", "each",
+    "from", "have", "into", "more", "most", "only", "other", "over", "some", "such", "than",
+    "that", "their", "them", "then", "there", "these", "they", "this", "those", "under", "upon",
+    "very", "were", "what", "when", "where", "which", "while", "will", "with", "within",
+];
+
+/// Per document, up to `n` topic tags: the words of its title (ASCII letters only, at least
+/// four, lowercased, not in [`NOT_TOPICS`]) that the most other titles share (at least one other;
+/// ties by the word). They stand in for the tags an author gives: shared, topical words, the
+/// kind a request's ordinary words run into.
+pub fn topic_tags(corpus: &[Document], n: usize) -> Vec<Vec<String>> {
+    let words = |doc: &Document| -> Vec<String> {
+        let mut w: Vec<String> = title_for(doc)
+            .split(|c: char| !c.is_alphanumeric())
+            .map(str::to_lowercase)
+            // a tag is ASCII (lint's S008): a word with other letters is no tag
+            .filter(|w| w.len() >= 4 && w.bytes().all(|b| b.is_ascii_lowercase()))
+            .filter(|w| !NOT_TOPICS.contains(&w.as_str()))
+            .collect();
+        w.sort();
+        w.dedup();
+        w
+    };
+    if n == 0 {
+        return vec![Vec::new(); corpus.len()];
+    }
+    let titles: Vec<Vec<String>> = corpus.iter().map(words).collect();
+    let mut df: HashMap<&str, usize> = HashMap::new();
+    for t in &titles {
+        for w in t {
+            *df.entry(w).or_default() += 1;
+        }
+    }
+    titles
+        .iter()
+        .map(|t| {
+            let mut shared: Vec<&String> = t.iter().filter(|w| df[w.as_str()] >= 2).collect();
+            shared.sort_by(|a, b| df[b.as_str()].cmp(&df[a.as_str()]).then_with(|| a.cmp(b)));
+            shared.into_iter().take(n).cloned().collect()
+        })
+        .collect()
+}
+
 /// The lesson for one document.
-pub fn render(slug: &str, doc: &Document) -> String {
+pub fn render(slug: &str, doc: &Document, tags: &[String]) -> String {
     let text = clean_text(&doc.text);
     let title = title_for(doc);
     let flat = one_line(&text);
@@ -106,6 +154,10 @@ pub fn render(slug: &str, doc: &Document) -> String {
     writeln!(s, "slug: {slug}").unwrap();
     writeln!(s, "title: {}", yaml_quote(&title)).unwrap();
     writeln!(s, "trigger:\n  description: {}", yaml_quote(&description)).unwrap();
+    if !tags.is_empty() {
+        let quoted: Vec<String> = tags.iter().map(|t| yaml_quote(t)).collect();
+        writeln!(s, "  tags: [{}]", quoted.join(", ")).unwrap();
+    }
     s += "outcome: success\nevidence:\n  - kind: wiki-page\n";
     writeln!(s, "    ref: {}", yaml_quote(&reference)).unwrap();
     writeln!(s, "---\n\n# {title}\n\n## When this applies\n").unwrap();
@@ -268,7 +320,7 @@ mod tests {
         assert_eq!(yaml_quote("x\u{7}\u{2028}"), "\"x\\u0007\\u2028\"");
         assert_eq!(clean_text("a\u{200B}b\r\nc\u{1}d"), "ab\nc d");
         let text = "The \"quoted\" text: with # and \u{202E}. Second line\nthird.";
-        let lesson = render("d-x", &doc("<x:Y>", "", text));
+        let lesson = render("d-x", &doc("<x:Y>", "", text), &[]);
         assert!(lesson.starts_with("---\nschema: learning/v1\nslug: d-x\n"));
         assert!(lesson.contains("\ntitle: \"The \\\"quoted\\\" text: with # and .\"\n"));
         assert!(lesson.contains("    ref: \"<x:Y>\"\n"));
@@ -277,11 +329,28 @@ mod tests {
         );
         assert!(lesson.ends_with("Second line\nthird.\n"));
         let long = "w ".repeat(800);
-        let lesson = render("d-y", &doc("y", "T", &long));
+        let lesson = render("d-y", &doc("y", "T", &long), &["wing".into()]);
         let desc = lesson
             .lines()
             .find_map(|l| l.strip_prefix("  description: "))
             .unwrap();
         assert!(desc.chars().count() - 2 <= 1000);
+        assert!(lesson.contains("\n  tags: [\"wing\"]\noutcome: success\n"));
+    }
+
+    #[test]
+    fn topic_tags_are_title_words_other_titles_share() {
+        let corpus = [
+            doc("1", "Supersonic flow over a wing", ""),
+            doc("2", "Heat transfer in supersonic flow", ""),
+            doc("3", "Wing flutter", ""),
+            doc("4", "Cake", ""),
+        ];
+        let tags = topic_tags(&corpus, 2);
+        assert_eq!(tags[0], ["flow", "supersonic"]);
+        assert_eq!(tags[1], ["flow", "supersonic"]);
+        assert_eq!(tags[2], ["wing"]);
+        assert!(tags[3].is_empty());
+        assert!(topic_tags(&corpus, 0).iter().all(Vec::is_empty));
     }
 }

@@ -39,6 +39,11 @@ pub struct Options {
     pub k: usize,
     /// The qrels split (`qrels/<split>.tsv`).
     pub split: Option<String>,
+    /// Topic tags per lesson at most (0: untagged lessons, as the corpus has none).
+    pub tags: usize,
+    /// `[retrieve] inferred-tags` modes to run `lesson search` with, one system each (none:
+    /// the bank's default).
+    pub inferred_tags: Vec<String>,
 }
 
 /// One system's outcome.
@@ -99,7 +104,12 @@ pub fn run(options: &Options) -> anyhow::Result<()> {
         set.qrels_file.display(),
         set.qrels.len()
     );
-    let work = paths.bench().join("eval").join(&set.name);
+    let name = if options.tags > 0 {
+        format!("{}-tags{}", set.name, options.tags)
+    } else {
+        set.name.clone()
+    };
+    let work = paths.bench().join("eval").join(&name);
     let bank_dir = work.join("bank");
     let out = work.join("out");
     if bank_dir.exists() {
@@ -107,7 +117,8 @@ pub fn run(options: &Options) -> anyhow::Result<()> {
             .with_context(|| format!("cannot remove {}", bank_dir.display()))?;
     }
     std::fs::create_dir_all(&out).with_context(|| format!("cannot create {}", out.display()))?;
-    let mapping = bank::write(&bank_dir, &set.corpus, &options.dir)?;
+    let mapping = bank::write(&bank_dir, &set.corpus, &options.dir, options.tags)?;
+    let toml = std::fs::read_to_string(bank_dir.join("lesson.toml"))?;
     let tsv: String = mapping
         .iter()
         .map(|(slug, id)| format!("{slug}\t{id}\n"))
@@ -140,26 +151,63 @@ pub fn run(options: &Options) -> anyhow::Result<()> {
     );
 
     let bm25 = run_bm25(&set.corpus, &judged, &set.qrels, k)?;
-    let lesson_system = if tools::has_subcommand(&lesson, "search") {
-        run_lesson(&lesson, &bank_dir, &out, &mapping, &judged, &set.qrels, k)?
+    let mut systems = vec![bm25];
+    let modes: Vec<Option<&str>> = if options.inferred_tags.is_empty() {
+        vec![None]
     } else {
-        System::skipped(
-            "lesson search",
-            "the lesson binary has no `search` subcommand yet (`lesson search --help` failed)"
-                .into(),
-        )
+        options
+            .inferred_tags
+            .iter()
+            .map(|m| Some(m.as_str()))
+            .collect()
     };
-    let systems = [bm25, lesson_system];
+    for mode in modes {
+        let name: &'static str = match mode {
+            None => "lesson search",
+            Some(m) => Box::leak(format!("lesson search ({m})").into_boxed_str()),
+        };
+        if !tools::has_subcommand(&lesson, "search") {
+            systems.push(System::skipped(
+                name,
+                "the lesson binary has no `search` subcommand yet (`lesson search --help` failed)"
+                    .into(),
+            ));
+            continue;
+        }
+        // the mode is read from lesson.toml at each search; it does not touch the index
+        let mut config = toml.clone();
+        if let Some(m) = mode {
+            config += &format!("\n[retrieve]\ninferred-tags = \"{m}\"\n");
+        }
+        std::fs::write(bank_dir.join("lesson.toml"), config)?;
+        let mut system = run_lesson(&lesson, &bank_dir, &out, &mapping, &judged, &set.qrels, k)?;
+        system.name = name;
+        systems.push(system);
+    }
     for s in systems.iter().filter(|s| s.skipped.is_none()) {
-        let path = work.join(format!("{}.run", s.name.split(' ').next().unwrap_or("run")));
+        let tag: String = s
+            .name
+            .split(|c: char| !c.is_alphanumeric())
+            .filter(|w| !w.is_empty() && *w != "search")
+            .collect::<Vec<_>>()
+            .join("-");
+        let path = work.join(format!("{tag}.run"));
         std::fs::write(&path, trec_run(s, &judged))
             .with_context(|| format!("cannot write {}", path.display()))?;
     }
 
     let mut report = format!(
-        "\nretrieval eval on {}: {} documents, {} queries scored ({} without a relevant judgment \
+        "\nretrieval eval on {}{}: {} documents, {} queries scored ({} without a relevant judgment \
          skipped), qrels {}\n{}\n\n",
         set.name,
+        if options.tags > 0 {
+            format!(
+                " (each lesson tagged with up to {} topic words of its title)",
+                options.tags
+            )
+        } else {
+            String::new()
+        },
         set.corpus.len(),
         judged.len(),
         unjudged,
@@ -228,7 +276,7 @@ pub fn run(options: &Options) -> anyhow::Result<()> {
     );
     print!("{report}");
 
-    let json_path = paths.bench().join(format!("eval-{}.json", set.name));
+    let json_path = paths.bench().join(format!("eval-{name}.json"));
     let json = to_json(
         &set, options, &judged, unjudged, &lint, &systems, &machine, &bank_dir,
     );
@@ -305,7 +353,10 @@ fn run_bm25(
     _: &HashMap<String, HashMap<String, f64>>,
     _: usize,
 ) -> anyhow::Result<System> {
-    anyhow::bail!("the BM25 baseline needs xtask's `baselines` feature: run `cargo xtask`")
+    Ok(System::skipped(
+        "bm25 (tantivy)",
+        "the BM25 baseline needs xtask's `baselines` feature: run `cargo xtask`".into(),
+    ))
 }
 
 #[cfg(feature = "baselines")]
@@ -480,6 +531,7 @@ fn to_json(
         ("dir", Json::str(options.dir.display().to_string())),
         ("qrels", Json::str(set.qrels_file.display().to_string())),
         ("k", Json::Int(options.k as u64)),
+        ("tags", Json::Int(options.tags as u64)),
         ("documents", Json::Int(set.corpus.len() as u64)),
         ("queries", Json::Int(set.queries.len() as u64)),
         ("queries_scored", Json::Int(judged.len() as u64)),
