@@ -18,10 +18,13 @@ pub enum Change {
         /// Whether the write created it.
         created: bool,
     },
-    /// Whole lines appended (a ledger's events, one per line).
+    /// Whole lines appended (a ledger's events, one per line); `created` when the append
+    /// created the file.
     Appended {
         /// The file.
         path: PathBuf,
+        /// Whether the append created it.
+        created: bool,
         /// The lines, without their line breaks.
         lines: Vec<String>,
     },

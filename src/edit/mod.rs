@@ -170,6 +170,7 @@ pub fn append(bank: &Path, path: &Path, lines: &[u8]) -> Result<bool, EditError>
     }
     journal::note(|| journal::Change::Appended {
         path: path.to_path_buf(),
+        created,
         lines: String::from_utf8_lossy(lines)
             .lines()
             .map(str::to_string)

@@ -131,8 +131,8 @@ pub fn report(
 }
 
 /// The files a write changed, each once, in the order it first touched them: `{path, change}`
-/// with `change` one of `created`, `modified`, `appended` (with `events`, how many ledger
-/// events) or `moved` (with `from`); and the ledger events appended, in order, as `{ledger,
+/// with `change` one of `created`, `modified`, `appended` or `moved` (with `from`), and for a
+/// ledger `events`, how many events it gained; and the ledger events appended, in order, as `{ledger,
 /// slug, event}` (`event` is the event's kind: `outcome`, `created`, `superseded`, ...).
 pub fn changes(root: &Path, journal: &[Change]) -> (Value, Value) {
     // (path, change, from, appended lines)
@@ -146,7 +146,11 @@ pub fn changes(root: &Path, journal: &[Change]) -> (Value, Value) {
                 None,
                 0,
             ),
-            Change::Appended { path, lines } => {
+            Change::Appended {
+                path,
+                created,
+                lines,
+            } => {
                 let ledger = rel(root, path);
                 let slug = path
                     .file_stem()
@@ -158,7 +162,8 @@ pub fn changes(root: &Path, journal: &[Change]) -> (Value, Value) {
                         .and_then(|v| v.get("event").and_then(Value::as_str).map(str::to_string));
                     events.push(json!({"ledger": ledger, "slug": slug, "event": event}));
                 }
-                (ledger, "appended", None, lines.len())
+                let kind = if *created { "created" } else { "appended" };
+                (ledger, kind, None, lines.len())
             }
             Change::Moved { from, to } => (rel(root, to), "moved", Some(rel(root, from)), 0),
         };
@@ -175,7 +180,7 @@ pub fn changes(root: &Path, journal: &[Change]) -> (Value, Value) {
             if let Some(from) = from {
                 file["from"] = Value::from(from);
             }
-            if change == "appended" {
+            if lines > 0 {
                 file["events"] = Value::from(lines);
             }
             file
