@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use indicatif::{HumanCount, ProgressBar, ProgressDrawTarget, ProgressState, ProgressStyle};
 use lesson::progress::Progress;
 
 /// A bar (or nothing) and, under `--verbose`, the phase's name and start.
@@ -22,9 +22,7 @@ impl Bar {
     pub fn new() -> Bar {
         let ui = super::ui::ui();
         Bar {
-            bar: ui
-                .progress()
-                .then(|| ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr())),
+            bar: ui.progress().then(ProgressBar::hidden),
             verbose: ui.verbose,
             steps: AtomicU64::new(0),
             phase: Mutex::new(None),
@@ -36,18 +34,29 @@ impl Progress for Bar {
     fn begin(&self, phase: &str, total: Option<u64>) {
         self.steps.store(0, Ordering::Relaxed);
         if let Some(bar) = &self.bar {
-            let style = match total {
-                Some(_) => ProgressStyle::with_template("{spinner} {msg} [{bar:30}] {pos}/{len}")
-                    .map(|s| s.progress_chars("=> ")),
-                None => ProgressStyle::with_template("{spinner} {msg} {human_pos}"),
+            let template = match total {
+                Some(_) => "{spinner} {msg} [{bar:30}] {pos}/{len}",
+                None => "{spinner} {msg} {steps}",
             };
+            let style = ProgressStyle::with_template(template)
+                .unwrap_or_else(|_| ProgressStyle::default_spinner())
+                .progress_chars("=> ")
+                // a phase that counts no steps shows none (not `0`)
+                .with_key("steps", |state: &ProgressState, w: &mut dyn std::fmt::Write| {
+                    if state.pos() > 0 {
+                        let _ = write!(w, "{}", HumanCount(state.pos()));
+                    }
+                });
+            // set up out of sight, then shown: no frame of the last phase's state
+            bar.set_draw_target(ProgressDrawTarget::hidden());
             bar.reset();
-            bar.set_style(style.unwrap_or_else(|_| ProgressStyle::default_spinner()));
+            bar.set_style(style);
             match total {
                 Some(n) => bar.set_length(n),
                 None => bar.unset_length(),
             }
             bar.set_message(phase.to_string());
+            bar.set_draw_target(ProgressDrawTarget::stderr());
             bar.enable_steady_tick(Duration::from_millis(120));
         }
         if self.verbose {
