@@ -17,7 +17,7 @@ pub fn json(rule: &Rule) -> Value {
     })
 }
 
-/// Rules, in the order given, as an array of [`json`] objects.
+/// Rules, in the order given, as an array of [`json()`] objects.
 pub fn json_all<'a>(rules: impl IntoIterator<Item = &'a Rule>) -> Value {
     Value::Array(rules.into_iter().map(json).collect())
 }
