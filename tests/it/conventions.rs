@@ -86,6 +86,15 @@ fn every_writer_reports_what_it_changed_as_json() {
   "trigger": {"description": "CI jobs that download the crates.io index on every run.", "tags": ["ci"]},
   "outcome": "success", "evidence": [{"kind": "run", "ref": "r_c1"}]}]"##,
     );
+    let record: &[&str] = &[
+        "record",
+        "flaky-retries",
+        "--followed",
+        "--run-outcome",
+        "success",
+        "--evidence",
+        "run:r_2026-11-22_a",
+    ];
     let mut out = String::new();
     for args in [
         &[
@@ -111,25 +120,9 @@ fn every_writer_reports_what_it_changed_as_json() {
             "run:r1",
             "--dry-run",
         ],
-        &[
-            "record",
-            "flaky-retries",
-            "--followed",
-            "--run-outcome",
-            "success",
-            "--evidence",
-            "run:r_2026-11-22_a",
-        ],
+        record,
         // a retry of the same observation: nothing changes
-        &[
-            "record",
-            "flaky-retries",
-            "--followed",
-            "--run-outcome",
-            "success",
-            "--evidence",
-            "run:r_2026-11-22_a",
-        ],
+        record,
         // no ledger yet: the `imported` event goes first
         &[
             "record",
