@@ -42,11 +42,14 @@ impl Progress for Bar {
                 .unwrap_or_else(|_| ProgressStyle::default_spinner())
                 .progress_chars("=> ")
                 // a phase that counts no steps shows none (not `0`)
-                .with_key("steps", |state: &ProgressState, w: &mut dyn std::fmt::Write| {
-                    if state.pos() > 0 {
-                        let _ = write!(w, "{}", HumanCount(state.pos()));
-                    }
-                });
+                .with_key(
+                    "steps",
+                    |state: &ProgressState, w: &mut dyn std::fmt::Write| {
+                        if state.pos() > 0 {
+                            let _ = write!(w, "{}", HumanCount(state.pos()));
+                        }
+                    },
+                );
             // set up out of sight, then shown: no frame of the last phase's state
             bar.set_draw_target(ProgressDrawTarget::hidden());
             bar.reset();
