@@ -314,13 +314,28 @@ pub fn scan(
     with_index: bool,
     check: &dyn ErrorCheck,
 ) -> Result<(Bank, Scanned), BankError> {
+    scan_with(root, now, with_index, check, &crate::progress::Silent)
+}
+
+/// [`scan`], telling `progress` the phase `reading` (one step per file, its total unknown).
+pub fn scan_with(
+    root: &Path,
+    now: jiff::Timestamp,
+    with_index: bool,
+    check: &dyn ErrorCheck,
+    progress: &dyn crate::progress::Progress,
+) -> Result<(Bank, Scanned), BankError> {
     // a lesson left out for its errors still supersedes what it names, as in a loaded bank
-    let (bank, scanned) = Bank::scan(root, now, with_index, check, |_, doc| {
+    progress.begin("reading", None);
+    let scanned = Bank::scan(root, now, with_index, check, |_, doc| {
+        progress.advance(1);
         Some(match doc.lesson.as_ref() {
             Some(lesson) => (Row::owned(&doc, lesson, root, now), doc.has_file_errors()),
             None => (Row::unparsed(relative_link(root, &doc.source.path)), true),
         })
-    })?;
+    });
+    progress.end();
+    let (bank, scanned) = scanned?;
     let mut rows = Vec::with_capacity(scanned.len());
     let mut errors = Vec::new();
     for (row, left_out) in scanned {
@@ -828,6 +843,16 @@ pub fn write(
     now: jiff::Timestamp,
     check: &dyn ErrorCheck,
 ) -> Result<IndexWrite, IndexError> {
+    write_with(root, now, check, &crate::progress::Silent)
+}
+
+/// [`write()`], telling `progress` how the read goes ([`scan_with`]).
+pub fn write_with(
+    root: &Path,
+    now: jiff::Timestamp,
+    check: &dyn ErrorCheck,
+    progress: &dyn crate::progress::Progress,
+) -> Result<IndexWrite, IndexError> {
     if !root.is_dir() {
         return Err(BankError::NotFound(root.display().to_string()).into());
     }
@@ -836,10 +861,11 @@ pub fn write(
         source,
     })?;
     lock.with(|| {
-        let (bank, scanned) = scan(root, now, true, check).map_err(|source| IndexError::Load {
-            path: root.display().to_string(),
-            source,
-        })?;
+        let (bank, scanned) =
+            scan_with(root, now, true, check, progress).map_err(|source| IndexError::Load {
+                path: root.display().to_string(),
+                source,
+            })?;
         let lessons = scanned.len();
         let left_out = scanned.left_out.clone();
         let template = Template::load(&bank.root, TEMPLATE, BUILTIN_TEMPLATE)?;

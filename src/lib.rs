@@ -30,6 +30,7 @@ pub mod lesson;
 pub mod lint;
 pub mod merge;
 pub mod pr;
+pub mod progress;
 pub mod report;
 pub mod retrieve;
 pub mod schema;

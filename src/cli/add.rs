@@ -27,6 +27,9 @@ pub struct AddArgs {
     /// Say what would happen; write nothing
     #[arg(long)]
     dry_run: bool,
+    /// Output format: text, or JSON (what changed: files, ledger events, counts)
+    #[arg(long, value_enum, default_value_t = super::WriteFormat::Text)]
+    format: super::WriteFormat,
 }
 
 /// Run `lesson add`.
@@ -56,8 +59,17 @@ pub fn run(root: &Path, args: AddArgs) -> anyhow::Result<ExitCode> {
         ..Intake::default()
     };
     let stamp = super::stamp(root, args.by)?;
-    let added = match add::add(root, &candidates, &intake, &stamp, args.dry_run) {
+    let json = args.format == super::WriteFormat::Json;
+    let (added, journal) = lesson::edit::journal::recording(|| {
+        add::add(root, &candidates, &intake, &stamp, args.dry_run)
+    });
+    let added = match added {
         Ok(added) => added,
+        Err(e @ AddError::Rejected(_)) if json => {
+            super::print_json(&lesson::report::envelope::Envelope::of_add(&e).to_value())?;
+            eprintln!("error: {e}");
+            return Ok(ExitCode::from(1));
+        }
         Err(AddError::Rejected(rejection)) => {
             print_rejection(&rejection);
             eprintln!("error: {rejection}");
@@ -66,15 +78,20 @@ pub fn run(root: &Path, args: AddArgs) -> anyhow::Result<ExitCode> {
         Err(e @ AddError::PartlyWritten(_)) => return Err(e.into()),
         Err(e) => return Err(anyhow::Error::new(e).context("nothing was written")),
     };
+    if json {
+        let result = lesson::report::writes::added(root, &added);
+        super::print_write("add", args.dry_run, root, &journal, result)?;
+        return Ok(ExitCode::SUCCESS);
+    }
     print_rejection(&added.warnings);
     let verb = if args.dry_run { "would be " } else { "" };
     for a in &added.admitted {
-        println!("{}", admitted_line(a, verb));
+        status!("{}", admitted_line(a, verb));
     }
     if args.dry_run {
-        println!("dry run: nothing was written");
+        status!("dry run: nothing was written");
     } else if !added.changed {
-        println!("nothing changed");
+        status!("nothing changed");
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -150,7 +167,9 @@ pub fn print_rejection(rejection: &Rejection) {
             Format::Full,
             &rejection.diagnostics,
             &sources,
-            report::RenderOptions::default(),
+            report::RenderOptions {
+                color: super::ui::ui().color_stderr(),
+            },
         );
         eprint!("{text}");
     }

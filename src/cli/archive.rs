@@ -17,6 +17,9 @@ pub struct ArchiveArgs {
     /// Print what would move; change nothing
     #[arg(long)]
     dry_run: bool,
+    /// Output format: text, or JSON (what changed: files, ledger events, counts)
+    #[arg(long, value_enum, default_value_t = super::WriteFormat::Text)]
+    format: super::WriteFormat,
 }
 
 /// Run `lesson archive`.
@@ -29,19 +32,27 @@ pub fn run(root: &Path, args: ArchiveArgs) -> anyhow::Result<ExitCode> {
         slugs: args.slugs,
         expired: args.expired,
     };
-    let moves = archive::archive(root, &selection, &stamp, args.dry_run)?;
+    let (moves, journal) = lesson::edit::journal::recording(|| {
+        archive::archive(root, &selection, &stamp, args.dry_run)
+    });
+    let moves = moves?;
+    if args.format == super::WriteFormat::Json {
+        let result = lesson::report::writes::archived(root, &moves);
+        super::print_write("archive", args.dry_run, root, &journal, result)?;
+        return Ok(ExitCode::SUCCESS);
+    }
     let verb = if args.dry_run { "would move " } else { "" };
     for m in &moves {
-        println!("{verb}{} -> {}", m.from.display(), m.to.display());
+        status!("{verb}{} -> {}", m.from.display(), m.to.display());
         for old in &m.reactivated {
-            eprintln!(
+            note!(
                 "note: `{old}` is active again: `{}` was the last lesson superseding it",
                 m.slug
             );
         }
     }
     if moves.is_empty() {
-        println!("nothing to archive");
+        status!("nothing to archive");
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -31,6 +31,9 @@ pub struct DistillArgs {
     /// Who records the ledger events (default: $LESSON_BY, else $USER@hostname)
     #[arg(long, value_name = "ID")]
     by: Option<String>,
+    /// Output format: text, or JSON (what changed: files, ledger events, counts)
+    #[arg(long, value_enum, default_value_t = super::WriteFormat::Text)]
+    format: super::WriteFormat,
 }
 
 fn seconds(s: &str) -> Result<f64, String> {
@@ -57,9 +60,27 @@ pub fn run(root: &Path, args: DistillArgs) -> anyhow::Result<ExitCode> {
         judge: args.judge,
         timeout: Duration::from_secs_f64(args.timeout),
     };
-    let report = match distill::distill(root, &run, &options, &stamp) {
+    let json = args.format == super::WriteFormat::Json;
+    let (distilled, journal) =
+        lesson::edit::journal::recording(|| distill::distill(root, &run, &options, &stamp));
+    let report = match distilled {
+        Ok(done) if json => {
+            let result = lesson::report::writes::distilled(root, &run, &done);
+            super::print_write("distill", false, root, &journal, result)?;
+            return Ok(ExitCode::SUCCESS);
+        }
+        Err(DistillError::Gate(rejection)) if json => {
+            let envelope =
+                lesson::report::envelope::Envelope::of_add(&AddError::Rejected(rejection));
+            super::print_json(&envelope.to_value())?;
+            eprintln!(
+                "error: the write gate refused the judge's answer for run {}; nothing was written",
+                run.id
+            );
+            return Ok(ExitCode::from(1));
+        }
         Ok(Distilled::Already { ledger, line, .. }) => {
-            println!(
+            status!(
                 "run {} is distilled already ({}:{line} names it); nothing to do",
                 run.id,
                 ledger.display()
@@ -87,33 +108,33 @@ pub fn run(root: &Path, args: DistillArgs) -> anyhow::Result<ExitCode> {
     } else {
         format!("matched {}", report.matched.join(", "))
     };
-    println!("run {} ({}): {matched}", run.id, run.outcome.as_str());
+    status!("run {} ({}): {matched}", run.id, run.outcome.as_str());
     for (verdict, r) in &report.recorded {
         let what = format!("{}, run {}", verdict.applied.as_str(), run.outcome.as_str());
         let path = r.path.display();
         if !r.appended {
-            println!(
+            status!(
                 "{path}: {what} is recorded for this run already; counts {}",
                 r.after
             );
         } else if r.delta == Delta::default() {
-            println!("{path}: {what}: evidence added; counts stay {}", r.after);
+            status!("{path}: {what}: evidence added; counts stay {}", r.after);
         } else {
             let before = Counts {
                 success_count: r.after.success_count - r.delta.success,
                 failure_count: r.after.failure_count - r.delta.failure,
             };
-            println!("{path}: {what}: counts {before} -> {}", r.after);
+            status!("{path}: {what}: counts {before} -> {}", r.after);
         }
     }
     for (slug, why) in &report.skipped {
         eprintln!("warning: verdict on `{slug}` not recorded: {why}");
     }
     for a in &report.admitted {
-        println!("{}", admitted_line(a, ""));
+        status!("{}", admitted_line(a, ""));
     }
     if !report.changed {
-        println!("nothing changed");
+        status!("nothing changed");
     }
     Ok(ExitCode::SUCCESS)
 }

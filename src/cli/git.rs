@@ -41,12 +41,12 @@ pub fn run(root: &Path, args: GitArgs) -> anyhow::Result<ExitCode> {
 pub fn report_install(installed: &Installed) {
     let config = installed.config.display();
     match &installed.driver {
-        Setting::Set => println!("registered the merge driver in {config}: {DRIVER_COMMAND}"),
-        Setting::Unchanged => println!("the merge driver is registered in {config}"),
-        Setting::Kept(v) => println!("kept the merge driver {config} already has: {v}"),
+        Setting::Set => status!("registered the merge driver in {config}: {DRIVER_COMMAND}"),
+        Setting::Unchanged => status!("the merge driver is registered in {config}"),
+        Setting::Kept(v) => status!("kept the merge driver {config} already has: {v}"),
     }
     if matches!(installed.driver, Setting::Set | Setting::Unchanged) && !on_path("lesson") {
-        eprintln!(
+        note!(
             "note: git runs the driver as `lesson`, which is not on PATH; put the lesson binary on PATH (as git-lfs needs `git-lfs`)"
         );
     }

@@ -59,19 +59,24 @@ pub fn run(root: &Path, args: IndexArgs) -> anyhow::Result<ExitCode> {
         );
         return Ok(ExitCode::from(1));
     }
-    let done = index_md::write(root, super::now()?, &lesson::lint::FileErrors::default())?;
+    let done = index_md::write_with(
+        root,
+        super::now()?,
+        &lesson::lint::FileErrors::default(),
+        &super::progress::Bar::new(),
+    )?;
     if let Some(note) = index_md::left_out_note(&done.left_out) {
-        eprintln!("{note}");
+        note!("{note}");
     }
     if done.written {
-        println!(
+        status!(
             "wrote {} ({} lesson{})",
             done.path.display(),
             done.lessons,
             if done.lessons == 1 { "" } else { "s" }
         );
     } else {
-        println!("{} is up to date", done.path.display());
+        status!("{} is up to date", done.path.display());
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -86,13 +91,19 @@ fn is_current(bank: &lesson::Bank, rendered: &Rendered) -> bool {
 /// should read.
 fn render(root: &Path, with_index: bool) -> anyhow::Result<(lesson::Bank, Rendered)> {
     let now = super::now()?;
-    let (bank, scanned) =
-        index_md::scan(root, now, with_index, &lesson::lint::FileErrors::default())
-            .with_context(|| format!("cannot load the bank at {}", root.display()))?;
+    let progress = super::progress::Bar::new();
+    let (bank, scanned) = index_md::scan_with(
+        root,
+        now,
+        with_index,
+        &lesson::lint::FileErrors::default(),
+        &progress,
+    )
+    .with_context(|| format!("cannot load the bank at {}", root.display()))?;
     let template = Template::load(&bank.root, index_md::TEMPLATE, index_md::BUILTIN_TEMPLATE)?;
     let rendered = scanned.render(&template)?;
     if let Some(note) = index_md::left_out_note(scanned.left_out()) {
-        eprintln!("{note}");
+        note!("{note}");
     }
     super::release(scanned);
     Ok((bank, rendered))

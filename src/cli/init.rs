@@ -27,7 +27,7 @@ pub fn run(global_dir: Option<PathBuf>, args: InitArgs) -> anyhow::Result<ExitCo
     };
     if !done.upgraded() {
         let names: Vec<String> = done.files.iter().map(|(p, _)| name(p)).collect();
-        println!(
+        status!(
             "created a lesson bank in {} ({})",
             dir.display(),
             names.join(", ")
@@ -44,9 +44,9 @@ pub fn run(global_dir: Option<PathBuf>, args: InitArgs) -> anyhow::Result<ExitCo
             }
         }
         if parts.is_empty() {
-            println!("{} is up to date as a lesson bank", dir.display());
+            status!("{} is up to date as a lesson bank", dir.display());
         } else {
-            println!(
+            status!(
                 "updated the lesson bank in {} ({})",
                 dir.display(),
                 parts.join("; ")

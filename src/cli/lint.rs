@@ -1,6 +1,6 @@
 //! `lesson lint`: check the bank, print findings, optionally fix.
 
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -112,11 +112,10 @@ pub fn run(root: &Path, args: LintArgs) -> anyhow::Result<ExitCode> {
     let now = super::now()?;
     let format = Format::from(args.output_format);
     let human = matches!(format, Format::Full | Format::Concise);
-    let stdout = std::io::stdout();
     let options = RenderOptions {
-        color: stdout.is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
+        color: super::ui::ui().color_stdout(),
     };
-    let mut out = stdout.lock();
+    let mut out = std::io::stdout().lock();
 
     let mut would_change = false;
     let (diagnostics, summary_line, checked) = if args.fix || args.diff {
@@ -164,7 +163,8 @@ pub fn run(root: &Path, args: LintArgs) -> anyhow::Result<ExitCode> {
         };
         let plain = base.is_none() || lesson::pr::runs_plain_lint(&selection, args.head.is_some());
         let (bank, mut diagnostics) = if plain {
-            let (bank, found) = lint::lint_report(root, now, &selection)
+            let progress = super::progress::Bar::new();
+            let (bank, found) = lint::lint_report_with(root, now, &selection, &progress)
                 .with_context(|| format!("cannot load the bank at {}", root.display()))?;
             (Some(bank), found)
         } else {
@@ -201,7 +201,9 @@ pub fn run(root: &Path, args: LintArgs) -> anyhow::Result<ExitCode> {
         args.unsafe_fixes,
         summary_line,
     );
-    if human && !args.diff {
+    if super::ui::ui().quiet {
+        // the findings are the data asked for; the summary is not
+    } else if human && !args.diff {
         writeln!(out, "{line}")?;
     } else {
         eprintln!("{line}");

@@ -62,7 +62,7 @@ pub fn run(root: &Path, args: ListArgs) -> anyhow::Result<ExitCode> {
         }
     }
     if let Some(note) = index_md::left_out_note(&index_md::left_out(&bank)) {
-        eprintln!("{note}");
+        note!("{note}");
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -73,7 +73,7 @@ pub(super) fn provenance(root: &Path) -> Option<Provenance> {
     match Provenance::of_bank(root) {
         Ok(p) => p,
         Err(e) => {
-            eprintln!("note: no provenance: {e}");
+            note!("note: no provenance: {e}");
             None
         }
     }

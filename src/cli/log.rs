@@ -43,7 +43,7 @@ pub fn run(root: &Path, args: LogArgs) -> anyhow::Result<ExitCode> {
     let commits = match lesson::git::log::touches(&bank.root, &path) {
         Ok(c) => c,
         Err(e) => {
-            eprintln!("note: no commits: {e}");
+            note!("note: no commits: {e}");
             None
         }
     };

@@ -1,5 +1,38 @@
 //! Flags and dispatch. Each command lives in its own module and returns an exit code:
 //! 0 clean, 1 findings at error level (or a stale check), 2 usage or internal failure.
+//!
+//! The output conventions (colour, `--quiet`, `--verbose`, progress bars) are decided once, in
+//! [`ui`]; commands print through the macros below.
+
+/// `println!` unless `--quiet`: what a command did, for people (a writer's confirmation, a
+/// summary). Data a command is asked for goes through `println!` itself.
+macro_rules! status {
+    ($($arg:tt)*) => {
+        if !$crate::cli::ui::ui().quiet {
+            println!($($arg)*)
+        }
+    };
+}
+
+/// `eprintln!` unless `--quiet`: a note or a summary on stderr (errors and warnings use
+/// `eprintln!` itself).
+macro_rules! note {
+    ($($arg:tt)*) => {
+        if !$crate::cli::ui::ui().quiet {
+            eprintln!($($arg)*)
+        }
+    };
+}
+
+/// `eprintln!` under `--verbose` only, as `lesson: ...`: context (the bank, timings, files
+/// skipped).
+macro_rules! verbose {
+    ($($arg:tt)*) => {
+        if $crate::cli::ui::ui().verbose {
+            eprintln!("lesson: {}", format_args!($($arg)*))
+        }
+    };
+}
 
 mod add;
 mod archive;
@@ -18,6 +51,7 @@ mod log;
 mod mcp;
 mod merge_file;
 mod new;
+mod progress;
 mod record;
 mod review;
 mod rule;
@@ -26,6 +60,7 @@ mod search;
 mod show;
 mod supersede;
 mod sync;
+mod ui;
 mod watch;
 mod who;
 
@@ -33,7 +68,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Context;
-use clap::{Parser, Subcommand};
+use clap::{Parser, Subcommand, ValueEnum};
 
 /// Manage a git-versioned bank of AIP-11 LESSON.md files.
 #[derive(Debug, Parser)]
@@ -43,6 +78,17 @@ pub struct Args {
     /// else ./lessons)
     #[arg(long, global = true, value_name = "BANK")]
     dir: Option<PathBuf>,
+    /// When to colour output: `auto` (when the stream is a terminal and NO_COLOR is unset or
+    /// empty), `always`, `never`
+    #[arg(long, global = true, value_enum, value_name = "WHEN", default_value_t = ui::ColorChoice::Auto)]
+    color: ui::ColorChoice,
+    /// Print only errors, warnings and the data asked for: no summaries, notes, confirmations
+    /// or progress bars
+    #[arg(short, long, global = true, conflicts_with = "verbose")]
+    quiet: bool,
+    /// Print more on stderr: the bank used, timings, files left out
+    #[arg(short, long, global = true)]
+    verbose: bool,
     #[command(subcommand)]
     command: Command,
 }
@@ -113,8 +159,31 @@ enum Command {
     Man(completions::ManArgs),
 }
 
-/// Run a command.
+/// The output of a command that writes: text for people, or one JSON object for programs
+/// (`lesson::report::writes::report`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, ValueEnum)]
+enum WriteFormat {
+    /// Lines for people
+    #[default]
+    Text,
+    /// One JSON object: what changed (files, ledger events) and the command's result
+    Json,
+}
+
+/// Run a command, with this run's output conventions.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    ui::set(ui::Ui {
+        color: args.color,
+        quiet: args.quiet,
+        verbose: args.verbose,
+    });
+    let started = std::time::Instant::now();
+    let code = dispatch(args)?;
+    verbose!("done in {:.1?}", started.elapsed());
+    Ok(code)
+}
+
+fn dispatch(args: Args) -> anyhow::Result<ExitCode> {
     match args.command {
         Command::Lint(a) => lint::run(&bank_dir(args.dir)?, a),
         Command::Rule(a) => rule::run(a),
@@ -157,7 +226,27 @@ fn bank_dir(dir: Option<PathBuf>) -> anyhow::Result<PathBuf> {
         lesson::lint::check_config(&root, &config)
             .with_context(|| format!("cannot load the bank at {}", root.display()))?;
     }
+    verbose!("bank {}", root.display());
     Ok(root)
+}
+
+/// Print a JSON value (pretty) on stdout.
+fn print_json(value: &serde_json::Value) -> anyhow::Result<()> {
+    println!("{}", serde_json::to_string_pretty(value)?);
+    Ok(())
+}
+
+/// A writer's `--format json` report of what `journal` (the write door's) changed, on stdout.
+fn print_write(
+    command: &str,
+    dry_run: bool,
+    root: &Path,
+    journal: &[lesson::edit::journal::Change],
+    result: serde_json::Value,
+) -> anyhow::Result<()> {
+    print_json(&lesson::report::writes::report(
+        command, dry_run, root, journal, result,
+    ))
 }
 
 /// The environment variable that fixes "now" (tests, reproducible runs).

@@ -40,6 +40,9 @@ pub struct NewArgs {
     /// Print the lesson instead of writing it
     #[arg(long)]
     dry_run: bool,
+    /// Output format: text, or JSON (what changed: files, ledger events, counts)
+    #[arg(long, value_enum, default_value_t = super::WriteFormat::Text)]
+    format: super::WriteFormat,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -73,6 +76,8 @@ pub fn run(root: &Path, args: NewArgs) -> anyhow::Result<ExitCode> {
             "a lesson cites where it comes from: add --evidence KIND:REF[:NOTE], e.g. --evidence run:r_2026-11-02_a41c"
         );
     }
+    let json = args.format == super::WriteFormat::Json;
+    let slug = args.slug.clone();
     let lesson = NewLesson {
         slug: args.slug,
         title: args.title,
@@ -85,16 +90,25 @@ pub fn run(root: &Path, args: NewArgs) -> anyhow::Result<ExitCode> {
     };
     if args.dry_run {
         let draft = new::preview(root, &lesson, super::now()?)?;
+        if json {
+            return report(root, &slug, &draft, true, &[]);
+        }
         if refused(&draft) {
             return Ok(ExitCode::from(1));
         }
         print!("{}", draft.text);
         return Ok(ExitCode::SUCCESS);
     }
-    match new::create(root, &lesson, &super::stamp(root, None)?)? {
+    let stamp = super::stamp(root, None)?;
+    let (created, journal) =
+        lesson::edit::journal::recording(|| new::create(root, &lesson, &stamp));
+    match created? {
+        Created::Written(draft) | Created::Refused(draft) if json => {
+            report(root, &slug, &draft, false, &journal)
+        }
         Created::Written(draft) => {
             refused(&draft);
-            println!("{}", draft.path.display());
+            status!("{}", draft.path.display());
             Ok(ExitCode::SUCCESS)
         }
         Created::Refused(draft) => {
@@ -102,6 +116,27 @@ pub fn run(root: &Path, args: NewArgs) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::from(1))
         }
     }
+}
+
+/// `--format json`: the report of what was written (nothing for a dry run or a refused
+/// draft, whose findings are in it); exit 1 when refused.
+fn report(
+    root: &Path,
+    slug: &str,
+    draft: &Draft,
+    dry_run: bool,
+    journal: &[lesson::edit::journal::Change],
+) -> anyhow::Result<ExitCode> {
+    let result = lesson::report::writes::created(root, slug, draft, dry_run);
+    super::print_write("new", dry_run, root, journal, result)?;
+    if draft.refused() {
+        eprintln!(
+            "error: refusing to write {}: error-level findings (`result.findings`)",
+            draft.path.display()
+        );
+        return Ok(ExitCode::from(1));
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 /// Print the draft's findings (and the lesson it nearly duplicates) to stderr; whether any of
@@ -120,7 +155,9 @@ fn refused(draft: &Draft) -> bool {
             Format::Full,
             &draft.findings,
             &draft.bank.sources().collect::<Sources>(),
-            report::RenderOptions::default(),
+            report::RenderOptions {
+                color: super::ui::ui().color_stderr(),
+            },
         );
         eprint!("{text}");
     }

@@ -35,6 +35,9 @@ pub struct RecordArgs {
     /// `conflict` event naming it goes to the ledger, and search marks the two as conflicting
     #[arg(long, value_name = "OTHER")]
     conflicts_with: Vec<String>,
+    /// Output format: text, or JSON (what changed: files, ledger events, counts)
+    #[arg(long, value_enum, default_value_t = super::WriteFormat::Text)]
+    format: super::WriteFormat,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -61,7 +64,10 @@ pub fn run(root: &Path, args: RecordArgs) -> anyhow::Result<ExitCode> {
         run,
         evidence: args.evidence,
     };
-    let done = record::record_with(root, &req, &args.conflicts_with, &stamp)?;
+    let (done, journal) = lesson::edit::journal::recording(|| {
+        record::record_with(root, &req, &args.conflicts_with, &stamp)
+    });
+    let done = done?;
     for p in &done.ledger_problems {
         eprintln!(
             "warning: {}:{}: not a whole ledger event, ignored ({}); `lesson lint` reports it as L002",
@@ -86,22 +92,27 @@ pub fn run(root: &Path, args: RecordArgs) -> anyhow::Result<ExitCode> {
             expected_before
         );
     }
+    if args.format == super::WriteFormat::Json {
+        let result = lesson::report::writes::recorded(root, &req.slug, &done);
+        super::print_write("record", false, root, &journal, result)?;
+        return Ok(ExitCode::SUCCESS);
+    }
     let what = format!("{}, run {}", applied.as_str(), run.as_str());
     if done.appended && done.delta == lesson::ledger::Delta::default() {
-        println!(
+        status!(
             "{}: {what}: evidence added; counts stay {} (success/failure)",
             done.path.display(),
             done.after
         );
     } else if done.appended {
-        println!(
+        status!(
             "{}: {what}: counts {} -> {} (success/failure)",
             done.path.display(),
             expected_before,
             done.after
         );
     } else {
-        println!(
+        status!(
             "{}: {}:{} is already recorded ({what}); counts {}",
             done.path.display(),
             req.evidence.kind.as_str(),

@@ -111,13 +111,13 @@ pub fn run(root: &Path, args: SearchArgs) -> anyhow::Result<ExitCode> {
     if args.format != Format::Json && !answer.held_back.is_empty() {
         let n = answer.held_back.len();
         let lessons = if n == 1 { "lesson" } else { "lessons" };
-        eprintln!("note: {n} {lessons} with errors were not served (lesson lint lists them)");
+        note!("note: {n} {lessons} with errors were not served (lesson lint lists them)");
     }
     match args.format {
         Format::Prompt => {
             print!("{}", answer.prompt.text);
             if answer.hits.is_empty() && answer.matched > 0 {
-                eprintln!("note: {}", hits::over_budget(&answer));
+                note!("note: {}", hits::over_budget(&answer));
             }
         }
         Format::Text => print!("{}", hits::text(&answer)),

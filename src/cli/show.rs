@@ -32,7 +32,7 @@ pub fn run(root: &Path, args: ShowArgs) -> anyhow::Result<ExitCode> {
     match found {
         Found::Live(doc) => print_lesson(&bank, doc, json, None, p)?,
         Found::Archived(doc) => {
-            eprintln!(
+            note!(
                 "note: `{}` is archived ({}): not in the live set, never retrieved",
                 args.slug,
                 doc.source.path.display()

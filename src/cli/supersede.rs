@@ -15,28 +15,39 @@ pub struct SupersedeArgs {
     /// The slug of the lesson that replaces them
     #[arg(long, value_name = "NEW")]
     by: String,
+    /// Output format: text, or JSON (what changed: files, ledger events, counts)
+    #[arg(long, value_enum, default_value_t = super::WriteFormat::Text)]
+    format: super::WriteFormat,
 }
 
 /// Run `lesson supersede`.
 pub fn run(root: &Path, args: SupersedeArgs) -> anyhow::Result<ExitCode> {
     let stamp = super::stamp(root, None)?;
-    let done = supersede::supersede(root, &args.old, &args.by, &stamp)?;
+    let (done, journal) = lesson::edit::journal::recording(|| {
+        supersede::supersede(root, &args.old, &args.by, &stamp)
+    });
+    let done = done?;
+    if args.format == super::WriteFormat::Json {
+        let result = lesson::report::writes::superseded(root, &args.by, &done);
+        super::print_write("supersede", false, root, &journal, result)?;
+        return Ok(ExitCode::SUCCESS);
+    }
     if !done.added.is_empty() {
-        println!(
+        status!(
             "{}: supersedes {} (added)",
             done.path.display(),
             done.added.join(", ")
         );
     }
     for slug in &done.logged {
-        println!(
+        status!(
             "{}: superseded by {}",
             lesson::ledger::path(root, slug).display(),
             args.by
         );
     }
     if !done.changed() {
-        println!(
+        status!(
             "nothing to do: {} already supersedes {}",
             args.by,
             args.old.join(", ")

@@ -44,7 +44,7 @@ pub fn run(root: &Path, args: SyncArgs) -> anyhow::Result<ExitCode> {
         dry_run: args.dry_run,
         stamp: super::stamp(root, None)?,
     };
-    let report = sync::sync(root, &options)?;
+    let report = sync::sync_with(root, &options, &super::progress::Bar::new())?;
     if args.format == Format::Json {
         println!("{}", report.to_json());
     } else {
@@ -61,7 +61,7 @@ fn print_text(r: &SyncReport) {
     let would = if r.dry_run { "would " } else { "" };
     let at = format!("{} {}", r.remote, r.branch);
     if r.resumed {
-        println!("finished an interrupted sync");
+        status!("finished an interrupted sync");
     }
     if !r.conflicts.is_empty() {
         eprintln!("lesson sync: the merge with {at} conflicts; nothing was changed:");
@@ -75,38 +75,38 @@ fn print_text(r: &SyncReport) {
         return;
     }
     match (&r.message, r.files.len()) {
-        (Some(m), n) => println!(
+        (Some(m), n) => status!(
             "{would}commit {n} bank file{}: {}",
             if n == 1 { "" } else { "s" },
             m.trim_end()
         ),
-        (None, _) => println!("nothing to commit"),
+        (None, _) => status!("nothing to commit"),
     }
     if r.new_branch {
-        println!("{at} does not exist yet: {would}create it");
+        status!("{at} does not exist yet: {would}create it");
     } else if r.fetched > 0 {
-        println!(
+        status!(
             "fetched {} commit{} from {at}; {would}merge{}",
             r.fetched,
             if r.fetched == 1 { "" } else { "s" },
             if r.dry_run { " cleanly" } else { "d" }
         );
     } else {
-        println!("{at} has nothing new");
+        status!("{at} has nothing new");
     }
     for slug in &r.add_add {
-        println!("`{slug}` was added on both sides: the remote's version stays, the local one was admitted as its duplicate");
+        status!("`{slug}` was added on both sides: the remote's version stays, the local one was admitted as its duplicate");
     }
     if r.retries > 0 {
-        println!(
+        status!(
             "the remote moved {} time{} while syncing; fetched and merged again",
             r.retries,
             if r.retries == 1 { "" } else { "s" }
         );
     }
     if r.pushed {
-        println!("{would}push to {at}");
+        status!("{would}push to {at}");
     } else {
-        println!("nothing to push");
+        status!("nothing to push");
     }
 }

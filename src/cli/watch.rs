@@ -61,7 +61,7 @@ pub fn run(root: &Path, args: WatchArgs) -> anyhow::Result<ExitCode> {
         Some(every) => format!("polling every {} ms", every.as_millis()),
         None => "file-system events".to_string(),
     };
-    eprintln!(
+    note!(
         "watching {} ({how}, debounce {} ms); Ctrl-C to stop",
         root.display(),
         args.debounce

@@ -7,6 +7,7 @@
 //! one then), so they never accumulate and never reach git.
 
 pub mod frontmatter;
+pub mod journal;
 
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom, Write};
@@ -117,14 +118,22 @@ pub fn write_atomic(bank: &Path, path: &Path, contents: &[u8]) -> Result<(), Edi
     let mut tmp = builder.tempfile_in(dir).map_err(io(dir))?;
     tmp.write_all(contents).map_err(io(path))?;
     tmp.as_file().sync_all().map_err(io(path))?;
-    if let Ok(meta) = std::fs::metadata(&target) {
-        // keep the mode of the file we replace
-        let _ = std::fs::set_permissions(tmp.path(), meta.permissions());
-    }
+    let existed = match std::fs::metadata(&target) {
+        Ok(meta) => {
+            // keep the mode of the file we replace
+            let _ = std::fs::set_permissions(tmp.path(), meta.permissions());
+            true
+        }
+        Err(_) => false,
+    };
     tmp.persist(&target).map_err(|e| EditError::Io {
         path: path.display().to_string(),
         source: e.error,
     })?;
+    journal::note(|| journal::Change::Written {
+        path: path.to_path_buf(),
+        created: !existed,
+    });
     Ok(())
 }
 
@@ -159,6 +168,14 @@ pub fn append(bank: &Path, path: &Path, lines: &[u8]) -> Result<bool, EditError>
     if created {
         sync_dir(target.parent().expect("checked target has a parent"));
     }
+    journal::note(|| journal::Change::Appended {
+        path: path.to_path_buf(),
+        created,
+        lines: String::from_utf8_lossy(lines)
+            .lines()
+            .map(str::to_string)
+            .collect(),
+    });
     Ok(repaired)
 }
 
@@ -188,6 +205,10 @@ pub fn move_file(bank: &Path, from: &Path, to: &Path) -> Result<(), EditError> {
     for dir in [target.parent(), source.parent()].into_iter().flatten() {
         sync_dir(dir);
     }
+    journal::note(|| journal::Change::Moved {
+        from: from.to_path_buf(),
+        to: to.to_path_buf(),
+    });
     Ok(())
 }
 

@@ -14,6 +14,7 @@ use crate::bank::{Bank, BankError, Keep, Overlay};
 use crate::config::{Config, ConfigError, Level, CONFIG_FILE};
 use crate::diagnostic::{Applicability, Diagnostic, RuleId, Severity};
 use crate::document::Document;
+use crate::progress::{Progress, Silent};
 
 pub use rules::RULES;
 
@@ -369,7 +370,7 @@ pub fn lint_at(
     now: jiff::Timestamp,
     selection: &Selection,
 ) -> Result<(Bank, Vec<Diagnostic>), BankError> {
-    lint_pass(root, overlay, now, selection, false)
+    lint_pass(root, overlay, now, selection, false, &Silent)
 }
 
 /// Like [`lint_at`] for a report only: a file its rules found nothing in (and that suppresses
@@ -383,7 +384,19 @@ pub fn lint_report(
     now: jiff::Timestamp,
     selection: &Selection,
 ) -> Result<(Bank, Vec<Diagnostic>), BankError> {
-    lint_pass(root, &Overlay::new(), now, selection, true)
+    lint_report_with(root, now, selection, &Silent)
+}
+
+/// [`lint_report`], telling `progress` how it goes: the phase `checking` (one step per file,
+/// its total unknown: files are parsed while the walk is still finding them), then `bank
+/// rules`.
+pub fn lint_report_with(
+    root: &Path,
+    now: jiff::Timestamp,
+    selection: &Selection,
+    progress: &dyn Progress,
+) -> Result<(Bank, Vec<Diagnostic>), BankError> {
+    lint_pass(root, &Overlay::new(), now, selection, true, progress)
 }
 
 fn lint_pass(
@@ -392,6 +405,7 @@ fn lint_pass(
     now: jiff::Timestamp,
     selection: &Selection,
     trim: bool,
+    progress: &dyn Progress,
 ) -> Result<(Bank, Vec<Diagnostic>), BankError> {
     // the levels depend on lesson.toml, which the loader reads again: it is small
     let config = Config::load(root)?;
@@ -402,7 +416,9 @@ fn lint_pass(
     // every file's findings are at hand when every rule runs on every file: whether it has
     // errors is read from them, not worked out again
     let whole = selection.rules.is_empty() && selection.paths.is_empty();
+    progress.begin("checking", None);
     let (mut bank, passes) = Bank::load_visiting(root, overlay, now, |config, doc| {
+        progress.advance(1);
         let pass = file_pass(doc, config, now, &checks, selection);
         let has_errors = if whole {
             errors.any_error(&pass.allows, &pass.diagnostics)
@@ -421,10 +437,13 @@ fn lint_pass(
         }
         pass
     })?;
+    progress.end();
+    progress.begin("bank rules", None);
     let mut diagnostics = finish(&bank, passes, &levels, selection);
     if trim {
         reread_pointed_into(&mut bank, &mut diagnostics);
     }
+    progress.end();
     Ok((bank, diagnostics))
 }
 

@@ -14,6 +14,7 @@ pub mod lessons;
 pub mod log;
 pub mod pairs;
 pub mod review;
+pub mod rules;
 mod sarif;
 pub mod writes;
 

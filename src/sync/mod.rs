@@ -185,6 +185,16 @@ pub(crate) fn io_error(path: &Path) -> impl FnOnce(std::io::Error) -> SyncError 
 /// Sync the bank at `bank` with its remote (see the module docs). A real conflict is reported
 /// in [`SyncReport::conflicts`] with nothing changed.
 pub fn sync(bank: &Path, options: &SyncOptions) -> Result<SyncReport, SyncError> {
+    sync_with(bank, options, &crate::progress::Silent)
+}
+
+/// [`sync`], telling `progress` its phases (`committing`, `fetching`, `merging`, `pushing`,
+/// `applying`; again for each round after a rejected push).
+pub fn sync_with(
+    bank: &Path,
+    options: &SyncOptions,
+    progress: &dyn crate::progress::Progress,
+) -> Result<SyncReport, SyncError> {
     let repo = BankRepo::open(bank)?;
     if repo.repo.is_shallow() {
         return Err(SyncError::Shallow);
@@ -207,7 +217,7 @@ pub fn sync(bank: &Path, options: &SyncOptions) -> Result<SyncReport, SyncError>
     let mut attempt = 0;
     loop {
         attempt += 1;
-        let round = round(&repo, &branch, &target, options, &mut report)?;
+        let round = round(&repo, &branch, &target, options, &mut report, progress)?;
         if !report.conflicts.is_empty() || options.dry_run {
             return Ok(report);
         }
@@ -241,7 +251,9 @@ fn round(
     target: &remote::Target,
     options: &SyncOptions,
     report: &mut SyncReport,
+    progress: &dyn crate::progress::Progress,
 ) -> Result<Pushed, SyncError> {
+    use crate::progress::phase;
     // what an earlier, rejected attempt made is not what this one makes
     report.commits.clear();
     report.merged = false;
@@ -257,7 +269,9 @@ fn round(
             .message
             .clone()
             .unwrap_or_else(|| pending::message(repo, head.as_ref(), &changes));
-        let id = pending::commit(repo, head.as_ref(), &changes, &message)?;
+        let id = phase(progress, "committing", || {
+            pending::commit(repo, head.as_ref(), &changes, &message)
+        })?;
         report.message.get_or_insert(message);
         for c in &changes {
             if !report.files.contains(&c.path) {
@@ -267,7 +281,7 @@ fn round(
         report.commits.push(id.to_string());
         Some(id)
     };
-    let theirs = remote::fetch(repo, target)?;
+    let theirs = phase(progress, "fetching", || remote::fetch(repo, target))?;
     report.new_branch = theirs.is_none();
     let Some(ours) = ours else {
         // an unborn branch with nothing to commit
@@ -289,7 +303,9 @@ fn round(
                 target.remote, target.branch, target.remote, target.branch
             )));
         }
-        let merged = resolve::merge(repo, ours, theirs, options, report)?;
+        let merged = phase(progress, "merging", || {
+            resolve::merge(repo, ours, theirs, options, report)
+        })?;
         if !report.conflicts.is_empty() {
             return Ok(Pushed::Nothing);
         }
@@ -317,7 +333,9 @@ fn round(
     // (never our own earlier merge with an older one: criss-cross merges are what reorder
     // evidence lists into conflicts)
     let pushed = if ahead {
-        if !remote::push(repo, target, final_commit)? {
+        if !phase(progress, "pushing", || {
+            remote::push(repo, target, final_commit)
+        })? {
             return Ok(Pushed::Rejected);
         }
         report.pushed = true;
@@ -326,7 +344,9 @@ fn round(
         Pushed::Nothing
     };
     if head_id != Some(final_commit) {
-        apply::apply(repo, branch, head_id, final_commit, options)?;
+        phase(progress, "applying", || {
+            apply::apply(repo, branch, head_id, final_commit, options)
+        })?;
     }
     Ok(pushed)
 }

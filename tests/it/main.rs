@@ -8,6 +8,7 @@
 
 mod add;
 mod cli;
+mod conventions;
 mod corpora;
 mod counts;
 mod dedup;

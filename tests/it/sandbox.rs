@@ -96,15 +96,20 @@ impl Sandbox {
 
     /// Run `lesson ARGS` in the sandbox.
     pub fn run(&self, args: &[&str]) -> Run {
-        self.run_inner(args, None)
+        self.run_inner(args, None, &[])
+    }
+
+    /// Run `lesson ARGS` in the sandbox with more environment variables.
+    pub fn run_with_env(&self, args: &[&str], env: &[(&str, &str)]) -> Run {
+        self.run_inner(args, None, env)
     }
 
     /// Run `lesson ARGS` in the sandbox with `stdin` piped in.
     pub fn run_with_stdin(&self, args: &[&str], stdin: &[u8]) -> Run {
-        self.run_inner(args, Some(stdin))
+        self.run_inner(args, Some(stdin), &[])
     }
 
-    fn run_inner(&self, args: &[&str], stdin: Option<&[u8]>) -> Run {
+    fn run_inner(&self, args: &[&str], stdin: Option<&[u8]>, env: &[(&str, &str)]) -> Run {
         let judge = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/judge/fake_judge.py");
         let mut child = lesson()
             .args(args)
@@ -113,6 +118,8 @@ impl Sandbox {
             .env("JUDGE", judge)
             .env("LESSON_BIN", BIN)
             .env("FAKE_JUDGE_LOG", self.tmp.path().join("judge.log"))
+            .env_remove("NO_COLOR")
+            .envs(env.iter().copied())
             .stdin(if stdin.is_some() {
                 Stdio::piped()
             } else {
