@@ -109,9 +109,9 @@ fn parse(text: &str) -> Document {
     Document::parse(Source::new("lesson.md", text.to_string()), None)
 }
 
-/// What one side did on top of the base, when it is "counts and appended evidence" plus other
+/// What one side did on top of the base, when it is "counts and new evidence" plus other
 /// changes that can be merged line-wise: the side's text without them (`core`), its counts,
-/// and the evidence items it appended.
+/// and the evidence items it added (in its order).
 struct Record {
     core: String,
     counts: Counts,
@@ -159,46 +159,73 @@ fn count_keys(lesson: &Lesson) -> (bool, bool) {
 }
 
 impl Record {
-    /// The side `side` split against `base`; `None` when it cannot be split (no lesson, the
-    /// base's items are not the side's first items, a flow list, a count key added or removed).
+    /// The side `side` split against `base`; `None` when it cannot be split (no lesson, an item
+    /// of the base missing, a flow list, a count key added or removed).
+    ///
+    /// Evidence is a set of items named by kind and reference: the side's new items are those
+    /// whose name the base lacks, wherever they stand, and the base's items may stand in
+    /// another order. Merges on other clones put their own new items first, so after a few
+    /// rounds two histories hold the same items in different orders; the order is left to the
+    /// line merge of the cores.
     fn of(base: &Document, side: &Document) -> Option<Record> {
         let (bl, sl) = (base.lesson.as_deref()?, side.lesson.as_deref()?);
         if count_keys(bl) != count_keys(sl) {
             return None;
         }
         let (base_items, side_items) = (items(bl), items(sl));
-        if side_items.len() < base_items.len() || side_items[..base_items.len()] != base_items[..] {
+        let names = |items: &[Item]| {
+            let mut names: Vec<(String, String)> = items
+                .iter()
+                .map(|i| (i.kind.clone(), i.reference.clone()))
+                .collect();
+            names.sort();
+            names
+        };
+        // each of the base's items matches one of the side's with its name (the first not yet
+        // matched); the side's other items are new, a run recorded again among them
+        let mut in_base: HashMap<(&str, &str), usize> = HashMap::new();
+        for item in &base_items {
+            *in_base.entry(item.key()).or_default() += 1;
+        }
+        let (new, kept): (Vec<usize>, Vec<usize>) =
+            (0..side_items.len()).partition(|&i| match in_base.get_mut(&side_items[i].key()) {
+                Some(left) if *left > 0 => {
+                    *left -= 1;
+                    false
+                }
+                _ => true,
+            });
+        let kept: Vec<Item> = kept.into_iter().map(|i| side_items[i].clone()).collect();
+        let base_names = names(&base_items);
+        if names(&kept) != base_names {
             return None;
         }
         let fm = Frontmatter::of(side).ok()?;
         let text = side.source.text.as_str();
         let mut edits = fm.set_counts(bl.counts()).ok()?;
-        let added = &sl.evidence[base_items.len()..];
-        if let (Some(first), Some(last)) = (added.first(), added.last()) {
-            let start = line_start(text, first.span.start);
+        for &i in &new {
+            let item = &sl.evidence[i];
+            let start = line_start(text, item.span.start);
             // block items only: each new item starts its own `- ` line
-            if !text[start..first.span.start].trim_start().starts_with('-') {
+            if !text[start..item.span.start].trim_start().starts_with('-') {
                 return None;
             }
-            edits.push(Edit::delete(start..after_line(text, last.span.end)));
+            edits.push(Edit::delete(start..after_line(text, item.span.end)));
         }
         let (core, applied) = apply_edits(text, &edits);
         if applied != edits.len() {
             return None;
         }
-        // read back: the core must be the base's evidence and counts
+        // read back: the core must hold the base's items (in the side's order) and counts
         let check = parse(&core);
         let cl = check.lesson.as_deref()?;
-        if items(cl) != base_items || cl.counts() != bl.counts() {
+        if items(cl) != kept || cl.counts() != bl.counts() {
             return None;
         }
         Some(Record {
             core,
             counts: sl.counts(),
-            added: sl.evidence[base_items.len()..]
-                .iter()
-                .map(Item::of)
-                .collect(),
+            added: new.into_iter().map(|i| side_items[i].clone()).collect(),
         })
     }
 }
@@ -645,6 +672,34 @@ Calls.
             .replace("failure_count: 1", "failure_count: 2")
             .replace("    ref: r1\n", "    ref: r1\n  - kind: run\n    ref: r2\n");
         assert_eq!(merged, expected);
+    }
+
+    /// Three clones: a pushed r1, b merged it after its own r2 (b's item first), and a merges
+    /// again with a new r3. The remote's items are not the base's followed by new ones, but
+    /// the base's with a new one before them: still two records, no conflict. The same when
+    /// the base's own items stand in another order on one side.
+    #[test]
+    fn a_side_whose_new_items_stand_before_the_bases_merges() {
+        let base = record(BASE, "r1", (3, 1));
+        let ours = record(&base, "r3", (4, 1));
+        let b = record(BASE, "r2", (3, 1));
+        let theirs = lesson(BASE, &b, &base).unwrap();
+        assert_eq!(refs(&theirs), ["r0", "r2", "r1"]);
+        let merged = lesson(&base, &ours, &theirs).unwrap();
+        assert_eq!(refs(&merged), ["r0", "r1", "r3", "r2"]);
+        assert_eq!(counts(&merged), (5, 1));
+        let merged = lesson(&base, &theirs, &ours).unwrap();
+        assert_eq!(refs(&merged), ["r0", "r2", "r1", "r3"]);
+        assert_eq!(counts(&merged), (5, 1));
+
+        // the base [r0, r1, r2] as one history ordered it, theirs [r0, r2, r1, r4] as another
+        let base = lesson(BASE, &record(BASE, "r1", (3, 1)), &b).unwrap();
+        assert_eq!(refs(&base), ["r0", "r1", "r2"]);
+        let theirs = record(&theirs, "r4", (5, 1));
+        let ours = record(&base, "r5", (5, 1));
+        let merged = lesson(&base, &ours, &theirs).unwrap();
+        assert_eq!(refs(&merged), ["r0", "r2", "r1", "r5", "r4"]);
+        assert_eq!(counts(&merged), (6, 1));
     }
 
     #[test]

@@ -667,3 +667,35 @@ fn a_record_on_a_lesson_superseded_elsewhere_merges() {
     assert_clean(&net, &c[0]);
     assert_clean(&net, &c[1]);
 }
+
+/// Three runtimes record on one lesson in every round and sync in turn. Each merge puts its own
+/// new evidence first, so after a few rounds the histories hold the same items in different
+/// orders (the contention bench found it: "both sides changed `confidence`, `success_count`");
+/// every sync still merges, and every outcome counts once.
+#[test]
+fn many_rounds_on_one_lesson_in_rotating_order_never_conflict() {
+    let (net, c) = three();
+    for dir in &c[1..] {
+        net.lesson_ok(dir, &["sync"]);
+    }
+    let mut runs = 0;
+    for round in 0..5 {
+        for (i, dir) in c.iter().enumerate() {
+            net.record(dir, "shared-lesson", &format!("rot-{round}-{i}"));
+            runs += 1;
+        }
+        for i in [1, 0, 2] {
+            net.lesson_ok(&c[(i + round) % 3], &["sync"]);
+        }
+    }
+    for dir in c.iter().chain(&c[..2]) {
+        net.lesson_ok(dir, &["sync"]);
+    }
+    let trees: Vec<_> = c.iter().map(|d| tree(d)).collect();
+    assert!(trees.windows(2).all(|w| w[0] == w[1]), "the clones differ");
+    let text = std::fs::read_to_string(c[0].join("shared-lesson.md")).unwrap();
+    assert!(text.contains(&format!("success_count: {runs}\n")), "{text}");
+    for dir in &c {
+        assert_clean(&net, dir);
+    }
+}
