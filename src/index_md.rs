@@ -1084,7 +1084,10 @@ mod tests {
         after.insert("bb.md".into(), lesson("bb", 0, ""));
         after.insert("zz.md".into(), lesson("zz", 0, ""));
         after.remove("d.md");
-        after.insert("e.md".into(), lesson("e", 4, "expires_at: 2026-01-01T00:00:00Z\n"));
+        after.insert(
+            "e.md".into(),
+            lesson("e", 4, "expires_at: 2026-01-01T00:00:00Z\n"),
+        );
         // the supersession dropped
         after.insert("new.md".into(), lesson("new", 1, ""));
         let changed = ["b.md", "bb.md", "zz.md", "d.md", "e.md", "new.md", "old.md"];

@@ -483,13 +483,11 @@ fn derive_changed(
     // each changed ledger's lesson, found by its name, with that slug
     let archive = format!("{}/", crate::layout::ARCHIVE_DIR);
     for slug in &ledgers {
-        let candidates: Vec<(PathBuf, Vec<u8>)> = [
-            format!("{slug}.md"),
-            format!("{archive}{slug}.md"),
-        ]
-        .into_iter()
-        .filter_map(|rel| files.get(&rel).map(|b| (repo.bank.join(&rel), b.clone())))
-        .collect();
+        let candidates: Vec<(PathBuf, Vec<u8>)> =
+            [format!("{slug}.md"), format!("{archive}{slug}.md")]
+                .into_iter()
+                .filter_map(|rel| files.get(&rel).map(|b| (repo.bank.join(&rel), b.clone())))
+                .collect();
         let log = format!("{}/{slug}.jsonl", crate::ledger::LOG_DIR);
         if !files.contains_key(&log) {
             continue;

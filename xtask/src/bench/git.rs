@@ -350,7 +350,14 @@ fn ensure_repo(lesson: &Path, dir: &Path, n: usize) -> anyhow::Result<(PathBuf, 
         bail!("lesson init: {}", String::from_utf8_lossy(&o.stderr));
     }
     git_ok(&repo, &["add", "-A", BANK])?;
-    git_ok(&repo, &["commit", "-qm", "lesson init: _index.md, merge driver attributes"])?;
+    git_ok(
+        &repo,
+        &[
+            "commit",
+            "-qm",
+            "lesson init: _index.md, merge driver attributes",
+        ],
+    )?;
     let commits = commits + 1;
     eprintln!("generated {commits} commits in {:.1?}", started.elapsed());
     std::fs::write(&stamp, format!("{expected}commits {commits}\n"))?;
