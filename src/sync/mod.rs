@@ -16,11 +16,12 @@
 //! 3. **merge** (`resolve.rs`) that commit with the fetched one, in memory: libgit2 merges the
 //!    trees, each conflicted bank path is resolved by the bank's rules ([`crate::merge`]), the
 //!    counts of every lesson whose ledger changed are set from the merged ledger and `_index.md`
-//!    is regenerated. A conflict in human-written text stops here, with nothing changed.
+//!    is updated for the changed rows; only the files that differ from ours are read. A conflict in human-written text stops here, with nothing changed.
 //! 4. **push** that commit by its hash (system git, never forced); a non-fast-forward
 //!    rejection goes back to 1 with nothing changed locally, as [`BACKOFF`] says (exponential
-//!    backoff with full jitter, bounded in attempts and time). Each attempt merges the same local changes with the newest
-//!    remote commit, so the remote's history stays a line of merges of one side each.
+//!    backoff with full jitter, bounded in attempts and time). Each attempt merges the same
+//!    local changes with the newest remote commit, so the remote's history stays a line of
+//!    merges of one side each.
 //! 5. **apply** (`apply.rs`), under the bank's lock: working-tree files, then the index, then
 //!    HEAD (see the order and why in `apply`).
 
