@@ -5,6 +5,7 @@
 //! ([`StatusCounts`]); the filter `cell` makes a value safe for a markdown table cell.
 
 use std::borrow::Cow;
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::Path;
 
@@ -743,6 +744,25 @@ fn push_u64(out: &mut String, mut n: u64) {
 /// A bank of 100,000 lessons spends most of `lesson index` in the template engine otherwise.
 fn render_builtin<C: Cells>(lessons: &[C]) -> Rendered {
     let counts = counts_of(lessons.iter().map(Cells::state));
+    let out = builtin_head(&counts);
+    if lessons.is_empty() {
+        return Rendered { pieces: vec![out] };
+    }
+    let mut pieces = vec![out];
+    pieces.par_extend(lessons.par_chunks(1024).map(|chunk| {
+        let mut rows = String::with_capacity(chunk.len() * 192);
+        let mut cell = String::new();
+        for l in chunk {
+            push_row(&mut rows, &mut cell, l);
+        }
+        rows
+    }));
+    Rendered { pieces }
+}
+
+/// The built-in template's text before the rows: the title, the comment, the counts line and
+/// the table's head (or the line of an empty bank).
+fn builtin_head(counts: &StatusCounts) -> String {
     // the template's text up to its first tag: the title and the comment
     let head = BUILTIN_TEMPLATE
         .split("{{")
@@ -759,36 +779,157 @@ fn render_builtin<C: Cells>(lessons: &[C]) -> Rendered {
         counts.superseded,
         counts.expired
     );
-    if lessons.is_empty() {
+    if counts.total == 0 {
         out.push_str("\nNo lessons yet: add one with `lesson new`.\n");
-        return Rendered { pieces: vec![out] };
+    } else {
+        out.push_str(TABLE_HEAD);
     }
-    out.push_str("\n| slug | title | outcome | confidence | successes | failures | status |\n");
-    out.push_str("| --- | --- | --- | ---: | ---: | ---: | --- |\n");
-    let mut pieces = vec![out];
-    pieces.par_extend(lessons.par_chunks(1024).map(|chunk| {
-        let mut rows = String::with_capacity(chunk.len() * 192);
-        let mut cell = String::new();
-        for l in chunk {
-            rows.push_str("| ");
-            l.link(&mut rows, &mut cell);
-            rows.push_str(" | ");
-            crate::template::push_table_cell(&mut rows, l.title());
-            rows.push_str(" | ");
-            rows.push_str(l.outcome());
-            rows.push_str(" | ");
-            l.confidence(&mut rows);
-            rows.push_str(" | ");
-            push_u64(&mut rows, l.success_count());
-            rows.push_str(" | ");
-            push_u64(&mut rows, l.failure_count());
-            rows.push_str(" | ");
-            l.status(&mut rows, &mut cell);
-            rows.push_str(" |\n");
+    out
+}
+
+const TABLE_HEAD: &str = "\n| slug | title | outcome | confidence | successes | failures | status |\n| --- | --- | --- | ---: | ---: | ---: | --- |\n";
+
+/// Append the built-in template's row of one lesson.
+fn push_row<C: Cells>(rows: &mut String, cell: &mut String, l: &C) {
+    rows.push_str("| ");
+    l.link(rows, cell);
+    rows.push_str(" | ");
+    crate::template::push_table_cell(rows, l.title());
+    rows.push_str(" | ");
+    rows.push_str(l.outcome());
+    rows.push_str(" | ");
+    l.confidence(rows);
+    rows.push_str(" | ");
+    push_u64(rows, l.success_count());
+    rows.push_str(" | ");
+    push_u64(rows, l.failure_count());
+    rows.push_str(" | ");
+    l.status(rows, cell);
+    rows.push_str(" |\n");
+}
+
+/// A change to a bank whose `_index.md` is to be updated row by row ([`patch`]).
+pub struct Patch<'a> {
+    /// The lesson files (relative to the bank, `/`-separated) whose rows go: those changed,
+    /// moved or deleted, as the current `_index.md` lists them.
+    pub remove: std::collections::BTreeSet<String>,
+    /// The lessons whose rows are written anew (changed, added, or whose status may have
+    /// changed), loaded on their own; `now` is the bank's.
+    pub rows: &'a Bank,
+    /// The slugs of the lessons that supersede `slug` after the change, given those the current
+    /// `_index.md` says (`superseded by …`, empty for an active or expired lesson).
+    pub superseded_by: &'a dyn Fn(&str, &[String]) -> Vec<String>,
+}
+
+/// The files (relative to the bank) of the rows of `slug` in an `_index.md` the built-in
+/// template wrote (rows with a plain link: see [`patch`]).
+pub fn paths_of(current: &str, slug: &str) -> Vec<String> {
+    let needle = format!("\n| [{slug}](");
+    current
+        .match_indices(&needle)
+        .filter_map(|(at, _)| {
+            let rest = &current[at + needle.len()..];
+            rest.split_once(") | ").map(|(path, _)| path.to_string())
+        })
+        .collect()
+}
+
+/// One row of a current `_index.md` as [`patch`] reads it.
+struct Line<'t> {
+    text: &'t str,
+    state: &'static str,
+}
+
+/// `current` (an `_index.md` the built-in template wrote) with the rows of `patch.remove`
+/// dropped and the rows of `patch.rows` written in slug, then path order, the counts line
+/// recomputed. It equals what [`render`] writes for the changed bank when `current` was the
+/// rendering of the bank before the change (at the same `now`), which is what `lesson sync`
+/// needs: on a bank of 100,000 lessons it reads the changed lessons only. `None` when
+/// `current` is not in the built-in template's shape, or a row's link is not plain (a slug or
+/// path with characters to escape): render it whole then.
+pub fn patch(current: &str, patch: &Patch<'_>) -> Option<String> {
+    let head = BUILTIN_TEMPLATE.split("{{").next()?;
+    let rest = current.strip_prefix(head)?;
+    let (_, rest) = rest.split_once('\n')?;
+    let body = rest.strip_prefix(TABLE_HEAD)?;
+    let mut lines: BTreeMap<(&str, &str), Line<'_>> = BTreeMap::new();
+    let mut by_slug: BTreeMap<&str, Vec<String>> = BTreeMap::new();
+    for text in body.split_inclusive('\n') {
+        let row = text.strip_prefix("| [")?.strip_suffix(" |\n")?;
+        let (slug, row) = row.split_once("](")?;
+        let (path, row) = row.split_once(") | ")?;
+        let plain =
+            |b: u8| b.is_ascii() && !matches!(b, b'[' | b']' | b'\\' | b'|' | b'\n' | b'\r');
+        if !slug.bytes().all(plain) || !path.bytes().all(unreserved) {
+            return None;
         }
-        rows
-    }));
-    Rendered { pieces }
+        let status = row.rsplit_once(" | ")?.1;
+        let (state, superseded_by) = match status {
+            "active" => ("active", Vec::new()),
+            "expired" => ("expired", Vec::new()),
+            s => {
+                let by = s.strip_prefix("superseded by ")?;
+                if !by.bytes().all(plain) {
+                    return None;
+                }
+                ("superseded", by.split(", ").map(str::to_string).collect())
+            }
+        };
+        by_slug.entry(slug).or_insert(superseded_by);
+        if lines.insert((slug, path), Line { text, state }).is_some() {
+            return None;
+        }
+    }
+    lines.retain(|(_, path), _| !patch.remove.contains(*path));
+    let mut new: BTreeMap<(String, String), (String, &'static str)> = BTreeMap::new();
+    let mut cell = String::new();
+    for (doc, lesson) in patch.rows.lessons() {
+        if doc.has_file_errors() {
+            continue;
+        }
+        let mut row = Row::new(&patch.rows.root, doc, lesson, patch.rows.now);
+        let before = by_slug
+            .get(lesson.slug.value.as_str())
+            .map(Vec::as_slice)
+            .unwrap_or_default();
+        let by = (patch.superseded_by)(&lesson.slug.value, before);
+        row.status = if !by.is_empty() {
+            Status::Superseded(by)
+        } else if row.expired {
+            Status::Expired
+        } else {
+            Status::Active
+        };
+        let mut text = String::new();
+        push_row(&mut text, &mut cell, &row);
+        let state = row.status.label();
+        new.insert((row.slug.to_string(), row.path.clone()), (text, state));
+    }
+    for (slug, path) in new.keys() {
+        lines.remove(&(slug.as_str(), path.as_str()));
+    }
+    let states = lines
+        .values()
+        .map(|l| l.state)
+        .chain(new.values().map(|(_, s)| *s));
+    let counts = counts_of(states.collect::<Vec<_>>().into_iter());
+    let mut out = builtin_head(&counts);
+    let mut old = lines.iter().peekable();
+    let mut added = new.iter().peekable();
+    loop {
+        let take_old = match (old.peek(), added.peek()) {
+            (None, None) => break,
+            (Some(_), None) => true,
+            (None, Some(_)) => false,
+            (Some(((s, p), _)), Some(((s2, p2), _))) => (*s, *p) < (s2.as_str(), p2.as_str()),
+        };
+        if take_old {
+            out.push_str(old.next()?.1.text);
+        } else {
+            out.push_str(&added.next()?.1 .0);
+        }
+    }
+    Some(out)
 }
 
 /// Whether the bank's `_index.md` exists and equals `rendered`.
@@ -935,6 +1076,69 @@ mod tests {
         out.clear();
         push_link_text(&mut out, "a[b]");
         assert_eq!(out, "a\\[b\\]");
+    }
+
+    fn lesson(slug: &str, successes: u64, extra: &str) -> Vec<u8> {
+        format!(
+            "---\nschema: learning/v1\nslug: {slug}\ntitle: About {slug}.\ntrigger:\n  description: When {slug} applies.\n  tags: [t]\noutcome: success\nevidence:\n  - kind: run\n    ref: r-{slug}\nsuccess_count: {successes}\nfailure_count: 0\n{extra}---\n\n# About {slug}.\n\n## When this applies\n\nWhen {slug} applies.\n\n## What to do (or avoid)\n\nDo {slug}.\n\n## Counter-example\n\nNot doing {slug} broke a run.\n"
+        )
+        .into_bytes()
+    }
+
+    fn bank(root: &Path, files: &BTreeMap<String, Vec<u8>>) -> Bank {
+        let at = "2026-11-22T12:00:00Z".parse().unwrap();
+        let files = files.iter().map(|(rel, b)| (root.join(rel), b.clone()));
+        Bank::from_files(root, Default::default(), files, at, None)
+    }
+
+    /// Rows changed, added, removed and renamed, an expired lesson and a superseded one: the
+    /// patched index is the full rendering, byte for byte.
+    #[test]
+    fn a_patched_index_is_the_full_rendering() {
+        let root = Path::new("/bank");
+        let mut before = BTreeMap::new();
+        for (i, slug) in ["a", "b", "c", "d", "e", "f"].iter().enumerate() {
+            before.insert(format!("{slug}.md"), lesson(slug, i as u64, ""));
+        }
+        before.insert("old.md".into(), lesson("old", 1, ""));
+        before.insert("new.md".into(), lesson("new", 1, "supersedes: [old]\n"));
+        let current = render(&bank(root, &before)).unwrap();
+        assert!(current.contains("superseded by new"), "{current}");
+        let mut after = before.clone();
+        // counts changed, a lesson added between rows and at the end, one removed, one expired
+        after.insert("b.md".into(), lesson("b", 9, ""));
+        after.insert("bb.md".into(), lesson("bb", 0, ""));
+        after.insert("zz.md".into(), lesson("zz", 0, ""));
+        after.remove("d.md");
+        after.insert(
+            "e.md".into(),
+            lesson("e", 4, "expires_at: 2026-01-01T00:00:00Z\n"),
+        );
+        // the supersession dropped
+        after.insert("new.md".into(), lesson("new", 1, ""));
+        let changed = ["b.md", "bb.md", "zz.md", "d.md", "e.md", "new.md", "old.md"];
+        let rows: BTreeMap<String, Vec<u8>> = changed
+            .iter()
+            .filter_map(|p| after.get(*p).map(|b| (p.to_string(), b.clone())))
+            .collect();
+        let rows = bank(root, &rows);
+        let superseded_by = |slug: &str, before: &[String]| -> Vec<String> {
+            before
+                .iter()
+                .filter(|s| !(slug == "old" && *s == "new"))
+                .cloned()
+                .collect()
+        };
+        let patch = Patch {
+            remove: changed.iter().map(|p| p.to_string()).collect(),
+            rows: &rows,
+            superseded_by: &superseded_by,
+        };
+        let patched = super::patch(&current, &patch).expect("the built-in shape");
+        assert_eq!(patched, render(&bank(root, &after)).unwrap());
+        assert_eq!(paths_of(&current, "old"), ["old.md"]);
+        // an index in another shape is not patched
+        assert_eq!(super::patch("# Lessons\n\nhand-written\n", &patch), None);
     }
 
     #[test]

@@ -16,11 +16,12 @@
 //! 3. **merge** (`resolve.rs`) that commit with the fetched one, in memory: libgit2 merges the
 //!    trees, each conflicted bank path is resolved by the bank's rules ([`crate::merge`]), the
 //!    counts of every lesson whose ledger changed are set from the merged ledger and `_index.md`
-//!    is regenerated. A conflict in human-written text stops here, with nothing changed.
+//!    is updated for the changed rows; only the files that differ from ours are read. A conflict in human-written text stops here, with nothing changed.
 //! 4. **push** that commit by its hash (system git, never forced); a non-fast-forward
-//!    rejection goes back to 1 with nothing changed locally, up to [`MAX_ATTEMPTS`] times with
-//!    random jitter in between. Each attempt merges the same local changes with the newest
-//!    remote commit, so the remote's history stays a line of merges of one side each.
+//!    rejection goes back to 1 with nothing changed locally, as [`BACKOFF`] says (exponential
+//!    backoff with full jitter, bounded in attempts and time). Each attempt merges the same
+//!    local changes with the newest remote commit, so the remote's history stays a line of
+//!    merges of one side each.
 //! 5. **apply** (`apply.rs`), under the bank's lock: working-tree files, then the index, then
 //!    HEAD (see the order and why in `apply`).
 
@@ -38,9 +39,18 @@ use crate::git::repo::{BankRepo, GitError};
 
 pub use pending::has_conflict_marker;
 
-/// How many times a sync fetches, merges and pushes before it gives up on a remote that keeps
-/// moving.
-pub const MAX_ATTEMPTS: usize = 8;
+pub use remote::Backoff;
+
+/// How a sync retries when another runtime pushed first: exponential backoff with full jitter,
+/// from 50 ms doubling to 4 s, at most 64 attempts and none started later than 5 minutes after
+/// the first (the attempts' waits add up to about 3.8 minutes at most). A runtime that gives
+/// up keeps its commits; the next sync publishes them.
+pub const BACKOFF: Backoff = Backoff {
+    base: std::time::Duration::from_millis(50),
+    cap: std::time::Duration::from_secs(4),
+    max_attempts: 64,
+    deadline: std::time::Duration::from_secs(300),
+};
 
 /// What `lesson sync` is asked to do.
 #[derive(Debug, Clone)]
@@ -147,7 +157,7 @@ pub enum SyncError {
     #[error("the local branch and {0} share no history: run `git pull --allow-unrelated-histories`, then `lesson sync` again")]
     Unrelated(String),
     /// The push kept being rejected.
-    #[error("the push to {remote} {branch} was rejected {attempts} times because other runtimes kept pushing first; the local commits are kept (nothing is lost): run `lesson sync` again")]
+    #[error("the push to {remote} {branch} was rejected {attempts} times in {elapsed} s because other runtimes kept pushing first; the local commits are kept (nothing is lost): run `lesson sync` again")]
     Exhausted {
         /// The remote.
         remote: String,
@@ -155,6 +165,8 @@ pub enum SyncError {
         branch: String,
         /// How many attempts were made.
         attempts: usize,
+        /// Seconds since the first attempt.
+        elapsed: u64,
     },
     /// HEAD moved while the sync ran.
     #[error("HEAD moved while `lesson sync` ran (a commit by hand?); nothing was changed: run `lesson sync` again")]
@@ -215,24 +227,39 @@ pub fn sync_with(
         report.resumed = apply::resume(&repo, &branch, options)?;
     }
     let mut attempt = 0;
+    let started = std::time::Instant::now();
+    // the pending files are read once: an attempt after a rejected push commits the same ones
+    // (a file a `lesson record` changes meanwhile is merged when the sync applies, and
+    // published by the next sync)
+    let mut pending = None;
     loop {
         attempt += 1;
-        let round = round(&repo, &branch, &target, options, &mut report, progress)?;
+        let round = round(
+            &repo,
+            &branch,
+            &target,
+            options,
+            &mut pending,
+            &mut report,
+            progress,
+        )?;
         if !report.conflicts.is_empty() || options.dry_run {
             return Ok(report);
         }
         match round {
             Pushed::Yes | Pushed::Nothing => return Ok(report),
-            Pushed::Rejected if attempt < MAX_ATTEMPTS => {
-                report.retries += 1;
-                remote::jitter(attempt);
-            }
             Pushed::Rejected => {
-                return Err(SyncError::Exhausted {
-                    remote: target.remote.clone(),
-                    branch: target.branch.clone(),
-                    attempts: attempt,
-                })
+                let wait = BACKOFF.delay(attempt, remote::random());
+                if !BACKOFF.may_retry(attempt, started.elapsed(), wait) {
+                    return Err(SyncError::Exhausted {
+                        remote: target.remote.clone(),
+                        branch: target.branch.clone(),
+                        attempts: attempt,
+                        elapsed: started.elapsed().as_secs(),
+                    });
+                }
+                report.retries += 1;
+                std::thread::sleep(wait);
             }
         }
     }
@@ -250,6 +277,7 @@ fn round(
     branch: &str,
     target: &remote::Target,
     options: &SyncOptions,
+    pending: &mut Option<Vec<pending::Change>>,
     report: &mut SyncReport,
     progress: &dyn crate::progress::Progress,
 ) -> Result<Pushed, SyncError> {
@@ -260,20 +288,25 @@ fn round(
     report.fetched = 0;
     report.add_add.clear();
     let head = remote::head_commit(repo)?;
-    let exclude = pending::exclude(repo);
-    let changes = pending::changes(repo, head.as_ref(), &exclude)?;
+    let changes = match pending {
+        Some(changes) => changes,
+        None => {
+            let exclude = pending::exclude(repo);
+            pending.insert(pending::changes(repo, head.as_ref(), &exclude)?)
+        }
+    };
     let ours = if changes.is_empty() {
         head.as_ref().map(|c| c.id())
     } else {
         let message = options
             .message
             .clone()
-            .unwrap_or_else(|| pending::message(repo, head.as_ref(), &changes));
+            .unwrap_or_else(|| pending::message(repo, head.as_ref(), changes));
         let id = phase(progress, "committing", || {
-            pending::commit(repo, head.as_ref(), &changes, &message)
+            pending::commit(repo, head.as_ref(), changes, &message)
         })?;
         report.message.get_or_insert(message);
-        for c in &changes {
+        for c in changes.iter() {
             if !report.files.contains(&c.path) {
                 report.files.push(c.path.clone());
             }

@@ -143,9 +143,56 @@ fn is_race(stderr: &str) -> bool {
     .any(|m| stderr.contains(m))
 }
 
-/// Sleep a random while, growing with the attempt (25 ms to ~800 ms), so that runtimes that
-/// raced do not race again in step.
-pub fn jitter(attempt: usize) {
+/// How `lesson sync` waits between attempts after a push lost a race: exponential backoff with
+/// full jitter (the wait after the `n`th rejection is uniform in `[0, min(cap, base·2^(n−1))]`),
+/// so that runtimes that raced spread out instead of racing again in step, and a runtime that
+/// lost many times still tries again within `cap`. Bounded twice: at most `max_attempts`
+/// attempts, and no new attempt starts once `deadline` has passed since the first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Backoff {
+    /// The longest wait after the first rejection.
+    pub base: Duration,
+    /// The longest wait after any rejection.
+    pub cap: Duration,
+    /// Attempts (fetch, merge, push) at most.
+    pub max_attempts: usize,
+    /// No attempt starts later than this after the first.
+    pub deadline: Duration,
+}
+
+impl Backoff {
+    /// The longest wait after `rejections` rejected pushes (at least 1): `base·2^(rejections−1)`,
+    /// at most `cap`.
+    pub fn ceiling(&self, rejections: usize) -> Duration {
+        let doublings = rejections.saturating_sub(1).min(30) as u32;
+        self.base.saturating_mul(1u32 << doublings).min(self.cap)
+    }
+
+    /// The wait after `rejections` rejected pushes, `random` a uniformly random number (full
+    /// jitter: anything from zero to [`Backoff::ceiling`]).
+    pub fn delay(&self, rejections: usize, random: u64) -> Duration {
+        let ceiling = self.ceiling(rejections).as_micros() as u64;
+        Duration::from_micros(random % (ceiling + 1))
+    }
+
+    /// Whether another attempt may start after `attempts` attempts, `elapsed` after the first
+    /// began, and a wait of `wait` before it.
+    pub fn may_retry(&self, attempts: usize, elapsed: Duration, wait: Duration) -> bool {
+        attempts < self.max_attempts && elapsed + wait < self.deadline
+    }
+
+    /// The most time a sync can spend waiting between attempts.
+    pub fn max_total_wait(&self) -> Duration {
+        (1..self.max_attempts)
+            .map(|n| self.ceiling(n))
+            .sum::<Duration>()
+            .min(self.deadline)
+    }
+}
+
+/// A random number for the jitter (no cryptographic quality needed: runtimes need only not
+/// wait in step).
+pub fn random() -> u64 {
     use std::hash::{BuildHasher, Hasher};
     let mut h = std::collections::hash_map::RandomState::new().build_hasher();
     h.write_u128(
@@ -155,8 +202,7 @@ pub fn jitter(attempt: usize) {
             .unwrap_or_default(),
     );
     h.write_u32(std::process::id());
-    let cap = 25u64 << attempt.min(5);
-    std::thread::sleep(Duration::from_millis(25 + h.finish() % cap));
+    h.finish()
 }
 
 #[cfg(test)]
@@ -170,5 +216,33 @@ mod tests {
             "! [remote rejected] HEAD -> main (failed to update ref)"
         ));
         assert!(!super::is_race("fatal: Authentication failed"));
+    }
+
+    #[test]
+    fn backoff_grows_to_its_cap_and_is_bounded() {
+        use std::time::Duration;
+        let b = super::super::BACKOFF;
+        let ms = Duration::from_millis;
+        assert_eq!(b.ceiling(1), b.base);
+        assert_eq!(b.ceiling(2), b.base * 2);
+        assert_eq!(b.ceiling(3), b.base * 4);
+        assert_eq!(b.ceiling(1_000), b.cap);
+        // full jitter: anywhere from zero to the ceiling, never above it
+        assert_eq!(b.delay(3, 0), Duration::ZERO);
+        for r in [1, 7, 999_999, u64::MAX] {
+            assert!(b.delay(3, r) <= b.ceiling(3));
+            assert!(b.delay(1_000, r) <= b.cap);
+        }
+        // bounded by attempts and by the deadline
+        assert!(b.may_retry(1, Duration::ZERO, ms(0)));
+        assert!(!b.may_retry(b.max_attempts, Duration::ZERO, ms(0)));
+        assert!(!b.may_retry(2, b.deadline, ms(0)));
+        assert!(!b.may_retry(2, b.deadline - ms(10), ms(20)));
+        assert!(b.max_total_wait() <= b.deadline);
+        // what the README says
+        assert_eq!(
+            (b.base, b.cap, b.max_attempts, b.deadline),
+            (ms(50), Duration::from_secs(4), 64, Duration::from_secs(300))
+        );
     }
 }

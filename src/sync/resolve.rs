@@ -180,21 +180,40 @@ pub fn merge(
         index.add(&e)?;
     }
     let merged_tree = git.find_tree(index.write_tree_to(git)?)?;
-    let mut files = read_bank(repo, &merged_tree)?;
-    let before = files.clone();
-    for (slug, (rel, bytes)) in &add_add {
-        admit_duplicate(repo, &mut files, slug, rel, bytes, options)
-            .map_err(|e| SyncError::Derive(format!("{}: {e}", repo.repo_path(rel))))?;
-        report.add_add.push(slug.clone());
-    }
-    let ours_files = read_bank(repo, &ours_tree)?;
-    let changed: BTreeSet<String> = files
-        .iter()
-        .filter(|(rel, bytes)| rel.starts_with("_log/") && ours_files.get(*rel) != Some(*bytes))
-        .map(|(rel, _)| slug_of(rel))
-        .collect();
-    derive(repo, &mut files, &changed, options.stamp.at)?;
-    let tree = replace(repo, &merged_tree, &before, &files)?;
+    // the work proportional to the change: only the files that differ from ours are read,
+    // unless an add/add goes through the `lesson add` gate (which compares with every lesson)
+    let derived = if add_add.is_empty() {
+        derive_changed(repo, &ours_tree, &merged_tree, options.stamp.at)?
+    } else {
+        None
+    };
+    let (files, ours_files, tree) = match derived {
+        Some((before, files)) => {
+            let tree = replace(repo, &merged_tree, &before, &files)?;
+            let ours_files = read_paths(repo, &ours_tree, files.keys())?;
+            (files, ours_files, tree)
+        }
+        None => {
+            let mut files = read_bank(repo, &merged_tree)?;
+            let before = files.clone();
+            for (slug, (rel, bytes)) in &add_add {
+                admit_duplicate(repo, &mut files, slug, rel, bytes, options)
+                    .map_err(|e| SyncError::Derive(format!("{}: {e}", repo.repo_path(rel))))?;
+                report.add_add.push(slug.clone());
+            }
+            let ours_files = read_bank(repo, &ours_tree)?;
+            let changed: BTreeSet<String> = files
+                .iter()
+                .filter(|(rel, bytes)| {
+                    rel.starts_with("_log/") && ours_files.get(*rel) != Some(*bytes)
+                })
+                .map(|(rel, _)| slug_of(rel))
+                .collect();
+            derive(repo, &mut files, &changed, options.stamp.at)?;
+            let tree = replace(repo, &merged_tree, &before, &files)?;
+            (files, ours_files, tree)
+        }
+    };
     outside_bank(repo, &ours_tree, &tree)?;
     // never commit a conflict marker: every file the merge brings is checked
     let mut marked = Vec::new();
@@ -366,6 +385,213 @@ fn outside_bank(
     )))
 }
 
+/// The bank's folder in `tree` (the tree itself when the bank is the repository's root);
+/// `None` when the tree has no such folder.
+fn bank_tree<'r>(
+    repo: &'r BankRepo,
+    tree: &git2::Tree<'_>,
+) -> Result<Option<git2::Tree<'r>>, SyncError> {
+    let git = &repo.repo;
+    if repo.prefix.is_empty() {
+        return Ok(Some(git.find_tree(tree.id())?));
+    }
+    match tree.get_path(Path::new(&repo.prefix)) {
+        Ok(e) if e.kind() == Some(git2::ObjectType::Tree) => Ok(Some(git.find_tree(e.id())?)),
+        _ => Ok(None),
+    }
+}
+
+/// The files at `paths` (relative to the bank) in `tree`; a path the tree has no file at is
+/// left out.
+pub fn read_paths<'p>(
+    repo: &BankRepo,
+    tree: &git2::Tree<'_>,
+    paths: impl IntoIterator<Item = &'p String>,
+) -> Result<Files, SyncError> {
+    let mut files = Files::new();
+    let Some(sub) = bank_tree(repo, tree)? else {
+        return Ok(files);
+    };
+    for rel in paths {
+        if let Ok(e) = sub.get_path(Path::new(rel)) {
+            if e.kind() == Some(git2::ObjectType::Blob) {
+                files.insert(rel.clone(), repo.repo.find_blob(e.id())?.content().to_vec());
+            }
+        }
+    }
+    Ok(files)
+}
+
+/// The bank files (relative to the bank) that differ between the trees `a` and `b`: one tree
+/// diff, which skips every folder whose tree is the same on both sides.
+fn changed_paths(
+    repo: &BankRepo,
+    a: &git2::Tree<'_>,
+    b: &git2::Tree<'_>,
+) -> Result<BTreeSet<String>, SyncError> {
+    let (Some(a), Some(b)) = (bank_tree(repo, a)?, bank_tree(repo, b)?) else {
+        return Ok(BTreeSet::new());
+    };
+    let diff = repo.repo.diff_tree_to_tree(Some(&a), Some(&b), None)?;
+    Ok(diff
+        .deltas()
+        .flat_map(|d| [d.old_file().path(), d.new_file().path()])
+        .flatten()
+        .map(|p| p.to_string_lossy().replace('\\', "/"))
+        .collect())
+}
+
+/// [`derive`] reading only what the merge changed: the files that differ between `ours` and
+/// `merged`, the lessons of the ledgers among them (by their file name: `<slug>.md` in the
+/// bank or `_archive/`), and `_index.md`, updated row by row ([`crate::index_md::patch`]) from
+/// ours (a current `_index.md` stays current; the rows of unchanged lessons are ours'). The
+/// files before and after, for [`replace`]; `None` when it cannot tell the result equals
+/// [`derive`]'s (the configuration or templates changed, a ledger's lesson is not found by its
+/// name, `_index.md` is not the built-in template's): derive from the whole bank then.
+fn derive_changed(
+    repo: &BankRepo,
+    ours: &git2::Tree<'_>,
+    merged: &git2::Tree<'_>,
+    now: jiff::Timestamp,
+) -> Result<Option<(Files, Files)>, SyncError> {
+    let index_file = crate::layout::INDEX_FILE.to_string();
+    let config_file = crate::config::CONFIG_FILE.to_string();
+    let template = format!("templates/{}", crate::index_md::TEMPLATE);
+    let changed = changed_paths(repo, ours, merged)?;
+    if changed
+        .iter()
+        .any(|p| *p == config_file || p.starts_with("templates/"))
+        || repo.bank.join(&template).exists()
+    {
+        return Ok(None);
+    }
+    let mut wanted: BTreeSet<String> = changed.clone();
+    wanted.insert(config_file.clone());
+    wanted.insert(index_file.clone());
+    let ledgers: BTreeSet<String> = changed
+        .iter()
+        .filter(|p| p.starts_with("_log/") && p.ends_with(".jsonl"))
+        .map(|p| slug_of(p))
+        .collect();
+    for slug in &ledgers {
+        wanted.insert(format!("{slug}.md"));
+        wanted.insert(format!("{}/{slug}.md", crate::layout::ARCHIVE_DIR));
+    }
+    let mut files = read_paths(repo, merged, &wanted)?;
+    let config = config_of(&files);
+    let exclude = crate::bank::exclude_set(&config).unwrap_or_else(|_| GlobSet::empty());
+    // each changed ledger's lesson, found by its name, with that slug
+    let archive = format!("{}/", crate::layout::ARCHIVE_DIR);
+    for slug in &ledgers {
+        let candidates: Vec<(PathBuf, Vec<u8>)> =
+            [format!("{slug}.md"), format!("{archive}{slug}.md")]
+                .into_iter()
+                .filter_map(|rel| files.get(&rel).map(|b| (repo.bank.join(&rel), b.clone())))
+                .collect();
+        let log = format!("{}/{slug}.jsonl", crate::ledger::LOG_DIR);
+        if !files.contains_key(&log) {
+            continue;
+        }
+        let found = crate::Bank::from_files(&repo.bank, config.clone(), candidates, now, None);
+        if !found.by_slug().contains_key(slug.as_str()) {
+            return Ok(None);
+        }
+    }
+    let before = files.clone();
+    derive_counts(repo, &mut files, &ledgers, now);
+    let Some(current) = read_paths(repo, ours, [&index_file])?.remove(&index_file) else {
+        // no `_index.md` in ours: the merge brought one or there is none
+        return Ok((!files.contains_key(&index_file)).then_some((before, files)));
+    };
+    if !files.contains_key(&index_file) {
+        return Ok(Some((before, files)));
+    }
+    let Ok(current) = String::from_utf8(current) else {
+        return Ok(None);
+    };
+    // the lessons whose rows change: those the merge or the counts changed
+    let lessons: BTreeSet<String> = changed
+        .iter()
+        .chain(files.keys())
+        .filter(|rel| crate::walk::is_lesson_path(rel, &exclude))
+        .filter(|rel| before.get(*rel) != files.get(*rel) || changed.contains(*rel))
+        .cloned()
+        .collect();
+    let old = read_paths(repo, ours, &lessons)?;
+    let old = crate::Bank::from_files(
+        &repo.bank,
+        config.clone(),
+        old.into_iter().map(|(rel, b)| (repo.bank.join(rel), b)),
+        now,
+        None,
+    );
+    // who supersedes whom, before and after, among the changed lessons
+    let mut gone: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    let mut came: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for (_, lesson) in old.lessons() {
+        for target in &lesson.supersedes {
+            gone.entry(target.value.clone())
+                .or_default()
+                .insert(lesson.slug.value.clone());
+        }
+    }
+    let new_files: Vec<(PathBuf, Vec<u8>)> = lessons
+        .iter()
+        .filter_map(|rel| files.get(rel).map(|b| (repo.bank.join(rel), b.clone())))
+        .collect();
+    let new = crate::Bank::from_files(&repo.bank, config.clone(), new_files, now, None);
+    for (_, lesson) in new.lessons() {
+        for target in &lesson.supersedes {
+            came.entry(target.value.clone())
+                .or_default()
+                .insert(lesson.slug.value.clone());
+        }
+    }
+    // the lessons whose status may change: those named, before or after
+    let mut rows = lessons.clone();
+    for target in gone.keys().chain(came.keys()) {
+        rows.extend(crate::index_md::paths_of(&current, target));
+    }
+    let targets: Vec<String> = rows
+        .iter()
+        .filter(|rel| !files.contains_key(*rel))
+        .cloned()
+        .collect();
+    let loaded = read_paths(repo, merged, &targets)?;
+    let row_files: Vec<(PathBuf, Vec<u8>)> = rows
+        .iter()
+        .filter_map(|rel| {
+            files
+                .get(rel)
+                .or_else(|| loaded.get(rel))
+                .map(|b| (repo.bank.join(rel), b.clone()))
+        })
+        .collect();
+    let check = crate::lint::FileErrors::default();
+    let row_bank = crate::Bank::from_files(&repo.bank, config, row_files, now, Some(&check));
+    let superseded_by = |slug: &str, before: &[String]| -> Vec<String> {
+        let mut by: BTreeSet<String> = before.iter().cloned().collect();
+        if let Some(gone) = gone.get(slug) {
+            by.retain(|s| !gone.contains(s));
+        }
+        if let Some(came) = came.get(slug) {
+            by.extend(came.iter().cloned());
+        }
+        by.remove(slug);
+        by.into_iter().collect()
+    };
+    let patch = crate::index_md::Patch {
+        remove: rows,
+        rows: &row_bank,
+        superseded_by: &superseded_by,
+    };
+    let Some(text) = crate::index_md::patch(&current, &patch) else {
+        return Ok(None);
+    };
+    files.insert(index_file, text.into_bytes());
+    Ok(Some((before, files)))
+}
+
 /// Every file of the bank's folder in `tree`, by its path relative to the bank.
 pub fn read_bank(repo: &BankRepo, tree: &git2::Tree<'_>) -> Result<Files, SyncError> {
     let git = &repo.repo;
@@ -463,6 +689,23 @@ pub fn derive(
     ledgers: &BTreeSet<String>,
     now: jiff::Timestamp,
 ) -> Result<(), SyncError> {
+    derive_counts(repo, files, ledgers, now);
+    if files.contains_key(crate::layout::INDEX_FILE) {
+        let bank = bank_of(repo, files, now);
+        let text = crate::index_md::render(&bank).map_err(|e| SyncError::Derive(e.to_string()))?;
+        files.insert(crate::layout::INDEX_FILE.to_string(), text.into_bytes());
+    }
+    Ok(())
+}
+
+/// The counts part of [`derive`]: the lessons among `files` whose ledger is in `ledgers` get
+/// the counts of their merged ledger.
+fn derive_counts(
+    repo: &BankRepo,
+    files: &mut Files,
+    ledgers: &BTreeSet<String>,
+    now: jiff::Timestamp,
+) {
     if !ledgers.is_empty() {
         // the live lessons, and those in `_archive/` (a record merged into an archive move)
         let live = bank_of(repo, files, now);
@@ -514,12 +757,6 @@ pub fn derive(
             files.insert(rel, bytes);
         }
     }
-    if files.contains_key(crate::layout::INDEX_FILE) {
-        let bank = bank_of(repo, files, now);
-        let text = crate::index_md::render(&bank).map_err(|e| SyncError::Derive(e.to_string()))?;
-        files.insert(crate::layout::INDEX_FILE.to_string(), text.into_bytes());
-    }
-    Ok(())
 }
 
 /// An add/add of one slug: the remote's lesson (in `files` already) stays; the local version

@@ -5,7 +5,9 @@
 //! per size and generator version with `git fast-import`: a first commit with half the lessons
 //! and their ledgers, then commits that add the other half in batches, record outcomes (a lesson
 //! and its ledger changed), rename lessons (slug changed with the file) and move lessons to
-//! `_archive/`, at least 1,000 commits in all.
+//! `_archive/`, at least 1,000 commits in all; last, the commit of what `lesson init` adds to
+//! an existing bank (`_index.md`, the `.gitattributes` lines of the merge driver), as a user
+//! upgrading a bank commits it.
 //!
 //! Rows:
 //! - **provenance**: `lesson list --format json` with `.lesson/provenance` removed (cold) minus
@@ -36,7 +38,7 @@ use super::table::{self, Align, Table};
 use super::{synthetic_bank, tools, Options, Paths};
 
 /// Bump when the generated history changes.
-const GENERATOR: u32 = 1;
+const GENERATOR: u32 = 2;
 /// Commits at least, whatever the size.
 const MIN_COMMITS: usize = 1_000;
 /// The bank's folder in the repository.
@@ -303,7 +305,7 @@ fn counts(text: &str) -> String {
 }
 
 /// The repository of `n` lessons with its history, built unless its stamp matches.
-fn ensure_repo(dir: &Path, n: usize) -> anyhow::Result<(PathBuf, usize)> {
+fn ensure_repo(lesson: &Path, dir: &Path, n: usize) -> anyhow::Result<(PathBuf, usize)> {
     let repo = dir.join("repo");
     let stamp = dir.join("stamp");
     let expected = format!("generator {GENERATOR} lessons {n}\n");
@@ -341,6 +343,22 @@ fn ensure_repo(dir: &Path, n: usize) -> anyhow::Result<(PathBuf, usize)> {
         bail!("git fast-import failed");
     }
     git_ok(&repo, &["checkout", "-q", "-f", "main"])?;
+    // the upgrade a user of an existing bank makes once: `lesson init` adds `_index.md` and the
+    // merge driver's attributes, committed
+    let o = lesson_cmd(lesson, &repo.join(BANK)).arg("init").output()?;
+    if !o.status.success() {
+        bail!("lesson init: {}", String::from_utf8_lossy(&o.stderr));
+    }
+    git_ok(&repo, &["add", "-A", BANK])?;
+    git_ok(
+        &repo,
+        &[
+            "commit",
+            "-qm",
+            "lesson init: _index.md, merge driver attributes",
+        ],
+    )?;
+    let commits = commits + 1;
     eprintln!("generated {commits} commits in {:.1?}", started.elapsed());
     std::fs::write(&stamp, format!("{expected}commits {commits}\n"))?;
     Ok((repo, commits))
@@ -367,7 +385,7 @@ pub fn run(paths: &Paths, options: &Options) -> anyhow::Result<()> {
     let sync = tools::has_subcommand(&lesson, "sync");
     for &n in &options.sizes {
         let dir = paths.bench().join("git").join(n.to_string());
-        let (repo, commits) = ensure_repo(&dir, n)?;
+        let (repo, commits) = ensure_repo(&lesson, &dir, n)?;
         let bank = repo.join(BANK);
         let work = dir.join("work");
         if work.exists() {
@@ -528,10 +546,15 @@ pub fn run(paths: &Paths, options: &Options) -> anyhow::Result<()> {
 
         if sync {
             match contention(&lesson, &repo, &work) {
-                Ok(c) => println!(
-                    "\ncontention: {CLONES} clones × {ROUNDS} rounds of record + sync: {} syncs in {:.1} s = {:.2} syncs/s; retries per sync: median {}, max {}; failed syncs {}; outcomes in the ledgers exactly once: {}/{}; counted once in the lessons' counts: {}",
-                    c.syncs, c.elapsed.as_secs_f64(), c.syncs as f64 / c.elapsed.as_secs_f64(), c.retries_median, c.retries_max, c.failed, c.once, CLONES * ROUNDS, c.counts_ok
-                ),
+                Ok(c) => {
+                    println!(
+                        "\ncontention: {CLONES} clones × {ROUNDS} rounds of record + sync: {} syncs in {:.1} s = {:.2} syncs/s; retries per sync: median {}, max {}; failed commands {}; outcomes in the ledgers exactly once: {}/{}; counted once in the lessons' counts: {}",
+                        c.syncs, c.elapsed.as_secs_f64(), c.syncs as f64 / c.elapsed.as_secs_f64(), c.retries_median, c.retries_max, c.failed, c.once, CLONES * ROUNDS, c.counts_ok
+                    );
+                    for (class, n) in &c.failures {
+                        println!("  failed {n}×: {class}");
+                    }
+                }
                 Err(e) => println!("\ncontention: failed: {e:#}"),
             }
         } else {
@@ -612,8 +635,37 @@ fn record(lesson: &Path, bank: &Path, slug: &str, run: &str) -> anyhow::Result<(
     Ok(())
 }
 
+/// `git` in a clone where the bank's merge driver runs: `lesson` first on PATH.
+fn git_with_driver(dir: &Path, lesson: &Path) -> Command {
+    let mut cmd = git(dir);
+    let bin = lesson.parent().unwrap_or(Path::new("."));
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let mut dirs = vec![bin.to_path_buf()];
+    dirs.extend(std::env::split_paths(&path));
+    cmd.env("PATH", std::env::join_paths(dirs).unwrap_or(path));
+    cmd
+}
+
+fn git_driver_ok(dir: &Path, lesson: &Path, args: &[&str]) -> anyhow::Result<()> {
+    let out = git_with_driver(dir, lesson)
+        .args(args)
+        .output()
+        .context("cannot run git")?;
+    if !out.status.success() {
+        bail!(
+            "git {} in {}: {}{}",
+            args.join(" "),
+            dir.display(),
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    Ok(())
+}
+
 /// One `lesson sync` after two other clones synced a record each, against plain git doing the
-/// same in three other clones.
+/// same in three other clones, each set up as the README tells a plain-git user (`lesson git
+/// install` registers the merge driver the bank's `.gitattributes` names).
 fn sync_round_trip(
     lesson: &Path,
     repo: &Path,
@@ -622,8 +674,16 @@ fn sync_round_trip(
 ) -> anyhow::Result<(Duration, Duration)> {
     let (_, a) = remote_and_clones(repo, &work.join("sync-lesson"), 3)?;
     let (_, b) = remote_and_clones(repo, &work.join("sync-git"), 3)?;
+    for clone in &b {
+        let o = lesson_cmd(lesson, &clone.join(BANK))
+            .args(["git", "install"])
+            .output()?;
+        if !o.status.success() {
+            bail!("lesson git install: {}", String::from_utf8_lossy(&o.stderr));
+        }
+    }
     let all = slugs(&a[0].join(BANK))?;
-    // far apart in slug order, so that plain git's `_index.md` rows do not touch
+    // far apart in slug order, as records on a big bank are
     let picks = [
         &all[all.len() / 5],
         &all[all.len() * 2 / 5],
@@ -638,20 +698,22 @@ fn sync_round_trip(
     }
     for (i, clone) in b.iter().enumerate().take(2) {
         record(lesson, &clone.join(BANK), picks[i], &format!("rt-{i}"))?;
-        git_ok(clone, &["add", "-A"])?;
-        git_ok(clone, &["commit", "-qm", "record"])?;
-        git_ok(clone, &["pull", "-q", "--no-rebase"])?;
-        git_ok(clone, &["push", "-q"])?;
+        git_driver_ok(clone, lesson, &["add", "-A"])?;
+        git_driver_ok(clone, lesson, &["commit", "-qm", "record"])?;
+        git_driver_ok(clone, lesson, &["pull", "-q", "--no-rebase"])?;
+        git_driver_ok(clone, lesson, &["push", "-q"])?;
     }
     record(lesson, &a[2].join(BANK), picks[2], "rt-2")?;
     record(lesson, &b[2].join(BANK), picks[2], "rt-2")?;
     let l = timed(lesson_cmd(lesson, &a[2].join(BANK)).arg("sync"), out, &[0])?.wall;
     let f = timed(
-        git(&b[2]).args(["-c", "core.hooksPath=/dev/null"]).args([
-            "-c",
-            "alias.round=!git add -A && git commit -qm record && git pull -q --no-rebase && git push -q",
-            "round",
-        ]),
+        git_with_driver(&b[2], lesson)
+            .args(["-c", "core.hooksPath=/dev/null"])
+            .args([
+                "-c",
+                "alias.round=!git add -A && git commit -qm record && git pull -q --no-rebase && git push -q",
+                "round",
+            ]),
         out,
         &[0],
     )?
@@ -662,6 +724,8 @@ fn sync_round_trip(
 struct Contention {
     syncs: usize,
     failed: usize,
+    /// Failed commands by class (what their stderr says), with a count.
+    failures: BTreeMap<String, usize>,
     elapsed: Duration,
     retries_median: u64,
     retries_max: u64,
@@ -684,13 +748,13 @@ fn contention(lesson: &Path, repo: &Path, work: &Path) -> anyhow::Result<Content
         .enumerate()
         .map(|(i, clone)| {
             let (lesson, bank, hot) = (lesson.to_path_buf(), clone.join(BANK), hot.clone());
-            std::thread::spawn(move || -> (Vec<u64>, usize) {
+            std::thread::spawn(move || -> (Vec<u64>, Vec<String>) {
                 let mut retries = Vec::new();
-                let mut failed = 0;
+                let mut failed = Vec::new();
                 for r in 0..ROUNDS {
                     let slug = &hot[(i + r) % HOT];
-                    if record(&lesson, &bank, slug, &format!("c{i}-r{r}")).is_err() {
-                        failed += 1;
+                    if let Err(e) = record(&lesson, &bank, slug, &format!("c{i}-r{r}")) {
+                        failed.push(format!("{e:#}"));
                         continue;
                     }
                     match lesson_cmd(&lesson, &bank)
@@ -702,7 +766,12 @@ fn contention(lesson: &Path, repo: &Path, work: &Path) -> anyhow::Result<Content
                                 serde_json::from_slice(&o.stdout).unwrap_or_default();
                             retries.push(v["retries"].as_u64().unwrap_or(0));
                         }
-                        _ => failed += 1,
+                        Ok(o) => failed.push(format!(
+                            "lesson sync: exit {}: {}",
+                            o.status.code().unwrap_or(-1),
+                            String::from_utf8_lossy(&o.stderr)
+                        )),
+                        Err(e) => failed.push(format!("lesson sync: {e}")),
                     }
                 }
                 (retries, failed)
@@ -710,14 +779,17 @@ fn contention(lesson: &Path, repo: &Path, work: &Path) -> anyhow::Result<Content
         })
         .collect();
     let mut retries = Vec::new();
-    let mut failed = 0;
+    let mut failures: BTreeMap<String, usize> = BTreeMap::new();
     for h in handles {
         let (r, f) = h
             .join()
             .map_err(|_| anyhow::anyhow!("a clone's thread panicked"))?;
         retries.extend(r);
-        failed += f;
+        for message in f {
+            *failures.entry(failure_class(&message)).or_default() += 1;
+        }
     }
+    let failed = failures.values().sum();
     let elapsed = started.elapsed();
     // everyone syncs once more (failed rounds left local commits), then one more pass to receive
     for _ in 0..2 {
@@ -750,12 +822,36 @@ fn contention(lesson: &Path, repo: &Path, work: &Path) -> anyhow::Result<Content
     Ok(Contention {
         syncs: retries.len(),
         failed,
+        failures,
         elapsed,
         retries_median: retries.get(retries.len() / 2).copied().unwrap_or(0),
         retries_max: retries.last().copied().unwrap_or(0),
         once,
         counts_ok: added == (CLONES * ROUNDS) as u64,
     })
+}
+
+/// A failed command's message with what varies from one failure to the next (hashes, numbers,
+/// paths of one clone) taken out, its first line only: failures of one cause share a class.
+fn failure_class(message: &str) -> String {
+    let first = message
+        .lines()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("(no message)");
+    let mut out = String::new();
+    let mut last_digit = false;
+    for c in first.chars() {
+        if c.is_ascii_digit() {
+            if !last_digit {
+                out.push('N');
+            }
+            last_digit = true;
+        } else {
+            out.push(c);
+            last_digit = false;
+        }
+    }
+    out.chars().take(200).collect()
 }
 
 fn success_count(bank: &Path, slug: &str) -> u64 {
