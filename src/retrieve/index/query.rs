@@ -100,7 +100,7 @@ impl Index {
             eligible: 0,
             postings: 0,
             skipped_terms: 0,
-            stale: 0,
+            stale: Vec::new(),
             held_back: self.held.clone(),
         };
 
@@ -251,7 +251,7 @@ impl Index {
         for (_, sim, id, _, path) in ranked {
             match self.hit(id, &path, sim, now_ns, settings, caller, &request_tags)? {
                 Some(hit) => search.hits.push(hit),
-                None => search.stale += 1,
+                None => search.stale.push(path),
             }
         }
         crate::retrieve::mark_conflicts(&mut search.hits);
