@@ -70,9 +70,10 @@ pub struct Indexed {
 
 /// The live lesson with `slug`, found through the bank's retrieval index (which must be
 /// current: [`crate::retrieve::Retriever`] keeps it so) and read from its one file, without
-/// loading the bank. `Ok(None)` when the index knows no live lesson with the slug, or its file
-/// no longer has it (or the index is damaged): then [`find`] on a loaded bank says what there is (an archived lesson, a
-/// file that is not a lesson, the nearest slug). A slug several live files share is refused.
+/// loading the bank. `Ok(None)` when the index knows no live lesson with the slug, its file no
+/// longer has it, or the index is damaged: then [`find`] on a loaded bank says what there is
+/// (an archived lesson, a file that is not a lesson, the nearest slug). A slug several live
+/// files share is refused.
 pub fn find_indexed(
     retriever: &crate::retrieve::Retriever,
     slug: &str,
