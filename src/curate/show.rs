@@ -58,3 +58,60 @@ pub fn find<'a>(bank: &'a Bank, slug: &str) -> Result<Found<'a>, CurateError> {
 pub fn ledger(root: &std::path::Path, slug: &str) -> Result<crate::ledger::Ledger, CurateError> {
     Ok(crate::ledger::Ledger::read(root, slug)?)
 }
+
+/// A live lesson found through the retrieval index ([`find_indexed`]).
+#[derive(Debug)]
+pub struct Indexed {
+    /// Its file, read and parsed.
+    pub doc: Document,
+    /// Its status, as [`Bank::status`] gives it.
+    pub status: crate::bank::Status,
+}
+
+/// The live lesson with `slug`, found through the bank's retrieval index (which must be
+/// current: [`crate::retrieve::Retriever`] keeps it so) and read from its one file, without
+/// loading the bank. `Ok(None)` when the index knows no live lesson with the slug, its file no
+/// longer has it, or the index is damaged: then [`find`] on a loaded bank says what there is
+/// (an archived lesson, a file that is not a lesson, the nearest slug). A slug several live
+/// files share is refused.
+pub fn find_indexed(
+    retriever: &crate::retrieve::Retriever,
+    slug: &str,
+    now: jiff::Timestamp,
+) -> Result<Option<Indexed>, CurateError> {
+    let root = retriever.root();
+    // a damaged index cannot say: the loaded bank will
+    let Ok((paths, superseded_by)) = retriever.index().slug_lookup(slug) else {
+        return Ok(None);
+    };
+    let rel = match paths.as_slice() {
+        [] => return Ok(None),
+        [one] => one,
+        many => {
+            return Err(CurateError::Duplicate {
+                slug: slug.to_string(),
+                paths: many
+                    .iter()
+                    .map(|p| root.join(p).display().to_string())
+                    .collect(),
+            })
+        }
+    };
+    let path = root.join(rel);
+    let (source, problem) = Source::read(&path, path.clone(), retriever.config().lint.size_limit);
+    let doc = Document::parse(source, problem);
+    let Some(lesson) = doc.lesson.as_deref() else {
+        return Ok(None);
+    };
+    if lesson.slug.value != slug {
+        return Ok(None);
+    }
+    let status = if !superseded_by.is_empty() {
+        crate::bank::Status::Superseded(superseded_by)
+    } else if lesson.is_expired(now) {
+        crate::bank::Status::Expired
+    } else {
+        crate::bank::Status::Active
+    };
+    Ok(Some(Indexed { doc, status }))
+}

@@ -50,6 +50,9 @@ pub use crate::layout::INDEX_DELTA_FILE as DELTA_FILE;
 /// A file changed less than this long before it was read may change again unseen within the
 /// same timestamp tick; its record is re-hashed until it is older (2 s covers coarse clocks).
 pub const SETTLE_NS: i64 = 2_000_000_000;
+/// How many times a search checks the files of hits that changed under it before it checks
+/// them under the bank lock.
+const STALE_RECHECKS: usize = 3;
 
 /// Retrieval failed.
 #[derive(Debug, thiserror::Error)]
@@ -94,6 +97,10 @@ pub struct Retriever {
     exclude: GlobSet,
     index: Index,
     last: Refresh,
+    /// Set while the bank lock is held by this retriever: nothing is written then.
+    unpersisted: bool,
+    /// What the ranking's recency was read from.
+    provenance: Option<Arc<crate::git::provenance::Provenance>>,
 }
 
 impl Retriever {
@@ -162,6 +169,8 @@ impl Retriever {
             exclude,
             index,
             last: Refresh::default(),
+            unpersisted: false,
+            provenance: None,
         };
         Ok((r, why))
     }
@@ -199,19 +208,52 @@ impl Retriever {
 
     /// Search the index as it was at the last refresh. A posting list found damaged (they are
     /// checked as they are read) rebuilds the index from the files, and a hit whose file
-    /// changed since (its bytes no longer match the index) checks the files again; then the
-    /// search runs again.
+    /// changed since (its bytes no longer match the index) has its file checked again; then
+    /// the search runs again. Hits whose files keep changing under it are checked and
+    /// searched once more under the bank lock, so that a write through `lesson` (which takes
+    /// it) cannot drop them from the answer.
     pub fn search(&mut self, request: &Request) -> Result<Search, RetrieveError> {
-        let found = match self.index.search(request, &self.settings) {
-            Ok(found) if found.stale == 0 => return Ok(found),
-            Ok(_) => self.refresh_with(None),
-            Err(damaged) => self.refresh_with(Some(damaged.to_string())),
+        let mut rebuilds = 0;
+        let mut rechecks = 0;
+        loop {
+            match self.index.search(request, &self.settings) {
+                Ok(found) if found.stale.is_empty() => return Ok(found),
+                Ok(found) if rechecks < STALE_RECHECKS => {
+                    rechecks += 1;
+                    self.refresh_paths(&found.stale)?;
+                }
+                Ok(found) => return self.search_locked(request, &found.stale),
+                Err(damaged) if rebuilds < 2 => {
+                    rebuilds += 1;
+                    self.refresh_with(Some(damaged.to_string()))?;
+                }
+                Err(damaged) => return Err(damaged.into()),
+            }
+        }
+    }
+
+    /// Check `stale` and search under the bank lock (the result is kept in memory only: the
+    /// index is written under the same lock).
+    fn search_locked(
+        &mut self,
+        request: &Request,
+        stale: &[String],
+    ) -> Result<Search, RetrieveError> {
+        let Ok(mut lock) = BankLock::open(&self.root) else {
+            self.refresh_paths(stale)?;
+            return Ok(self.index.search(request, &self.settings)?);
         };
-        found?;
-        match self.index.search(request, &self.settings) {
-            Ok(found) => Ok(found),
-            Err(damaged) => {
-                self.refresh_with(Some(damaged.to_string()))?;
+        self.unpersisted = true;
+        let found = lock.with_unswept(|| {
+            self.refresh_paths(stale)?;
+            Ok::<_, RetrieveError>(self.index.search(request, &self.settings)?)
+        });
+        self.unpersisted = false;
+        match found {
+            Ok(found) => found,
+            // the lock could not be taken: as good as the files allow
+            Err(_) => {
+                self.refresh_paths(stale)?;
                 Ok(self.index.search(request, &self.settings)?)
             }
         }
@@ -360,11 +402,18 @@ impl Retriever {
     /// Rank by each lesson's last commit when the bank is in git (read from the provenance
     /// cache, which walks only commits it has not seen): the index holds no git state, since
     /// HEAD moves without any file changing. A failure to read history ranks by the ledgers.
-    fn apply_provenance(&mut self) {
+    pub(super) fn apply_provenance(&mut self) {
         let provenance = crate::git::provenance::Provenance::of_bank(&self.root)
             .ok()
             .flatten();
         self.index.set_provenance(provenance.as_ref());
+        self.provenance = provenance.map(Arc::new);
+    }
+
+    /// Each lesson's created and changed commits, as the ranking last read them (`None` when
+    /// the bank is not in git).
+    pub fn provenance(&self) -> Option<&Arc<crate::git::provenance::Provenance>> {
+        self.provenance.as_ref()
     }
 
     fn refresh_files(&mut self, rebuild: Option<String>) -> Result<(), RetrieveError> {
@@ -667,6 +716,9 @@ impl Retriever {
 
     /// Run `write` under the bank lock; false when the bank cannot be locked or written.
     fn persist(&self, write: impl FnOnce(&Path) -> Result<(), edit::EditError>) -> bool {
+        if self.unpersisted {
+            return false;
+        }
         let Ok(mut lock) = BankLock::open(&self.root) else {
             return false;
         };

@@ -36,4 +36,11 @@ impl Retriever {
             }
         }
     }
+
+    /// Read the ranking's recency input (each lesson's last commit) again, for a process that
+    /// keeps its index current by other means (a watcher of its own, see
+    /// `lesson::watch::follow`) and saw the repository's `HEAD` move.
+    pub fn refresh_provenance(&mut self) {
+        self.apply_provenance();
+    }
 }

@@ -26,6 +26,7 @@
 //! in between sees the index as of the previous batch. Without a live watcher (none started,
 //! or one killed) a search checks the files itself, as always.
 
+pub mod follow;
 pub mod listing;
 
 use std::collections::{HashMap, HashSet};
@@ -194,6 +195,93 @@ impl Pending {
 
     fn is_empty(&self) -> bool {
         self.paths.is_empty() && self.rescan.is_none()
+    }
+}
+
+/// What the paths of a batch of events name, sorted by the work they call for (the
+/// watcher's and a [`follow::Follower`]'s alike).
+#[derive(Debug, Default)]
+struct Named {
+    /// Lesson files, relative to the root.
+    lessons: Vec<String>,
+    /// Why the whole bank must be walked, when it must.
+    walk: Option<String>,
+    /// Why the index must be opened again (the configuration changed), when it must.
+    reopen: Option<String>,
+    /// The templates changed.
+    template: bool,
+    /// `_index.md` changed.
+    index_md: bool,
+    /// An index file or the marker in `.lesson/` changed.
+    state: bool,
+    /// Top-level directories to watch (new ones).
+    watch: Vec<PathBuf>,
+    /// Top-level directories gone (watched again when they come back).
+    unwatch: Vec<PathBuf>,
+}
+
+impl Named {
+    /// Sort the paths of `pending` (absolute, under `real_root`); `retriever` says which
+    /// directories held lessons.
+    fn sort(real_root: &Path, pending: Pending, retriever: &Retriever) -> Named {
+        let mut named = Named {
+            walk: pending.rescan,
+            ..Named::default()
+        };
+        for abs in &pending.paths {
+            let Ok(rel) = abs.strip_prefix(real_root) else {
+                continue;
+            };
+            let rel = store::relative(Path::new(""), rel);
+            let first = rel.split('/').next().unwrap_or_default();
+            let single = !rel.contains('/');
+            if rel.is_empty() {
+                named
+                    .walk
+                    .get_or_insert("the bank directory changed".into());
+            } else if first == STATE_DIR {
+                let name = rel.rsplit('/').next().unwrap_or_default();
+                named.state |= [BASE_FILE, DELTA_FILE, marker::MARKER_FILE].contains(&name);
+            } else if single && rel == CONFIG_FILE {
+                named.reopen = Some(format!("{CONFIG_FILE} changed"));
+            } else if single && rel == INDEX_FILE {
+                named.index_md = true;
+            } else if first == crate::layout::TEMPLATES_DIR {
+                // the top-level templates/ holds the `_index.md` template (a new one is watched)
+                if single && abs.is_dir() {
+                    named.watch.push(abs.clone());
+                }
+                named.template = true;
+            } else if rel.split('/').any(hidden) {
+                // ledgers, the archive, editors' and our own temp files, .git
+            } else if real_root.join(&rel).is_dir() {
+                if single {
+                    named.watch.push(abs.clone());
+                }
+                named
+                    .walk
+                    .get_or_insert(format!("the directory {rel} appeared or changed"));
+            } else if walk::is_lesson_path(&rel, retriever.exclude()) {
+                named.lessons.push(rel);
+            } else if !abs.exists() {
+                if single {
+                    named.unwatch.push(abs.clone());
+                }
+                let had_lessons = retriever.index().has_under(&rel).unwrap_or(true);
+                if had_lessons {
+                    named
+                        .walk
+                        .get_or_insert(format!("the directory {rel} moved or was removed"));
+                }
+            }
+        }
+        if named.lessons.len() > LARGE_BATCH {
+            named.walk.get_or_insert(format!(
+                "{} lesson files changed at once",
+                named.lessons.len()
+            ));
+        }
+        named
     }
 }
 
@@ -372,58 +460,25 @@ impl Watch {
     }
 
     fn try_apply(&mut self, pending: Pending, batch: &mut Batch) -> Result<(), WatchError> {
-        let mut lessons: Vec<String> = Vec::new();
-        let mut walk_why = pending.rescan;
-        let mut reopen_why = self.reopen.take();
-        let mut template_touched = false;
-        let mut index_md_touched = false;
-        let mut state_touched = false;
         batch.paths = pending.paths.len();
-        for abs in &pending.paths {
-            let Ok(rel) = abs.strip_prefix(&self.real_root) else {
-                continue;
-            };
-            let rel = store::relative(Path::new(""), rel);
-            let first = rel.split('/').next().unwrap_or_default();
-            let single = !rel.contains('/');
-            if rel.is_empty() {
-                walk_why.get_or_insert("the bank directory changed".into());
-            } else if first == STATE_DIR {
-                let name = rel.rsplit('/').next().unwrap_or_default();
-                state_touched |= [BASE_FILE, DELTA_FILE, marker::MARKER_FILE].contains(&name);
-            } else if single && rel == CONFIG_FILE {
-                reopen_why = Some(format!("{CONFIG_FILE} changed"));
-            } else if single && rel == INDEX_FILE {
-                index_md_touched = true;
-            } else if first == crate::layout::TEMPLATES_DIR {
-                // the top-level templates/ holds the `_index.md` template (a new one is watched)
-                if single && abs.is_dir() {
-                    self.watch_dir(abs, batch);
-                }
-                template_touched = true;
-            } else if rel.split('/').any(hidden) {
-                // ledgers, the archive, editors' and our own temp files, .git
-            } else if self.real_root.join(&rel).is_dir() {
-                if single {
-                    self.watch_dir(abs, batch);
-                }
-                walk_why.get_or_insert(format!("the directory {rel} appeared or changed"));
-            } else if walk::is_lesson_path(&rel, self.retriever.exclude()) {
-                lessons.push(rel);
-            } else if !abs.exists() {
-                if single {
-                    // watched again if it comes back
-                    self.watched.remove(abs);
-                }
-                let had_lessons = self.retriever.index().has_under(&rel).unwrap_or(true);
-                if had_lessons {
-                    walk_why.get_or_insert(format!("the directory {rel} moved or was removed"));
-                }
-            }
+        let named = Named::sort(&self.real_root, pending, &self.retriever);
+        for dir in &named.watch {
+            self.watch_dir(dir, batch);
         }
-        if lessons.len() > LARGE_BATCH {
-            walk_why.get_or_insert(format!("{} lesson files changed at once", lessons.len()));
+        for dir in &named.unwatch {
+            self.watched.remove(dir);
         }
+        let Named {
+            lessons,
+            walk: walk_why,
+            reopen,
+            template: template_touched,
+            index_md: index_md_touched,
+            state: state_touched,
+            ..
+        } = named;
+        let earlier = self.reopen.take();
+        let mut reopen_why = reopen.or(earlier);
 
         if state_touched
             && reopen_why.is_none()

@@ -454,10 +454,18 @@ fn eight_servers_and_a_watcher_lose_no_write() {
             .collect()
     };
     let before: Vec<u64> = slugs.iter().map(|slug| outcomes(&root, slug)).collect();
+    // how many lessons the searches match (counts change under the writes; the set does not)
+    let matched = {
+        let mut server = Server::start(&root);
+        let found = server.ok("search", json!({"request": QUERY, "role": "reviewer"}));
+        assert!(found["matched"].as_u64().unwrap() > 0, "{found}");
+        found["matched"].clone()
+    };
     let threads: Vec<_> = (0..SERVERS)
         .map(|p| {
             let root = root.clone();
             let slugs = slugs.clone();
+            let matched = matched.clone();
             std::thread::spawn(move || {
                 let mut server = Server::start(&root);
                 for i in 0..CALLS {
@@ -474,9 +482,12 @@ fn eight_servers_and_a_watcher_lose_no_write() {
                                "by": format!("agent-{p}")}),
                     );
                     if i % 2 == 0 {
-                        // never an error; under writes to the very lessons it finds, a search
-                        // may hold a hit back rather than show a file that changed under it
-                        server.ok("search", json!({"request": QUERY, "role": "reviewer"}));
+                        // never an error, and never a hit dropped because the very lessons it
+                        // finds are being written (their files are checked again, at last under
+                        // the bank lock the writers take)
+                        let found =
+                            server.ok("search", json!({"request": QUERY, "role": "reviewer"}));
+                        assert_eq!(found["matched"], matched, "{found}");
                     }
                 }
             })
@@ -514,4 +525,188 @@ fn outcomes(root: &Path, slug: &str) -> u64 {
     text.lines()
         .filter(|l| l.contains("\"event\":\"outcome\""))
         .count() as u64
+}
+
+/// A lesson an editor writes by hand, about `word`.
+fn hand_written(slug: &str, word: &str) -> String {
+    format!(
+        "---\nschema: learning/v1\nslug: {slug}\ntitle: Grease the {word} before a long run.\ntrigger:\n  description: A run drives the {word} for hours.\n  tags: [maintenance]\noutcome: success\nevidence:\n  - kind: run\n    ref: r-hand-1\nsuccess_count: 0\nfailure_count: 0\n---\n\n# Grease the {word} before a long run.\n\n## What to do (or avoid)\n\n- Grease the {word} first.\n"
+    )
+}
+
+/// The slugs and success counts of a search's hits.
+fn hits_of(found: &Value) -> Vec<(String, u64)> {
+    found["hits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| {
+            (
+                h["slug"].as_str().unwrap().to_string(),
+                h["success_count"].as_u64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn a_search_sees_what_other_processes_wrote_just_before_it() {
+    let s = Sandbox::with_indexed_bank(BANK);
+    let root = s.bank();
+    // no watcher runs: the server follows the bank itself
+    let mut server = Server::start(&root);
+    let ask = json!({"request": "grease the flywheel"});
+    assert!(hits_of(&server.ok("search", ask.clone())).is_empty());
+
+    // an editor writes a new lesson: the very next search finds it
+    std::fs::write(
+        root.join("grease-the-flywheel.md"),
+        hand_written("grease-the-flywheel", "flywheel"),
+    )
+    .unwrap();
+    let slug = "grease-the-flywheel".to_string();
+    assert_eq!(
+        hits_of(&server.ok("search", ask.clone())),
+        [(slug.clone(), 0)]
+    );
+
+    // `lesson record` in another process: the count follows at once, in search and get
+    let cli = s.run(&[
+        "record",
+        &slug,
+        "--followed",
+        "--run-outcome",
+        "success",
+        "--evidence",
+        "run:r-cli-1",
+    ]);
+    assert_eq!(cli.code, 0, "{cli}");
+    assert_eq!(
+        hits_of(&server.ok("search", ask.clone())),
+        [(slug.clone(), 1)]
+    );
+    let got = server.ok("get", json!({"slug": slug}));
+    assert_eq!(got["counts"]["success_count"], 1, "{got}");
+
+    // another server's record
+    let mut other = Server::start(&root);
+    other.ok(
+        "record",
+        json!({"slug": slug, "applied": "followed", "run_outcome": "success",
+               "evidence": {"kind": "run", "ref": "r-other-1"}}),
+    );
+    assert_eq!(
+        hits_of(&server.ok("search", ask.clone())),
+        [(slug.clone(), 2)]
+    );
+    assert_eq!(
+        server.ok("get", json!({"slug": slug}))["counts"]["success_count"],
+        2
+    );
+
+    // a lesson moved into a new directory is still found there; a deleted one is gone
+    std::fs::create_dir(root.join("machines")).unwrap();
+    std::fs::rename(
+        root.join("grease-the-flywheel.md"),
+        root.join("machines/grease-the-flywheel.md"),
+    )
+    .unwrap();
+    let found = server.ok("search", ask.clone());
+    assert!(
+        found["hits"][0]["path"]
+            .as_str()
+            .unwrap()
+            .ends_with("machines/grease-the-flywheel.md"),
+        "{found}"
+    );
+    std::fs::remove_file(root.join("machines/grease-the-flywheel.md")).unwrap();
+    assert!(hits_of(&server.ok("search", ask)).is_empty());
+}
+
+#[test]
+fn get_reads_one_lesson_with_its_status_and_provenance() {
+    let s = Sandbox::with_indexed_bank(BANK);
+    let root = s.bank();
+    let git = |args: &[&str]| {
+        let out = Command::new("git")
+            .args(args)
+            .current_dir(&root)
+            .env("GIT_AUTHOR_NAME", "Ada")
+            .env("GIT_AUTHOR_EMAIL", "ada@example.org")
+            .env("GIT_COMMITTER_NAME", "Ada")
+            .env("GIT_COMMITTER_EMAIL", "ada@example.org")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "git {args:?}: {out:?}");
+        String::from_utf8(out.stdout).unwrap().trim().to_string()
+    };
+    git(&["init", "-q"]);
+    git(&["add", "."]);
+    git(&["commit", "-q", "-m", "the bank"]);
+    let first = git(&["rev-parse", "HEAD"]);
+
+    let mut server = Server::start(&root);
+    let slug = "keep-triggers-narrow";
+    let got = server.ok("get", json!({"slug": slug}));
+    assert_eq!(got["lesson"]["slug"], slug, "{got}");
+    assert_eq!(got["status"], "active");
+    assert_eq!(got["lesson"]["created"]["commit"], first.as_str(), "{got}");
+    assert_eq!(got["lesson"]["changed"]["commit"], first.as_str(), "{got}");
+    assert_eq!(got["lesson"]["changed"]["author"], "Ada", "{got}");
+    // the view is `lesson show --format json`'s
+    let shown = s.run(&["show", slug, "--format", "json"]);
+    assert_eq!(shown.code, 0, "{shown}");
+    let mut shown: Value = serde_json::from_str(&shown.stdout).unwrap();
+    // paths as given: the server's bank root is absolute, the CLI's relative
+    let mut view = got["lesson"].clone();
+    assert!(view["path"]
+        .as_str()
+        .unwrap()
+        .ends_with(&shown["path"].as_str().unwrap()[1..]));
+    view["path"] = Value::Null;
+    shown["path"] = Value::Null;
+    assert_eq!(view, shown);
+
+    // a commit that changes the lesson moves its `changed` stamp (HEAD moved, no file event
+    // the server waits for)
+    let path = root.join(format!("{slug}.md"));
+    let text = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(
+        &path,
+        format!("{text}\n- Narrow it again after each false hit.\n"),
+    )
+    .unwrap();
+    git(&["commit", "-q", "-am", "edit the lesson"]);
+    let second = git(&["rev-parse", "HEAD"]);
+    let got = server.ok("get", json!({"slug": slug}));
+    assert_eq!(got["lesson"]["created"]["commit"], first.as_str(), "{got}");
+    assert_eq!(got["lesson"]["changed"]["commit"], second.as_str(), "{got}");
+
+    // a lesson another supersedes says so, as `lesson show` does
+    let newer = hand_written("keep-triggers-narrower", "trigger").replace(
+        "outcome: success",
+        &format!("supersedes: [{slug}]\noutcome: success"),
+    );
+    std::fs::write(root.join("keep-triggers-narrower.md"), newer).unwrap();
+    let got = server.ok("get", json!({"slug": slug}));
+    assert_eq!(got["status"], "superseded", "{got}");
+    let shown = s.run(&["show", slug, "--format", "json"]);
+    let shown: Value = serde_json::from_str(&shown.stdout).unwrap();
+    assert_eq!(got["lesson"]["status"], shown["status"]);
+    assert_eq!(
+        got["lesson"]["superseded_by"], shown["superseded_by"],
+        "{got}"
+    );
+
+    // an unknown slug: not found, with the nearest one
+    let (err, is_error) = server.call("get", json!({"slug": "keep-trigers-narrow"}));
+    assert!(is_error, "{err}");
+    assert_eq!(err["error"]["code"], "not_found", "{err}");
+    assert!(
+        err["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("did you mean"),
+        "{err}"
+    );
 }

@@ -768,6 +768,51 @@ fn readers_never_see_a_torn_index_while_a_writer_patches_it() {
     }
 }
 
+#[test]
+fn a_hit_is_never_dropped_while_locked_writers_keep_rewriting_its_file() {
+    use lesson::edit::{write_atomic, BankLock};
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let tmp = bank(&[(
+        "hammer-nails-flush.md",
+        lesson("hammer-nails-flush", "Hammer the nails flush", ""),
+    )]);
+    let root = tmp.path().to_path_buf();
+    let path = root.join("hammer-nails-flush.md");
+    let request = Request::new("hammer the nails").now(now());
+    let mut retriever = Retriever::open(&root).unwrap();
+    let stop = AtomicBool::new(false);
+    // as `lesson record` writes: under the bank lock, atomically, as fast as it can
+    let outcomes: Vec<Result<Vec<String>, String>> = std::thread::scope(|scope| {
+        let writer = scope.spawn(|| {
+            let mut i = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                i += 1;
+                let extra = format!("confidence: 0.{}\n", 1 + i % 9);
+                let text = lesson("hammer-nails-flush", "Hammer the nails flush", &extra);
+                let mut lock = BankLock::open(&root).unwrap();
+                lock.with(|| write_atomic(&root, &path, text.as_bytes()))
+                    .unwrap()
+                    .unwrap();
+            }
+            i
+        });
+        let outcomes = (0..150)
+            .map(|_| {
+                retriever
+                    .search(&request)
+                    .map(|s| s.hits.into_iter().map(|h| h.slug).collect())
+                    .map_err(|e| e.to_string())
+            })
+            .collect();
+        stop.store(true, Ordering::Relaxed);
+        assert!(writer.join().unwrap() > 0);
+        outcomes
+    });
+    for found in outcomes {
+        assert_eq!(found, Ok(vec!["hammer-nails-flush".to_string()]));
+    }
+}
+
 // --- the property ----------------------------------------------------------------------------
 
 /// What happens to the bank, or to the process searching it.

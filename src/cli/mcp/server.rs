@@ -26,12 +26,14 @@ use lesson::curate::add::{self, Intake};
 use lesson::curate::new::NewEvidence;
 use lesson::curate::record;
 use lesson::curate::show::{self, Found};
+use lesson::layout::bank_relative;
 use lesson::lesson::EvidenceKind;
 use lesson::lint::{self, Selection, Summary};
 use lesson::report::envelope::{self, Envelope, ErrorCode};
 use lesson::report::lessons::LessonJson;
 use lesson::report::writes::{self, LedgerSummary};
 use lesson::retrieve::{index::Listed, Request, Retriever};
+use lesson::watch::follow::Follower;
 
 use super::params;
 
@@ -50,8 +52,8 @@ pub struct Lessons {
 
 struct State {
     root: PathBuf,
-    /// Opened on the first call that needs it, then kept (the warm path).
-    retriever: Mutex<Option<Retriever>>,
+    /// Opened on the first call that needs it, then kept current (the warm path).
+    retriever: Mutex<Option<Follower>>,
     /// The client, once initialized: where `notifications/resources/list_changed` goes.
     peer: Mutex<Option<Peer<RoleServer>>>,
     /// The live slugs last seen, sorted: a change is a `list_changed` notification.
@@ -133,8 +135,9 @@ impl Lessons {
         &self.state.root
     }
 
-    /// Run `f` on the retriever, opened (once) and made fresh as `lesson search` would find
-    /// the bank: a live watcher's marker, else the stat check.
+    /// Run `f` on the retriever, opened (once) and made as current as a new `lesson search`
+    /// would find the bank: the server follows the bank's changes with its own watcher
+    /// ([`Follower`]), else checks the files as `lesson search` does.
     fn with_retriever<T>(&self, f: impl FnOnce(&mut Retriever) -> Outcome2<T>) -> Outcome2<T> {
         let mut held = self
             .state
@@ -142,18 +145,22 @@ impl Lessons {
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
         match held.as_mut() {
-            Some(r) => {
-                if let Err(e) = r.keep_fresh() {
+            Some(follower) => {
+                if let Err(e) = follower.sync() {
                     *held = None;
                     return Err(Envelope::of_retrieve(&e));
                 }
             }
             None => {
-                let r = Retriever::open_fast(self.root()).map_err(|e| Envelope::of_retrieve(&e))?;
-                *held = Some(r);
+                let follower =
+                    Follower::open(self.root()).map_err(|e| Envelope::of_retrieve(&e))?;
+                if let Err(why) = follower.following() {
+                    eprintln!("lesson mcp: not following the bank's changes ({why}); each search checks the files");
+                }
+                *held = Some(follower);
             }
         }
-        let r = held.as_mut().expect("opened above");
+        let r = held.as_mut().expect("opened above").retriever();
         let out = f(r);
         if out.is_err() {
             // a damaged state is not kept: the next call opens the index again
@@ -263,26 +270,42 @@ impl Lessons {
     fn do_get(&self, p: params::Get) -> Outcome {
         check_slug(&p.slug)?;
         let root = self.root();
-        let bank = super::super::load_lessons(root)
-            .map_err(|e| Envelope::new(ErrorCode::BankUnavailable, format!("{e:#}")))?;
-        let (doc, archived) = match show::find(&bank, &p.slug) {
-            Ok(Found::Live(doc)) => (doc.clone(), false),
-            Ok(Found::Archived(doc)) => (*doc, true),
-            Ok(Found::NotALesson(doc)) => {
-                return Err(Envelope::new(
-                    ErrorCode::LessonInvalid,
-                    format!(
-                        "{} is not a valid lesson; the lint tool says why",
-                        doc.source.path.display()
-                    ),
-                ))
+        let now = super::super::now().map_err(from_anyhow)?;
+        // the one file, through the index; anything else (archived, unknown, not a lesson)
+        // is what `lesson show` finds in the loaded bank
+        let (indexed, provenance) = self.with_retriever(|r| {
+            let found = show::find_indexed(r, &p.slug, now).map_err(|e| Envelope::of_curate(&e))?;
+            Ok((found, r.provenance().cloned()))
+        })?;
+        let (doc, status, archived) = match indexed {
+            Some(one) => (one.doc, one.status, false),
+            None => {
+                let bank = super::super::load_lessons(root)
+                    .map_err(|e| Envelope::new(ErrorCode::BankUnavailable, format!("{e:#}")))?;
+                let (doc, archived) = match show::find(&bank, &p.slug) {
+                    Ok(Found::Live(doc)) => (doc.clone(), false),
+                    Ok(Found::Archived(doc)) => (*doc, true),
+                    Ok(Found::NotALesson(doc)) => {
+                        return Err(Envelope::new(
+                            ErrorCode::LessonInvalid,
+                            format!(
+                                "{} is not a valid lesson; the lint tool says why",
+                                doc.source.path.display()
+                            ),
+                        ))
+                    }
+                    Err(e) => return Err(Envelope::of_curate(&e)),
+                };
+                let Some(lesson) = &doc.lesson else {
+                    return Err(Envelope::new(ErrorCode::LessonInvalid, "not a lesson"));
+                };
+                let status = bank.status(lesson);
+                (doc, status, archived)
             }
-            Err(e) => return Err(Envelope::of_curate(&e)),
         };
         let Some(lesson) = &doc.lesson else {
             return Err(Envelope::new(ErrorCode::LessonInvalid, "not a lesson"));
         };
-        let status = bank.status(lesson);
         if status.label() == "expired" && !p.include_expired {
             return Err(Envelope::new(
                 ErrorCode::Expired,
@@ -292,7 +315,12 @@ impl Lessons {
                 ),
             ));
         }
-        let mut view = LessonJson::new(&doc, lesson, status).with_body(&doc);
+        let stamps = provenance
+            .as_ref()
+            .and_then(|prov| prov.get(&bank_relative(root, &doc.source.path)));
+        let mut view = LessonJson::new(&doc, lesson, status)
+            .with_body(&doc)
+            .with_provenance(stamps);
         if archived {
             view = view.with_status("archived");
         }
@@ -491,7 +519,7 @@ impl Lessons {
 
     /// `get`.
     #[tool(
-        description = "One lesson by slug: its fields and body, status, counts, a summary of its ledger and its file's text."
+        description = "One lesson by slug: its fields and body, status, counts, a summary of its ledger, its file's text and, when the bank is in git, the commits that created and last changed it (`created`, `changed`)."
     )]
     async fn get(
         &self,

@@ -487,6 +487,36 @@ impl Index {
         Ok(out)
     }
 
+    /// The paths of the live lessons with `slug` (in path order), and the slugs of the live
+    /// lessons that supersede it (sorted): looked up by the slug's hash, reading no other doc.
+    pub fn slug_lookup(&self, slug: &str) -> Result<(Vec<String>, Vec<String>), Corrupt> {
+        let h = segment::slug_hash(slug);
+        let mut paths = Vec::new();
+        let mut by = Vec::new();
+        for (seg, offset) in self.segments() {
+            let live = |local: u32| {
+                let local = local as usize;
+                (local < seg.doc_count() && self.is_live(offset + local)).then_some(local)
+            };
+            for local in seg.docs_with_slug_hash(h)?.into_iter().filter_map(live) {
+                let path = seg.path(local)?;
+                if seg.rank(local)?.is_lesson() && seg.slug_of(local, &path)? == slug {
+                    paths.push(path);
+                }
+            }
+            for local in seg.superseders_of(h)?.into_iter().filter_map(live) {
+                let own = seg.slug(local)?;
+                if segment::superseded_slugs(&own, &seg.supersedes(local)?).contains(&slug) {
+                    by.push(own);
+                }
+            }
+        }
+        paths.sort_by(|a, b| path_order(a, b));
+        by.sort_unstable();
+        by.dedup();
+        Ok((paths, by))
+    }
+
     /// Doc `id` with the fields `_index.md` lists, when it is a live lesson.
     pub fn listed_at(&self, id: u32) -> Result<Option<Listed>, Corrupt> {
         let id = id as usize;

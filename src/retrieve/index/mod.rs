@@ -257,8 +257,9 @@ pub struct Search {
     pub postings: u64,
     /// Request terms left out because nearly every lesson holds them.
     pub skipped_terms: u64,
-    /// Hits left out because their file changed or vanished since the index was checked.
-    pub stale: u64,
+    /// Paths of the hits left out because their file changed or vanished since the index was
+    /// checked.
+    pub stale: Vec<String>,
     /// Lessons of the bank never served because their own file has error-level findings
     /// (`lesson lint` lists them), in path order.
     pub held_back: Vec<HeldBack>,

@@ -118,7 +118,7 @@ impl Index {
             eligible: 0,
             postings: 0,
             skipped_terms: 0,
-            stale: 0,
+            stale: Vec::new(),
             held_back: self.held.clone(),
         };
 
@@ -386,7 +386,7 @@ impl Index {
                     hit.kept_as_caution = kept;
                     search.hits.push(hit)
                 }
-                None => search.stale += 1,
+                None => search.stale.push(r.path.clone()),
             }
         }
         crate::retrieve::mark_conflicts(&mut search.hits);

@@ -641,8 +641,9 @@ const MCP_ROW: &str = "lesson mcp (running server)";
 /// A query through a running `lesson mcp`: one server is started on the bank and initialized
 /// (not timed), then each query is a `tools/call search` written to its stdin and its answer
 /// read from its stdout, timed from the write to the whole answer. The server keeps its index
-/// open between calls and checks the files before each search, as `lesson search` does
-/// without a watcher. Its RSS is the server's peak (`VmHWM`) at the end.
+/// open between calls and current with its own file watcher (`lesson::watch::follow`: a
+/// barrier through the watcher's events before each search, no stat walk). Its RSS is the
+/// server's peak (`VmHWM`) at the end.
 fn measure_mcp(
     at: &Places,
     p: &Programs,
@@ -705,7 +706,8 @@ fn measure_mcp(
     notes.push(format!(
         "lesson mcp (running server): start, initialize and the first search (Retriever::open) took {}, once; \
          the query column is a tools/call search written to the server and its whole answer read \
-         (JSON-RPC over pipes, the stat check of the files, the search, the hits as JSON)",
+         (JSON-RPC over pipes, the server's barrier through its file watcher, the search, the \
+         prompt block, the hits as JSON)",
         ms(opened)
     ));
     Ok(row)
