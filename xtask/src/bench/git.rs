@@ -13,8 +13,10 @@
 //! - **provenance**: `lesson list --format json` with `.lesson/provenance` removed (cold) minus
 //!   the same with the cache current (warm) is the cost of reading history for the whole bank;
 //!   against `git log --name-status -M` over the bank's folder (every commit, its changed files).
-//! - **lint --base**: `lesson lint --base HEAD~100` against `git diff --name-status HEAD~100`
-//!   (skipped while the binary has no `--base`).
+//! - **lint --base**: the pull-request checks, `lesson lint --base HEAD~100 --select G`, against
+//!   `git diff --name-status HEAD~100`, the diff they read; then the whole `lesson lint --base
+//!   HEAD~100` (the bank's lint besides) against `lesson lint` alone, which is what `--base`
+//!   adds (skipped while the binary has no `--base`).
 //! - **sync**: one `lesson sync` round trip of two recorded outcomes (three clones of a bare
 //!   remote on disk, two of them synced first) against `git add -A && git commit && git pull
 //!   --no-rebase && git push` of the same records in three other clones (skipped while the binary
@@ -470,25 +472,19 @@ pub fn run(paths: &Paths, options: &Options) -> anyhow::Result<()> {
             "(cache current)".into(),
         ]);
 
-        // lint --base
+        // lint --base: the pull-request checks (the G rules) against the diff they read, then
+        // the whole command (the bank's lint as well) against `lesson lint` alone
         if base {
             let rev = "HEAD~100";
-            let (mut l, mut f) = (Vec::new(), Vec::new());
+            let (mut g, mut f, mut all, mut plain) =
+                (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+            let lint = |extra: &[&str]| {
+                let mut cmd = lesson_cmd(&lesson, &bank);
+                cmd.args(["lint", "--output-format", "concise"]).args(extra);
+                cmd
+            };
             for _ in 0..options.runs {
-                l.push(
-                    timed(
-                        lesson_cmd(&lesson, &bank).args([
-                            "lint",
-                            "--base",
-                            rev,
-                            "--output-format",
-                            "concise",
-                        ]),
-                        &out,
-                        &[0, 1],
-                    )?
-                    .wall,
-                );
+                g.push(timed(&mut lint(&["--base", rev, "--select", "G"]), &out, &[0, 1])?.wall);
                 f.push(
                     timed(
                         git(&repo).args(["diff", "--name-status", rev, "--", BANK]),
@@ -497,14 +493,23 @@ pub fn run(paths: &Paths, options: &Options) -> anyhow::Result<()> {
                     )?
                     .wall,
                 );
+                all.push(timed(&mut lint(&["--base", rev]), &out, &[0, 1])?.wall);
+                plain.push(timed(&mut lint(&[]), &out, &[0, 1])?.wall);
             }
-            let (l, f) = (median(l), median(f));
+            let (g, f, all, plain) = (median(g), median(f), median(all), median(plain));
             t.row(vec![
-                format!("lint --base {rev}"),
-                table::secs(l),
+                format!("lint --base {rev} --select G"),
+                table::secs(g),
                 table::secs(f),
-                table::ratio(l.as_secs_f64() / f.as_secs_f64()),
+                table::ratio(g.as_secs_f64() / f.as_secs_f64()),
                 format!("git diff --name-status {rev}"),
+            ]);
+            t.row(vec![
+                format!("  lint --base {rev}"),
+                table::secs(all),
+                table::secs(plain),
+                table::ratio(all.as_secs_f64() / plain.as_secs_f64()),
+                "lesson lint (the same bank, no --base)".into(),
             ]);
         } else {
             t.row(vec![
