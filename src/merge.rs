@@ -313,7 +313,10 @@ fn merge_records(
             }
             expected.push((*item).clone());
         }
-        edits.extend(insert);
+        // before the counts: missing count keys are inserted where the list ends too
+        if let Some(insert) = insert {
+            edits.insert(0, insert);
+        }
     }
     let (text, applied) = apply_edits(&start.source.text, &edits);
     if applied != edits.len() {

@@ -237,7 +237,10 @@ pub fn plan(
             reference: &evidence.reference,
             note: evidence.note.as_deref(),
         };
-        edits.push(
+        // first: when the count keys are missing they are inserted where the list ends, and
+        // of two insertions at one place the first edit's text comes first
+        edits.insert(
+            0,
             fm.append_evidence(item)
                 .map_err(|e| super::uneditable(doc, e))?,
         );

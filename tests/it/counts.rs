@@ -121,3 +121,38 @@ fn counts_of_zero_and_counts_a_ledger_backs_need_nothing() {
     );
     assert!(lint.stdout.contains("lessons/hand-written.md:"), "{lint}");
 }
+
+/// A lesson without count keys whose frontmatter ends with its evidence list: `record` appends
+/// the item to the list and the count keys after it (it refused the lesson once: both
+/// insertions fell at the list's end, the keys first).
+#[test]
+fn record_on_a_lesson_without_counts_that_ends_with_evidence() {
+    let s = Sandbox::with_bank("lessons");
+    let path = s.bank().join("no-counts.md");
+    std::fs::write(
+        &path,
+        "---\nschema: learning/v1\nslug: no-counts\ntitle: Check the page id before loading more.\n\
+         trigger:\n  description: The agent pages through a list with a Load More button.\n\
+         outcome: success\nevidence:\n  - kind: run\n    ref: r0\n---\n\n\
+         # Check the page id before loading more.\n\n## When this applies\n\nPaging.\n",
+    )
+    .unwrap();
+    let out = s.run(&[
+        "record",
+        "no-counts",
+        "--followed",
+        "--run-outcome",
+        "success",
+        "--evidence",
+        "run:r1",
+    ]);
+    assert_eq!(out.code, 0, "{out}");
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(
+        text.contains(
+            "evidence:\n  - kind: run\n    ref: r0\n  - kind: run\n    ref: r1\n\
+             success_count: 1\nfailure_count: 0\n---\n"
+        ),
+        "{text}"
+    );
+}
