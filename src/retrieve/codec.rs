@@ -170,6 +170,21 @@ impl<'a> Reader<'a> {
 // Bit-packed values are little-endian, least significant bit first, each array starting on a
 // byte. Most postings of a bank's common terms are in the body only, and dense: their ids cost
 // a bit or two, their counts two or three.
+//
+// A term's list of more than one block starts with its skip table (a varint byte length, then
+// an entry per block), so that a search can jump over blocks and knows, before decoding one,
+// how high the block can score:
+//
+// ```text
+// varint    the block's last id (after the previous block's last id; the first block: from 0)
+// varint    the block's byte length
+// u8        which fields (bit f: title, description, tags, body) any posting of the block has
+// per such field: varint the largest count, then varint length and varint count of the posting
+//           whose length per count is the smallest (the field's length for the term's kind)
+// ```
+//
+// From these a search bounds `tf · norm` for any `b` and average length ([`FieldBound::bound`]).
+// A tag's list of docs has no skip table.
 
 /// Postings per block.
 pub const BLOCK: usize = 128;
@@ -286,6 +301,60 @@ pub fn varint_at(bytes: &[u8], pos: &mut usize) -> Result<u64, Corrupt> {
     }
 }
 
+/// What bounds a term's `tf · norm` in one field over the postings of a block: the largest
+/// count, and the (length, count) of the posting with the smallest length per count.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct FieldBound {
+    /// The largest count (0: no posting of the block has the term in this field).
+    pub max_tf: u32,
+    /// The length of the posting with the smallest length per count.
+    pub len: u32,
+    /// Its count.
+    pub tf: u32,
+}
+
+impl FieldBound {
+    fn add(&mut self, tf: u32, len: u32) {
+        if tf == 0 {
+            return;
+        }
+        self.max_tf = self.max_tf.max(tf);
+        if self.tf == 0 || u64::from(len) * u64::from(self.tf) < u64::from(self.len) * u64::from(tf)
+        {
+            self.len = len;
+            self.tf = tf;
+        }
+    }
+
+    /// An upper bound of `tf / (1 − b + b · len / avg)` over the postings the bound was made
+    /// from (`b` in `[0, 1]`, `avg > 0`; infinite when nothing bounds it), in real arithmetic:
+    /// the denominator over `tf` is `(1 − b) / tf + (b / avg) · len / tf`, which is at least
+    /// `(1 − b) / max tf + (b / avg) · min(len / tf)`.
+    pub fn bound(&self, b: f64, avg: f64) -> f64 {
+        if self.max_tf == 0 {
+            return 0.0;
+        }
+        let d =
+            (1.0 - b) / f64::from(self.max_tf) + b / avg * f64::from(self.len) / f64::from(self.tf);
+        if d > 0.0 {
+            1.0 / d
+        } else {
+            f64::INFINITY
+        }
+    }
+}
+
+/// A block's entry in a term list's skip table.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Skip {
+    /// The block's last doc id.
+    pub last: u32,
+    /// Where the block ends, in the list's block bytes.
+    pub end: usize,
+    /// Per field (title, description, tags, body), what bounds the block's counts.
+    pub fields: [FieldBound; 4],
+}
+
 /// A posting list being written: postings arrive in ascending id order and are encoded a
 /// block at a time.
 #[derive(Debug, Default, Clone)]
@@ -295,9 +364,23 @@ pub struct ListWriter {
     tfs: Vec<Tf>,
     last: Option<u32>,
     count: u32,
+    /// A term's list: the skip table, and the current block's bounds.
+    scored: bool,
+    skips: Vec<u8>,
+    bounds: [FieldBound; 4],
 }
 
 impl ListWriter {
+    /// Add a posting of a term's list, with the doc's field lengths for the term's kind (what
+    /// the skip table's bounds are made of).
+    pub fn push_scored(&mut self, id: u32, tf: &Tf, lens: &[u32; 4]) {
+        self.scored = true;
+        for (f, b) in self.bounds.iter_mut().enumerate() {
+            b.add(tf[f], lens[f]);
+        }
+        self.push(id, tf);
+    }
+
     /// Add a posting (`id` above every id before).
     pub fn push(&mut self, id: u32, tf: &Tf) {
         debug_assert!(self
@@ -317,16 +400,43 @@ impl ListWriter {
         if self.ids.is_empty() {
             return;
         }
+        let start = self.bytes.len();
         encode_block(&mut self.bytes, self.last, &self.ids, &self.tfs);
-        self.last = self.ids.last().copied();
+        let last = self.ids[self.ids.len() - 1];
+        if self.scored {
+            let mut w = Writer {
+                buf: std::mem::take(&mut self.skips),
+            };
+            w.varint(u64::from(last - self.last.map_or(0, |l| l + 1)));
+            w.varint((self.bytes.len() - start) as u64);
+            let mask = (0..4).fold(0u8, |m, f| m | (u8::from(self.bounds[f].max_tf > 0) << f));
+            w.u8(mask);
+            for b in self.bounds.iter().filter(|b| b.max_tf > 0) {
+                w.varint(u64::from(b.max_tf));
+                w.varint(u64::from(b.len));
+                w.varint(u64::from(b.tf));
+            }
+            self.skips = w.buf;
+            self.bounds = Default::default();
+        }
+        self.last = Some(last);
         self.ids.clear();
         self.tfs.clear();
     }
 
-    /// The count and bytes of the list.
+    /// The count and bytes of the list (a term's list of more than one block: its skip
+    /// table first).
     pub fn finish(mut self) -> (u32, Vec<u8>) {
         self.flush();
-        (self.count, self.bytes)
+        if !self.scored || self.count as usize <= BLOCK {
+            return (self.count, self.bytes);
+        }
+        let mut w = Writer::default();
+        w.buf.reserve(self.skips.len() + self.bytes.len() + 5);
+        w.varint(self.skips.len() as u64);
+        w.buf.extend_from_slice(&self.skips);
+        w.buf.extend_from_slice(&self.bytes);
+        (self.count, w.buf)
     }
 }
 
@@ -506,6 +616,126 @@ fn decode_block(
         _ => return Err(Corrupt("field mode")),
     }
     Ok(())
+}
+
+/// A term's posting list: its skip table (lists of more than one block) and its blocks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TermList<'a> {
+    /// Postings in the list.
+    pub count: usize,
+    skips: &'a [u8],
+    /// The blocks' bytes.
+    pub blocks: &'a [u8],
+}
+
+impl<'a> TermList<'a> {
+    /// The list of `count` postings in `bytes`.
+    pub fn parse(count: usize, bytes: &'a [u8]) -> Result<TermList<'a>, Corrupt> {
+        if count <= BLOCK {
+            return Ok(TermList {
+                count,
+                skips: &[],
+                blocks: bytes,
+            });
+        }
+        let mut r = Reader::new(bytes);
+        let n = r.len()?;
+        let skips = r.take(n)?;
+        Ok(TermList {
+            count,
+            skips,
+            blocks: &bytes[r.pos..],
+        })
+    }
+
+    /// Blocks in the list.
+    pub fn block_count(&self) -> usize {
+        self.count.div_ceil(BLOCK)
+    }
+
+    /// The skip table, checked: an entry per block, ids and ends ascending, the last end the
+    /// end of the blocks. Empty for a list of one block.
+    pub fn skips(&self, out: &mut Vec<Skip>) -> Result<(), Corrupt> {
+        out.clear();
+        if self.skips.is_empty() {
+            return Ok(());
+        }
+        let blocks = self.block_count();
+        out.reserve(blocks);
+        let mut r = Reader::new(self.skips);
+        let mut prev: Option<u32> = None;
+        let mut end = 0usize;
+        for _ in 0..blocks {
+            let gap = r.varint()?;
+            let last = prev.map_or(Some(0), |p| p.checked_add(1)).map(u64::from);
+            let last = last
+                .and_then(|l| l.checked_add(gap))
+                .and_then(|l| u32::try_from(l).ok())
+                .ok_or(Corrupt("skip table"))?;
+            let len = r.varint()? as usize;
+            end = end
+                .checked_add(len)
+                .filter(|&e| e <= self.blocks.len())
+                .ok_or(Corrupt("skip table"))?;
+            let mask = r.u8()?;
+            if mask > 15 {
+                return Err(Corrupt("skip table"));
+            }
+            let mut fields = [FieldBound::default(); 4];
+            for (f, b) in fields.iter_mut().enumerate() {
+                if mask & (1 << f) != 0 {
+                    let mut v = || -> Result<u32, Corrupt> {
+                        u32::try_from(r.varint()?).map_err(|_| Corrupt("skip table"))
+                    };
+                    *b = FieldBound {
+                        max_tf: v()?,
+                        len: v()?,
+                        tf: v()?,
+                    };
+                    if b.max_tf == 0 || b.tf == 0 || b.tf > b.max_tf {
+                        return Err(Corrupt("skip table"));
+                    }
+                }
+            }
+            out.push(Skip { last, end, fields });
+            prev = Some(last);
+        }
+        if end != self.blocks.len() || r.pos != self.skips.len() {
+            return Err(Corrupt("skip table"));
+        }
+        Ok(())
+    }
+
+    /// Decode block `i` (< [`TermList::block_count`]) on its own, from its skip entry and the
+    /// one before; fails unless it ends where the skip table says, on the id it says.
+    pub fn block(&self, skips: &[Skip], i: usize, block: &mut Block) -> Result<(), Corrupt> {
+        let n = if i + 1 == self.block_count() {
+            self.count - i * BLOCK
+        } else {
+            BLOCK
+        };
+        let (mut pos, prev) = match i.checked_sub(1) {
+            None => (0, None),
+            Some(p) => (skips[p].end, Some(skips[p].last)),
+        };
+        decode_block(self.blocks, &mut pos, prev, n, block)?;
+        let end = skips.get(i).map_or(self.blocks.len(), |s| s.end);
+        let last = skips.get(i).map_or(block.ids[n - 1], |s| s.last);
+        if pos != end || block.ids[n - 1] != last {
+            return Err(Corrupt("skip table"));
+        }
+        Ok(())
+    }
+
+    /// Decode the list a block at a time, calling `f` on each block.
+    pub fn for_each_block(&self, block: &mut Block, f: impl FnMut(&Block)) -> Result<(), Corrupt> {
+        for_each_block(self.blocks, self.count, block, f)
+    }
+
+    /// Decode the list, calling `f(doc id, counts)` on each posting.
+    pub fn for_each_posting(&self, f: impl FnMut(u32, &Tf)) -> Result<(), Corrupt> {
+        for_each_posting(self.blocks, self.count, f)
+    }
 }
 
 /// Decode a posting list of `count` postings a block at a time, calling `f` on each block.
@@ -738,6 +968,66 @@ mod tests {
             }
             let (count, bytes) = encode(&list);
             proptest::prop_assert_eq!(decode(count, &bytes).unwrap(), list);
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn skip_tables_find_every_block_and_bound_it(
+            postings in proptest::collection::vec(
+                (0u32..40, 0u32..3, 0u32..3, 0u32..7, 1u32..400),
+                1..900,
+            ),
+            b in 0.0f64..=1.0,
+            avg in 0.5f64..300.0,
+        ) {
+            let mut w = ListWriter::default();
+            let mut list = Vec::new();
+            let mut id = 0u32;
+            for (i, &(gap, t, g, body, len)) in postings.iter().enumerate() {
+                id += if i == 0 { gap } else { gap + 1 };
+                let tf = [t, 0, g, body.max(u32::from(t + g == 0))];
+                let lens = [len / 4 + t, 3, g, len + body];
+                w.push_scored(id, &tf, &lens);
+                list.push((id, tf, lens));
+            }
+            let (count, bytes) = w.finish();
+            let tl = TermList::parse(count as usize, &bytes).unwrap();
+            proptest::prop_assert_eq!(decode(count, tl.blocks).unwrap(),
+                list.iter().map(|&(i, tf, _)| (i, tf)).collect::<Vec<_>>());
+            let mut skips = Vec::new();
+            tl.skips(&mut skips).unwrap();
+            let blocks = list.len().div_ceil(BLOCK);
+            proptest::prop_assert_eq!(skips.len(), if blocks > 1 { blocks } else { 0 });
+            let mut block = Block::default();
+            // every block on its own, backwards, and each posting under its block's bounds
+            for i in (0..skips.len()).rev() {
+                tl.block(&skips, i, &mut block).unwrap();
+                let chunk = &list[i * BLOCK..((i + 1) * BLOCK).min(list.len())];
+                proptest::prop_assert_eq!(&block.ids[..block.len],
+                    &chunk.iter().map(|p| p.0).collect::<Vec<_>>()[..]);
+                for &(_, tf, lens) in chunk {
+                    for f in 0..4 {
+                        let x = f64::from(tf[f]) / (1.0 - b + b * f64::from(lens[f]) / avg);
+                        let bound = skips[i].fields[f].bound(b, avg);
+                        proptest::prop_assert!(x <= bound * (1.0 + 1e-12), "{} > {}", x, bound);
+                    }
+                }
+            }
+            // a damaged skip table is an error, never a panic
+            if !skips.is_empty() {
+                for at in 0..8.min(bytes.len()) {
+                    let mut bad = bytes.clone();
+                    bad[at] ^= 0x41;
+                    if let Ok(tl) = TermList::parse(count as usize, &bad) {
+                        if tl.skips(&mut skips).is_ok() {
+                            for i in 0..skips.len() {
+                                let _ = tl.block(&skips, i, &mut block);
+                            }
+                        }
+                    }
+                }
+            }
         }
     }
 

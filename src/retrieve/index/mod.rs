@@ -27,6 +27,7 @@ use super::{Explanation, Gates, Hit, InferredTags, Request, ScoreParts, TagGate,
 use crate::walk::path_order;
 
 mod load;
+mod prune;
 mod query;
 
 /// In [`Index`]'s commit times: a lesson that no commit holds yet.
@@ -111,6 +112,24 @@ impl Bits {
         self.0[i / 64] &= !(1 << (i % 64));
     }
 
+    /// Whether any bit in `lo..hi` is set.
+    fn any_in(&self, lo: usize, hi: usize) -> bool {
+        if lo >= hi {
+            return false;
+        }
+        let (first, last) = (lo / 64, (hi - 1) / 64);
+        (first..=last).any(|w| {
+            let mut word = self.0[w];
+            if w == first {
+                word &= !0u64 << (lo % 64);
+            }
+            if w == last && !hi.is_multiple_of(64) {
+                word &= (1u64 << (hi % 64)) - 1;
+            }
+            word != 0
+        })
+    }
+
     fn count(&self) -> u64 {
         self.0.iter().map(|w| u64::from(w.count_ones())).sum()
     }
@@ -185,6 +204,8 @@ pub struct Index {
     lessons: u64,
     stats: FieldStats,
     norms: Mutex<Option<Arc<Norms>>>,
+    /// What bounds each doc's score besides its similarity, once a search needs it.
+    priors: OnceLock<Result<prune::Priors, Corrupt>>,
     paths: OnceLock<Result<Paths, Corrupt>>,
     fields: Fields,
 }

@@ -1,5 +1,6 @@
 //! The search: gates, BM25F over the posting lists, the hits read from their files.
 
+use super::prune::bounds_hold;
 use super::*;
 
 impl Index {
@@ -24,7 +25,7 @@ impl Index {
     }
 
     /// The inverse length norms for this `b`, computed per slot when first needed.
-    fn norms(&self, b: f64) -> Arc<Norms> {
+    pub(super) fn norms(&self, b: f64) -> Arc<Norms> {
         let mut cache = self.norms.lock().unwrap_or_else(|e| e.into_inner());
         match cache.as_ref() {
             Some(norms) if norms.b == b.to_bits() => norms.clone(),
@@ -40,7 +41,7 @@ impl Index {
     }
 
     /// Every doc's inverse body norm for terms of `kind`.
-    fn body_norms<'a>(
+    pub(super) fn body_norms<'a>(
         &self,
         norms: &'a Norms,
         kind: text::Kind,
@@ -101,7 +102,27 @@ impl Index {
     }
 
     /// The gates and every eligible doc's similarity: what a search ranks, before the top K.
-    fn score_all<'r>(&self, req: &'r Request, settings: &Settings) -> Result<Scored<'r>, Corrupt> {
+    /// The exhaustive search (term at a time, every posting scored): what `explain` reads,
+    /// and the oracle the pruned search ([`Index::search`]) is tested against.
+    pub(super) fn score_all<'r>(
+        &self,
+        req: &'r Request,
+        settings: &Settings,
+    ) -> Result<Scored<'r>, Corrupt> {
+        let (mut scored, terms) = self.gated(req, settings)?;
+        if terms.is_empty() || scored.search.eligible == 0 {
+            return Ok(scored);
+        }
+        self.accumulate(&mut scored, &terms, settings)?;
+        Ok(scored)
+    }
+
+    /// The request gated, with its terms (none: ranked by the prior alone).
+    pub(super) fn gated<'r>(
+        &self,
+        req: &'r Request,
+        settings: &Settings,
+    ) -> Result<(Scored<'r>, Vec<Term>), Corrupt> {
         let mode = req.inferred_tags.unwrap_or(settings.inferred_tags);
         let tags = self.request_tags(req, mode);
         let caller = [
@@ -137,7 +158,7 @@ impl Index {
         if !terms.is_empty() && !req.tags.is_empty() {
             terms = QueryTerms::distinct(&format!("{}\n{}", req.text, req.tags.join("\n")));
         }
-        let mut scored = Scored {
+        let scored = Scored {
             search,
             tags,
             eligible,
@@ -146,13 +167,17 @@ impl Index {
             now_ns,
             similarity: Similarity::NoText,
         };
-        if terms.is_empty() || scored.search.eligible == 0 {
-            return Ok(scored);
-        }
+        Ok((scored, terms))
+    }
 
-        // BM25F, term at a time: each eligible doc's sum of share × saturation
+    /// BM25F, term at a time: each eligible doc's sum of share × saturation.
+    fn accumulate(
+        &self,
+        scored: &mut Scored,
+        terms: &[Term],
+        settings: &Settings,
+    ) -> Result<(), Corrupt> {
         let b = settings.b;
-        let w = settings.field_weights;
         let mut acc = vec![0.0f64; self.n];
         let mut total = 0.0;
         let mut scratch: Vec<(u32, f64)> = Vec::new();
@@ -160,7 +185,7 @@ impl Index {
         let norms = self.norms(b);
         let eligible = &scored.eligible;
         let search = &mut scored.search;
-        for &term in &terms {
+        for &term in terms {
             if self.is_stop_term(term)? {
                 search.skipped_terms += 1;
                 continue;
@@ -181,30 +206,15 @@ impl Index {
             scratch.clear();
             let mut df = known_df.unwrap_or(0);
             for (seg, offset) in self.segments() {
-                let Some((count, bytes)) = seg.postings(term)? else {
+                let Some(list) = seg.postings(term)? else {
                     continue;
                 };
-                search.postings += count as u64;
-                let mut scorer = ListScorer {
-                    offset,
-                    local: seg.doc_count(),
-                    eligible: &eligible.0,
-                    body,
-                    other_lens: [&[]; BODY],
-                    other_avg: [0.0; BODY],
-                    w,
-                    b,
-                    k1: settings.k1,
-                };
-                for f in 0..BODY {
-                    let slot = score::slot(f, kind);
-                    scorer.other_lens[f] = seg.lens_of_slot(slot)?;
-                    scorer.other_avg[f] = self.stats.avg[slot];
-                }
+                search.postings += list.count as u64;
+                let scorer = self.list_scorer(seg, offset, eligible, body, kind, settings)?;
                 let check_live = self.deleted_count > 0 && offset == 0;
                 let mut sat = [0.0f64; codec::BLOCK];
                 let mut failed = None;
-                codec::for_each_block(bytes, count, &mut block, |blk| {
+                list.for_each_block(&mut block, |blk| {
                     if let Err(e) = scorer.block(blk, &mut sat) {
                         failed = Some(e);
                         return;
@@ -244,16 +254,16 @@ impl Index {
             }
         }
         scored.similarity = Similarity::Text { acc, total };
-        Ok(scored)
+        Ok(())
     }
 
     /// The docs that pass the gates and the similarity threshold, each with its score, its
     /// similarity and whether it is a caution, in doc id order.
-    fn matching(
+    pub(super) fn matching(
         &self,
         scored: &Scored,
         settings: &Settings,
-    ) -> Result<Vec<(f64, f64, usize, bool)>, Corrupt> {
+    ) -> Result<Vec<Candidate>, Corrupt> {
         let mut out = Vec::new();
         let mut push = |id: usize, sim: f64| -> Result<(), Corrupt> {
             let (parts, caution) = self.parts(id, sim, scored, settings)?;
@@ -269,6 +279,8 @@ impl Index {
                     push(id, 1.0)?;
                 }
             }
+            // the pruned search gives its candidates itself
+            Similarity::Bounded => {}
             Similarity::Text { total, .. } if *total <= 0.0 => {}
             Similarity::Text { acc, total } => {
                 for (id, &a) in acc.iter().enumerate() {
@@ -287,7 +299,7 @@ impl Index {
     }
 
     /// `candidates` ranked: best score first, ties by slug then path, with slugs and paths.
-    fn ranked(&self, candidates: Vec<(f64, f64, usize, bool)>) -> Result<Vec<Ranked>, Corrupt> {
+    fn ranked(&self, candidates: Vec<Candidate>) -> Result<Vec<Ranked>, Corrupt> {
         let mut ranked = Vec::with_capacity(candidates.len());
         for (score, sim, id, caution) in candidates {
             let (seg, local) = self.locate(id);
@@ -314,7 +326,7 @@ impl Index {
     /// each is there only as a caution.
     fn top(
         &self,
-        mut candidates: Vec<(f64, f64, usize, bool)>,
+        mut candidates: Vec<Candidate>,
         k: usize,
         max_cautions: usize,
     ) -> Result<Vec<(Ranked, bool)>, Corrupt> {
@@ -322,8 +334,7 @@ impl Index {
             return Ok(Vec::new());
         }
         // the best cautions, whatever their rank: the ones the top K may lack
-        let mut cautions: Vec<(f64, f64, usize, bool)> =
-            candidates.iter().filter(|c| c.3).copied().collect();
+        let mut cautions: Vec<Candidate> = candidates.iter().filter(|c| c.3).copied().collect();
         if cautions.len() > max_cautions && max_cautions > 0 {
             cautions.select_nth_unstable_by(max_cautions - 1, |a, b| b.0.total_cmp(&a.0));
             let kth = cautions[max_cautions - 1].0;
@@ -368,16 +379,80 @@ impl Index {
             .collect())
     }
 
+    /// What scores the postings of a term of `kind` in segment `seg` (at `offset`).
+    pub(super) fn list_scorer<'a>(
+        &'a self,
+        seg: &'a Segment,
+        offset: usize,
+        eligible: &'a Bits,
+        body: &'a [f32],
+        kind: text::Kind,
+        settings: &Settings,
+    ) -> Result<ListScorer<'a>, Corrupt> {
+        let mut scorer = ListScorer {
+            offset,
+            local: seg.doc_count(),
+            eligible: &eligible.0,
+            body,
+            other_lens: [&[]; BODY],
+            other_avg: [0.0; BODY],
+            w: settings.field_weights,
+            b: settings.b,
+            k1: settings.k1,
+        };
+        for f in 0..BODY {
+            let slot = score::slot(f, kind);
+            scorer.other_lens[f] = seg.lens_of_slot(slot)?;
+            scorer.other_avg[f] = self.stats.avg[slot];
+        }
+        Ok(scorer)
+    }
+
     /// The top hits for a request: the gates as a bitset over doc ids, then BM25F accumulated
     /// term by term over the eligible docs (or, for a request without text, every eligible
     /// doc), then the top K by score with the cautions kept, each checked against its file.
+    ///
+    /// Only the docs that can reach the top K (or the cautions kept) are scored in full
+    /// ([`Index::pruned`]); the hits and their scores are the exhaustive search's, to the
+    /// last bit.
     pub fn search(&self, req: &Request, settings: &Settings) -> Result<Search, Corrupt> {
+        self.search_with(req, settings, false)
+    }
+
+    /// [`Index::search`], pruned or (`exhaustive`, or settings the bounds do not hold for)
+    /// scoring every posting.
+    pub(super) fn search_with(
+        &self,
+        req: &Request,
+        settings: &Settings,
+        exhaustive: bool,
+    ) -> Result<Search, Corrupt> {
         let k = req.k.unwrap_or(settings.k);
-        let scored = self.score_all(req, settings)?;
-        if k == 0 {
-            return Ok(scored.search);
+        if k == 0 || exhaustive || !bounds_hold(settings) {
+            let scored = self.score_all(req, settings)?;
+            if k == 0 {
+                return Ok(scored.search);
+            }
+            let candidates = self.matching(&scored, settings)?;
+            return self.hits(scored, candidates, k, settings);
         }
-        let candidates = self.matching(&scored, settings)?;
+        let (mut scored, terms) = self.gated(req, settings)?;
+        let candidates = if terms.is_empty() || scored.search.eligible == 0 {
+            self.matching(&scored, settings)?
+        } else {
+            self.pruned(&mut scored, &terms, settings, k)?
+        };
+        self.hits(scored, candidates, k, settings)
+    }
+
+    /// The top K of `candidates`, each read from its file.
+    fn hits(
+        &self,
+        scored: Scored,
+        candidates: Vec<Candidate>,
+        k: usize,
+        settings: &Settings,
+    ) -> Result<Search, Corrupt> {
         let top = self.top(candidates, k, scored.max_cautions(settings))?;
         let mut search = scored.search.clone();
         for (r, kept) in top {
@@ -509,7 +584,7 @@ impl Index {
     /// is left out of the similarity (numerator and total alike). Decided on the exact number
     /// of live lessons holding it, so a patched index decides as a fresh one does; the list is
     /// only read when the delta leaves the count in doubt.
-    fn is_stop_term(&self, term: Term) -> Result<bool, Corrupt> {
+    pub(super) fn is_stop_term(&self, term: Term) -> Result<bool, Corrupt> {
         let mut most = 0u64;
         for (seg, _) in self.segments() {
             most += seg.doc_count_of(term)? as u64;
@@ -527,8 +602,8 @@ impl Index {
         }
         let mut df = 0u64;
         for (seg, offset) in self.segments() {
-            if let Some((count, bytes)) = seg.postings(term)? {
-                codec::for_each_posting(bytes, count, |id, _| {
+            if let Some(list) = seg.postings(term)? {
+                list.for_each_posting(|id, _| {
                     if self.is_live(id as usize + offset) {
                         df += 1;
                     }
@@ -688,7 +763,7 @@ impl Index {
     }
 
     /// Doc `id`'s score parts at similarity `similarity`, and whether it is a caution.
-    fn parts(
+    pub(super) fn parts(
         &self,
         id: usize,
         similarity: f64,
@@ -742,32 +817,37 @@ struct RequestTags {
 
 /// How similar each eligible doc is to the request.
 #[derive(Debug)]
-enum Similarity {
+pub(super) enum Similarity {
     /// The request has no text (its tags only gate): similarity plays no part.
     NoText,
     /// Each doc's weighted BM25F sum, and the request's total (the normaliser).
     Text { acc: Vec<f64>, total: f64 },
+    /// Scored by the pruned search, only where a doc could reach the top; the request's total.
+    Bounded,
 }
 
+/// A matching doc: its score, similarity, id and whether it is a caution.
+pub(super) type Candidate = (f64, f64, usize, bool);
+
 /// A request gated and scored, before the top K.
-struct Scored<'r> {
-    search: Search,
+pub(super) struct Scored<'r> {
+    pub(super) search: Search,
     tags: RequestTags,
-    eligible: Bits,
+    pub(super) eligible: Bits,
     /// Docs carrying a boosting tag.
-    boosted: Option<Bits>,
+    pub(super) boosted: Option<Bits>,
     caller: [Option<&'r str>; 3],
     now_ns: i64,
-    similarity: Similarity,
+    pub(super) similarity: Similarity,
 }
 
 impl Scored<'_> {
     /// Cautions kept among the top K: `max-cautions` for a request with text, none without
     /// (every lesson "matches" a request without text; its prior alone ranks it).
-    fn max_cautions(&self, settings: &Settings) -> usize {
+    pub(super) fn max_cautions(&self, settings: &Settings) -> usize {
         match self.similarity {
             Similarity::NoText => 0,
-            Similarity::Text { .. } => settings.max_cautions,
+            Similarity::Text { .. } | Similarity::Bounded => settings.max_cautions,
         }
     }
 }
@@ -797,7 +877,7 @@ fn read_fields(root: &Path, path: &str, stat: &FileStat) -> Option<LessonFields>
 }
 
 /// What scoring the postings of one term in one segment needs.
-struct ListScorer<'a> {
+pub(super) struct ListScorer<'a> {
     /// The segment's first doc id in the index.
     offset: usize,
     /// Docs in the segment.
@@ -819,7 +899,7 @@ impl ListScorer<'_> {
     /// eligible (0 for the others), with `tf~` summed over the fields in order (title first)
     /// as [`score::saturation`] sums it.
     #[inline]
-    fn block(&self, blk: &Block, sat: &mut [f64; codec::BLOCK]) -> Result<(), Corrupt> {
+    pub(super) fn block(&self, blk: &Block, sat: &mut [f64; codec::BLOCK]) -> Result<(), Corrupt> {
         let n = blk.len;
         if blk.ids[n - 1] as usize >= self.local {
             return Err(Corrupt("doc id out of range"));

@@ -6,7 +6,7 @@ use rayon::prelude::*;
 
 use super::write::write_segment;
 use super::*;
-use crate::retrieve::codec::{self, Corrupt, ListWriter, Tf};
+use crate::retrieve::codec::{Corrupt, ListWriter, Tf};
 use crate::retrieve::record::FileStat;
 
 /// One input of [`merge`]: a segment, which of its docs are dead, and new stats for some.
@@ -64,10 +64,10 @@ pub fn merge(
         .map(|&t| -> Result<_, Corrupt> {
             let mut entries: Vec<(u32, Tf)> = Vec::new();
             for (p, part) in parts.iter().enumerate() {
-                if let Some((count, bytes)) = part.segment.postings(t)? {
+                if let Some(list) = part.segment.postings(t)? {
                     let map = &remap[p];
                     let mut bad = false;
-                    codec::for_each_posting(bytes, count, |id, tf| match map.get(id as usize) {
+                    list.for_each_posting(|id, tf| match map.get(id as usize) {
                         Some(Some(new_id)) => entries.push((*new_id, *tf)),
                         Some(None) => {}
                         None => bad = true,
@@ -82,8 +82,9 @@ pub fn merge(
             }
             entries.sort_unstable_by_key(|(id, _)| *id);
             let mut list = ListWriter::default();
+            let kind = text::kind(t);
             for (id, tf) in &entries {
-                list.push(*id, tf);
+                list.push_scored(*id, tf, &kind_lens(&docs[*id as usize], kind));
             }
             let (count, bytes) = list.finish();
             Ok(Some((t, count, bytes)))

@@ -51,7 +51,8 @@
 //!            codes
 //! dict       24 bytes per term, ascending: term u64, postings offset u64, docs u32,
 //!            checksum of the list u32 (its length: up to the next offset)
-//! postings   the lists ([`codec`]'s block format)
+//! postings   the lists ([`codec`]'s block format; a term's list of more than one block starts
+//!            with its skip table: per block its last id, length and score bounds)
 //! ```
 //!
 //! Opening a segment reads and checks its header only (the file is mapped, not read). A
@@ -77,7 +78,7 @@ pub use read::{Segment, SegmentTags};
 pub use write::{encode, Encoder, Patch};
 
 /// The on-disk format version; a file of another version is rebuilt.
-pub const FORMAT_VERSION: u32 = 4;
+pub const FORMAT_VERSION: u32 = 5;
 const MAGIC: &[u8; 8] = b"LESSONIX";
 
 /// The sections, in file order.
@@ -242,6 +243,13 @@ fn stem(path: &str) -> &str {
     name.strip_suffix(".md").unwrap_or(name)
 }
 
+/// A doc's field lengths (title, description, tags, body) for terms of `kind`: what the
+/// bounds of a term's skip table are made of (0 for a file that is not a lesson).
+pub(crate) fn kind_lens(doc: &Doc, kind: text::Kind) -> [u32; 4] {
+    let lens = doc.lesson.as_ref().map_or([0; LEN_SLOTS], |l| l.lens);
+    std::array::from_fn(|f| lens[score::slot(f, kind)])
+}
+
 /// The hash a slug is looked up by.
 pub(crate) fn slug_hash(slug: &str) -> u64 {
     text::fnv1a(slug.as_bytes())
@@ -264,7 +272,7 @@ mod tests {
     use super::read::Bytes;
     use super::write::write_segment;
     use super::*;
-    use crate::retrieve::codec::{self, ListWriter};
+    use crate::retrieve::codec::ListWriter;
 
     fn lesson(slug: &str, tags: &[&str], supersedes: &[&str]) -> LessonMeta {
         LessonMeta {
@@ -347,9 +355,9 @@ mod tests {
         assert_eq!(seg.superseded().unwrap(), [(0, 1), (3, 1), (4, 1)]);
         assert_eq!(seg.superseders_of(slug_hash("a")).unwrap(), [4]);
         assert_eq!(seg.docs_with_slug_hash(slug_hash("a")).unwrap(), [0, 3]);
-        let (count, bytes) = seg.postings(42).unwrap().unwrap();
-        assert_eq!(count, 2);
-        assert!(codec::for_each_posting(bytes, count, |_, _| {}).is_ok());
+        let list = seg.postings(42).unwrap().unwrap();
+        assert_eq!(list.count, 2);
+        assert!(list.for_each_posting(|_, _| {}).is_ok());
         assert_eq!(seg.postings(43).unwrap(), None);
     }
 

@@ -817,8 +817,8 @@ impl Segment {
         }
     }
 
-    /// The posting list of `term`, checked: its doc count and bytes.
-    pub(crate) fn postings(&self, term: Term) -> Result<Option<(usize, &[u8])>, Corrupt> {
+    /// The posting list of `term`, checked against its checksum.
+    pub(crate) fn postings(&self, term: Term) -> Result<Option<codec::TermList<'_>>, Corrupt> {
         let Some(i) = self.find(term)? else {
             return Ok(None);
         };
@@ -840,6 +840,6 @@ impl Segment {
         if codec::checksum(bytes) as u32 != sum {
             return Err(Corrupt("posting list checksum mismatch"));
         }
-        Ok(Some((count, bytes)))
+        codec::TermList::parse(count, bytes).map(Some)
     }
 }

@@ -435,9 +435,11 @@ impl Encoder {
         let analysed: Vec<(Doc, Vec<(Term, Tf)>)> = chunk.par_iter().map(analyse).collect();
         for (doc, terms) in analysed {
             let id = self.docs.len() as u32;
+            let lens = [text::Kind::Word, text::Kind::Trigram].map(|k| kind_lens(&doc, k));
             self.docs.push(doc);
             for (t, tf) in terms {
-                self.lists.entry(t).or_default().push(id, &tf);
+                let lens = &lens[usize::from(text::kind(t) == text::Kind::Trigram)];
+                self.lists.entry(t).or_default().push_scored(id, &tf, lens);
             }
         }
     }

@@ -1,0 +1,734 @@
+//! The pruned search: the exhaustive search's candidates that can reach the top K (or the
+//! cautions kept), each with the score the exhaustive search gives it, to the last bit,
+//! without scoring every posting.
+//!
+//! MaxScore over windows of doc ids, with block maxima. Each term's skip table bounds what a
+//! block of its postings can add to a doc's similarity sum ([`codec::FieldBound`]). For a
+//! window of [`WINDOW`] docs, every term gets the largest bound of its blocks there; the terms
+//! whose bounds, smallest first, add up to less than what a doc needs are *non-essential*: a
+//! doc none of the others holds cannot make it. The essential terms are scored term at a time
+//! over the window; each doc they reach is then looked up in the non-essential terms, largest
+//! bound first, until its sum plus what is left to look up cannot reach what it needs. A doc
+//! that can is scored in full: its terms' shares × saturations re-summed in the request's
+//! term order, as the exhaustive search sums them, then its score parts.
+//!
+//! What a doc needs: a similarity of `min-similarity`, and, once K docs are scored, a score
+//! of the K-th best (a caution: of the `max-cautions`-th best caution, when that is lower),
+//! its similarity multiplied by its confidence × count factor (the window's largest, for a
+//! window), a recency of at most 1 and the tag boost. Bounds carry a relative slack far above the
+//! rounding of the sums and norms they bound, so a doc is only passed over when it is
+//! certainly below the bar; ties are kept (the slug decides among them).
+//!
+//! The gates, the shares (the live document frequency, as the exhaustive search counts it)
+//! and the total are computed exactly as before, so a doc's similarity is the same number.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+use super::query::{Candidate, ListScorer, Scored, Similarity};
+use super::*;
+use crate::retrieve::codec::{Skip, TermList};
+
+/// Relative slack on every bound.
+const SLACK: f64 = 1e-6;
+/// Doc ids per window.
+const WINDOW: usize = 2048;
+
+/// Whether the bounds hold under `s`: field weights at least 0, `b` in `[0, 1]`, `k1` above
+/// 0, all finite. Other settings are searched exhaustively.
+pub(super) fn bounds_hold(s: &Settings) -> bool {
+    s.field_weights.iter().all(|w| w.is_finite() && *w >= 0.0)
+        && (0.0..=1.0).contains(&s.b)
+        && s.k1.is_finite()
+        && s.k1 > 0.0
+        && s.tag_boost.is_finite()
+}
+
+/// One posting list of a request's term, walked forward.
+struct Cursor<'a> {
+    /// The term's place among the request's scored terms.
+    t: usize,
+    share: f64,
+    list: TermList<'a>,
+    skips: Vec<Skip>,
+    /// Per block, a bound of what it adds to a doc's sum (share × saturation).
+    bounds: Vec<f64>,
+    scorer: ListScorer<'a>,
+    /// The first block not wholly behind the cursor.
+    at: usize,
+    /// The decoded block, its saturations and the position in it.
+    decoded: Option<usize>,
+    block: Box<Block>,
+    sat: [f64; codec::BLOCK],
+    pos: usize,
+    /// This window's bound.
+    window: f64,
+    /// What the term adds to each doc of this window it holds (an essential term).
+    adds: Vec<(u32, f64)>,
+    next_add: usize,
+}
+
+impl<'a> Cursor<'a> {
+    fn open(
+        t: usize,
+        share: f64,
+        list: TermList<'a>,
+        scorer: ListScorer<'a>,
+        bound: impl Fn(&Skip) -> f64,
+    ) -> Result<Cursor<'a>, Corrupt> {
+        let mut c = Cursor {
+            t,
+            share,
+            list,
+            skips: Vec::new(),
+            bounds: Vec::new(),
+            scorer,
+            at: 0,
+            decoded: None,
+            block: Box::default(),
+            sat: [0.0; codec::BLOCK],
+            pos: 0,
+            window: 0.0,
+            adds: Vec::new(),
+            next_add: 0,
+        };
+        list.skips(&mut c.skips)?;
+        if c.skips.is_empty() {
+            // one block: decoded now, its bound the largest of its saturations
+            c.decode(0)?;
+            let n = c.block.len;
+            let max = c.sat[..n].iter().copied().fold(0.0, f64::max);
+            c.skips.push(Skip {
+                last: c.block.ids[n - 1],
+                end: list.blocks.len(),
+                fields: Default::default(),
+            });
+            c.bounds.push(share * max);
+        } else {
+            c.bounds = c.skips.iter().map(|s| share * bound(s)).collect();
+        }
+        Ok(c)
+    }
+
+    /// Decode block `i` (unless it is) and score it.
+    fn decode(&mut self, i: usize) -> Result<(), Corrupt> {
+        if self.decoded == Some(i) {
+            return Ok(());
+        }
+        self.list.block(&self.skips, i, &mut self.block)?;
+        self.scorer.block(&self.block, &mut self.sat)?;
+        self.decoded = Some(i);
+        self.pos = 0;
+        Ok(())
+    }
+
+    /// The largest bound of the blocks that may hold docs in `lo..hi`.
+    fn window_bound(&mut self, lo: u32, hi: u32) -> f64 {
+        while self.at < self.skips.len() && self.skips[self.at].last < lo {
+            self.at += 1;
+        }
+        let mut bound = 0.0f64;
+        for b in self.at..self.skips.len() {
+            let first = if b == 0 {
+                0
+            } else {
+                self.skips[b - 1].last.saturating_add(1)
+            };
+            if first >= hi {
+                break;
+            }
+            bound = bound.max(self.bounds[b]);
+        }
+        bound
+    }
+
+    /// Every eligible posting in `lo..hi`, with what it adds, into `adds`.
+    fn score_window(&mut self, lo: u32, hi: u32) -> Result<(), Corrupt> {
+        self.adds.clear();
+        self.next_add = 0;
+        while self.at < self.skips.len() {
+            self.decode(self.at)?;
+            let n = self.block.len;
+            while self.pos < n && self.block.ids[self.pos] < lo {
+                self.pos += 1;
+            }
+            while self.pos < n && self.block.ids[self.pos] < hi {
+                let s = self.sat[self.pos];
+                if s != 0.0 {
+                    self.adds.push((self.block.ids[self.pos], self.share * s));
+                }
+                self.pos += 1;
+            }
+            if self.pos < n {
+                break;
+            }
+            self.at += 1;
+        }
+        Ok(())
+    }
+
+    /// The saturation of doc `d` (not behind the cursor), if the list holds it.
+    fn sat_at(&mut self, d: u32) -> Result<Option<f64>, Corrupt> {
+        while self.at < self.skips.len() && self.skips[self.at].last < d {
+            self.at += 1;
+        }
+        if self.at == self.skips.len() {
+            return Ok(None);
+        }
+        self.decode(self.at)?;
+        let n = self.block.len;
+        while self.pos < n && self.block.ids[self.pos] < d {
+            self.pos += 1;
+        }
+        Ok((self.pos < n && self.block.ids[self.pos] == d).then(|| self.sat[self.pos]))
+    }
+
+    /// What the term added to doc `d` of this window (an essential term).
+    fn added(&mut self, d: u32) -> Option<f64> {
+        while self.next_add < self.adds.len() && self.adds[self.next_add].0 < d {
+            self.next_add += 1;
+        }
+        match self.adds.get(self.next_add) {
+            Some(&(id, v)) if id == d => Some(v),
+            _ => None,
+        }
+    }
+}
+
+/// Per doc, what its score multiplies its similarity by besides recency (at most 1) and the
+/// tag boost: confidence × count factor; and which docs are cautions.
+#[derive(Debug)]
+pub(super) struct Priors {
+    cautions: Bits,
+    prior: Vec<f64>,
+}
+
+/// The best scores so far: the K-th best is the bar.
+struct Best {
+    k: usize,
+    heap: BinaryHeap<Reverse<u64>>,
+}
+
+impl Best {
+    fn new(k: usize) -> Best {
+        Best {
+            k,
+            heap: BinaryHeap::with_capacity(k + 1),
+        }
+    }
+
+    /// A score (positive) joins.
+    fn push(&mut self, score: f64) {
+        if self.k == 0 {
+            return;
+        }
+        // positive floats order as their bits do
+        self.heap.push(Reverse(score.to_bits()));
+        if self.heap.len() > self.k {
+            self.heap.pop();
+        }
+    }
+
+    /// The score a doc must reach to count (0 until there are K).
+    fn bar(&self) -> f64 {
+        match self.heap.peek() {
+            Some(Reverse(bits)) if self.heap.len() == self.k => f64::from_bits(*bits),
+            _ => 0.0,
+        }
+    }
+}
+
+impl Index {
+    /// Each doc's confidence × count factor and whether it is a caution, computed once.
+    fn priors(&self) -> Result<&Priors, Corrupt> {
+        self.priors
+            .get_or_init(|| {
+                let mut priors = Priors {
+                    cautions: Bits::new(self.n),
+                    prior: Vec::with_capacity(self.n),
+                };
+                for (seg, offset) in self.segments() {
+                    let ranks = seg.ranks()?;
+                    for id in 0..seg.doc_count() {
+                        let r = Segment::rank_of(ranks, id);
+                        if r.failures > r.successes {
+                            priors.cautions.set(offset + id);
+                        }
+                        priors.prior.push(
+                            score::confidence(r.confidence)
+                                * score::count_factor(r.successes, r.failures),
+                        );
+                    }
+                }
+                Ok(priors)
+            })
+            .as_ref()
+            .map_err(|e| *e)
+    }
+
+    /// How many of a segment's postings are of live docs (the exhaustive search's count).
+    fn live_count(&self, list: &TermList, offset: usize) -> Result<u64, Corrupt> {
+        if self.deleted_count == 0 || offset != 0 {
+            return Ok(list.count as u64);
+        }
+        let mut df = 0;
+        list.for_each_posting(|id, _| {
+            if !self.deleted.get(id as usize) {
+                df += 1;
+            }
+        })?;
+        Ok(df)
+    }
+
+    /// The candidates of a request with text whose eligible docs are not none, less those
+    /// that cannot reach the top `k` (nor the cautions kept), as [`Index::matching`] would
+    /// give them.
+    pub(super) fn pruned(
+        &self,
+        scored: &mut Scored,
+        terms: &[Term],
+        settings: &Settings,
+        k: usize,
+    ) -> Result<Vec<Candidate>, Corrupt> {
+        // the shares and the total, in term order, as the exhaustive search has them
+        let mut shares: Vec<(Term, f64)> = Vec::new();
+        let mut total = 0.0;
+        for &term in terms {
+            if self.is_stop_term(term)? {
+                scored.search.skipped_terms += 1;
+                continue;
+            }
+            let mut df = 0u64;
+            for (seg, offset) in self.segments() {
+                if let Some(list) = seg.postings(term)? {
+                    scored.search.postings += list.count as u64;
+                    df += self.live_count(&list, offset)?;
+                }
+            }
+            let share = score::share(term, df, self.lessons, settings);
+            total += share;
+            shares.push((term, share));
+        }
+        scored.similarity = Similarity::Bounded;
+        let mut out = Vec::new();
+        if total <= 0.0 {
+            return Ok(out);
+        }
+        let max_cautions = scored.max_cautions(settings);
+        let priors = self.priors()?;
+        let cautions = (max_cautions > 0).then_some(&priors.cautions);
+        // the largest factor besides the prior: recency is at most 1, the tag boost
+        let boost = match scored.boosted {
+            Some(_) => settings.tag_boost.max(1.0),
+            None => 1.0,
+        };
+        // the sum a doc whose prior is at most `prior` needs to score `bar`, or to be
+        // similar enough
+        let floor = settings.min_similarity * total;
+        let need = |bar: f64, prior: f64| (bar * total / (prior * boost)).max(floor);
+        let mut best = Best::new(k);
+        let mut best_cautions = Best::new(max_cautions);
+
+        let b = settings.b;
+        let w = settings.field_weights;
+        let norms = self.norms(b);
+        let mut acc = vec![0.0f64; WINDOW];
+        let mut reached = vec![0u64; WINDOW / 64];
+        let mut row = vec![0.0f64; shares.len()];
+        let mut order: Vec<usize> = Vec::new();
+        let mut sums: Vec<f64> = Vec::new();
+        for (seg, offset) in self.segments() {
+            let mut cursors: Vec<Cursor> = Vec::new();
+            for (t, &(term, share)) in shares.iter().enumerate() {
+                let Some(list) = seg.postings(term)? else {
+                    continue;
+                };
+                let kind = text::kind(term);
+                let body = self.body_norms(&norms, kind, b)?;
+                let scorer =
+                    self.list_scorer(seg, offset, &scored.eligible, body, kind, settings)?;
+                let avg: [f64; 4] = std::array::from_fn(|f| self.stats.avg[score::slot(f, kind)]);
+                let bound = |s: &Skip| {
+                    let mut x = 0.0;
+                    for f in 0..4 {
+                        x += w[f] * s.fields[f].bound(b, avg[f]);
+                    }
+                    let x = x * (1.0 + SLACK);
+                    let sat = x / (settings.k1 + x) * (1.0 + SLACK);
+                    if sat.is_finite() {
+                        sat.min(1.0)
+                    } else {
+                        1.0
+                    }
+                };
+                cursors.push(Cursor::open(t, share, list, scorer, bound)?);
+            }
+            let local = seg.doc_count();
+            for lo in (0..local).step_by(WINDOW) {
+                let hi = (lo + WINDOW).min(local);
+                let (lo32, hi32) = (lo as u32, hi as u32);
+                let caution_here = cautions.is_some_and(|c| c.any_in(offset + lo, offset + hi));
+                let bar = if caution_here {
+                    best.bar().min(best_cautions.bar())
+                } else {
+                    best.bar()
+                };
+                let prior = priors.prior[offset + lo..offset + hi]
+                    .iter()
+                    .copied()
+                    .fold(0.0, f64::max);
+                if prior <= 0.0 {
+                    // every score here is 0: nothing matches
+                    continue;
+                }
+                let window_need = need(bar, prior);
+                let mut all = 0.0;
+                for c in &mut cursors {
+                    c.window = c.window_bound(lo32, hi32);
+                    all += c.window;
+                }
+                if all * (1.0 + SLACK) < window_need {
+                    continue;
+                }
+                // the non-essential terms: the smallest bounds adding up to less than needed
+                order.clear();
+                order.extend((0..cursors.len()).filter(|&i| cursors[i].window > 0.0));
+                order.sort_by(|&a, &b| cursors[a].window.total_cmp(&cursors[b].window));
+                sums.clear();
+                let mut sum = 0.0;
+                for &i in &order {
+                    sum += cursors[i].window;
+                    sums.push(sum);
+                }
+                let lazy = sums
+                    .iter()
+                    .take_while(|&&s| s * (1.0 + SLACK) < window_need)
+                    .count();
+                for &i in &order[lazy..] {
+                    let c = &mut cursors[i];
+                    c.score_window(lo32, hi32)?;
+                    for &(id, v) in &c.adds {
+                        let j = (id - lo32) as usize;
+                        acc[j] += v;
+                        reached[j / 64] |= 1 << (j % 64);
+                    }
+                }
+                for (word, bits) in reached.iter_mut().enumerate() {
+                    let mut bits = std::mem::take(bits);
+                    while bits != 0 {
+                        let j = word * 64 + bits.trailing_zeros() as usize;
+                        bits &= bits - 1;
+                        let mut a = std::mem::take(&mut acc[j]);
+                        let d = lo32 + j as u32;
+                        let id = offset + d as usize;
+                        let caution = cautions.is_some_and(|c| c.get(id));
+                        let bar = if caution {
+                            best.bar().min(best_cautions.bar())
+                        } else {
+                            best.bar()
+                        };
+                        let prior = priors.prior[id];
+                        if prior <= 0.0 {
+                            continue;
+                        }
+                        let needed = need(bar, prior);
+                        // the non-essential terms, largest bound first, while the doc can make it
+                        let mut short = false;
+                        for x in (0..lazy).rev() {
+                            if (a + sums[x]) * (1.0 + SLACK) < needed {
+                                short = true;
+                                break;
+                            }
+                            let c = &mut cursors[order[x]];
+                            if let Some(s) = c.sat_at(d)? {
+                                let v = c.share * s;
+                                a += v;
+                                row[c.t] = v;
+                            }
+                        }
+                        if short || a * (1.0 + SLACK) < needed {
+                            row.fill(0.0);
+                            continue;
+                        }
+                        // in full: the request's terms in order, as the exhaustive search sums
+                        for &i in &order[lazy..] {
+                            let c = &mut cursors[i];
+                            if let Some(v) = c.added(d) {
+                                row[c.t] = v;
+                            }
+                        }
+                        let mut exact = 0.0;
+                        for v in &mut row {
+                            exact += std::mem::take(v);
+                        }
+                        if exact <= 0.0 {
+                            continue;
+                        }
+                        let sim = exact / total;
+                        if sim < settings.min_similarity {
+                            continue;
+                        }
+                        let (parts, caution) = self.parts(id, sim, scored, settings)?;
+                        if parts.score > 0.0 {
+                            best.push(parts.score);
+                            if caution {
+                                best_cautions.push(parts.score);
+                            }
+                            out.push((parts.score, sim, id, caution));
+                        }
+                    }
+                }
+            }
+        }
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::InferredTags;
+    use crate::retrieve::record::Record;
+    use proptest::prelude::*;
+
+    const WORDS: [&str; 14] = [
+        "git", "merge", "rebase", "cache", "lint", "test", "deploy", "docker", "rust", "panic",
+        "timeout", "retry", "flaky", "ci",
+    ];
+    const TAGS: [&str; 4] = ["ci", "git", "rust", "docker build"];
+
+    /// A small deterministic generator (splitmix64).
+    struct Rng(u64);
+
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+            let mut z = self.0;
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            z ^ (z >> 31)
+        }
+        fn below(&mut self, n: usize) -> usize {
+            (self.next() % n as u64) as usize
+        }
+        fn chance(&mut self, percent: usize) -> bool {
+            self.below(100) < percent
+        }
+        /// `least` to `least + more` words, skewed towards the first ones (long lists for them, short for the rest).
+        fn words(&mut self, least: usize, more: usize) -> String {
+            let n = least + self.below(more + 1);
+            (0..n)
+                .map(|_| {
+                    let a = self.below(WORDS.len());
+                    WORDS[self.below(a + 1)]
+                })
+                .collect::<Vec<_>>()
+                .join(" ")
+        }
+    }
+
+    const DAY_S: i64 = 86_400;
+    const NOW_S: i64 = 1_800_000_000;
+
+    fn record(rng: &mut Rng, path: &str, slugs: usize) -> Record {
+        let slug = path.trim_end_matches(".md").replace('/', "-");
+        let body_len = [0, 3, 20, 60, 250][rng.below(5)];
+        let lesson = LessonFields {
+            slug: slug.clone(),
+            title: rng.words(1, 2),
+            description: rng.words(0, 5),
+            tags: (0..rng.below(3))
+                .map(|_| TAGS[rng.below(TAGS.len())].to_string())
+                .collect(),
+            targets: if rng.chance(10) {
+                vec![TargetGlobs {
+                    operator: None,
+                    role: Some(["rev*", "dev"][rng.below(2)].to_string()),
+                    skill: None,
+                }]
+            } else {
+                Vec::new()
+            },
+            outcome: crate::lesson::Outcome::Success,
+            confidence: [0.0, 0.3, 0.5, 0.9, 1.0][rng.below(5)],
+            successes: rng.below(4) as u64,
+            failures: rng.below(4) as u64,
+            supersedes: if rng.chance(5) {
+                vec![format!("l{}", rng.below(slugs))]
+            } else {
+                Vec::new()
+            },
+            expires_ns: rng
+                .chance(10)
+                .then(|| (NOW_S + [-DAY_S, DAY_S][rng.below(2)]) * 1_000_000_000),
+            conflicts_with: Vec::new(),
+            gist: String::new(),
+            body: rng.words(body_len, body_len / 2),
+            errors: if rng.chance(3) {
+                vec!["S001".to_string()]
+            } else {
+                Vec::new()
+            },
+            ledger_at_s: rng
+                .chance(70)
+                .then(|| NOW_S - rng.below(900) as i64 * DAY_S),
+            ledger_conflicts: Vec::new(),
+        };
+        Record {
+            path: path.to_string(),
+            stat: FileStat::default(),
+            lesson: Some(lesson),
+        }
+    }
+
+    /// A bank of `n` lessons, and with `delta`, a delta that changes some and adds others.
+    fn bank(seed: u64, n: usize, delta: bool) -> Index {
+        let mut rng = Rng(seed);
+        let records: Vec<Record> = (0..n)
+            .map(|i| record(&mut rng, &format!("l{i:04}.md"), n))
+            .collect();
+        let index = Index::build(records.clone(), Header::default());
+        if !delta {
+            return index;
+        }
+        // base ids are path order, which is the order the records were made in
+        let mut deleted = Vec::new();
+        let mut changed = Vec::new();
+        for (id, r) in records.iter().enumerate() {
+            if rng.chance(8) {
+                deleted.push(id as u32);
+                if rng.chance(60) {
+                    changed.push(record(&mut rng, &r.path, n));
+                }
+            }
+        }
+        for i in 0..rng.below(40) {
+            changed.push(record(&mut rng, &format!("new{i:03}.md"), n));
+        }
+        changed.sort_by(|a, b| path_order(&a.path, &b.path));
+        let header = index.base.header;
+        let patch = Patch {
+            deleted,
+            restat: Vec::new(),
+        };
+        let bytes = segment::encode(Kind::Delta, header, changed.clone(), &patch);
+        let delta = Segment::parse(bytes).unwrap();
+        let mut out = Index::new(index.base.clone(), Some(Arc::new(delta))).unwrap();
+        let fields = records
+            .iter()
+            .chain(&changed)
+            .map(|r| r.lesson.clone())
+            .collect();
+        out.fields = Fields::Memory(fields);
+        out
+    }
+
+    fn request(rng: &mut Rng) -> (Request, Settings) {
+        let mut text = rng.words(1, 5);
+        if rng.chance(20) {
+            text.push_str(" zyxwv");
+        }
+        let req = Request {
+            text,
+            tags: if rng.chance(20) {
+                vec![TAGS[rng.below(TAGS.len())].to_string()]
+            } else {
+                Vec::new()
+            },
+            role: rng.chance(30).then(|| "reviewer".to_string()),
+            k: Some([1, 2, 3, 5, 10, 40][rng.below(6)]),
+            include_expired: rng.chance(30),
+            inferred_tags: Some(
+                [
+                    InferredTags::Ignore,
+                    InferredTags::Boost,
+                    InferredTags::Gate,
+                ][rng.below(3)],
+            ),
+            now: jiff::Timestamp::from_second(NOW_S).unwrap(),
+            ..Request::default()
+        };
+        let settings = Settings {
+            max_cautions: rng.below(3),
+            min_similarity: [0.0, 0.05, 0.2][rng.below(3)],
+            tag_boost: [1.0, 1.5, 0.5][rng.below(3)],
+            b: [0.0, 0.75, 1.0][rng.below(3)],
+            ..Settings::default()
+        };
+        (req, settings)
+    }
+
+    /// Everything a search says (`{:?}` writes a float so that it reads back to the same bits).
+    fn said(s: &Search) -> String {
+        let hits: Vec<_> = s
+            .hits
+            .iter()
+            .map(|h| {
+                (
+                    &h.slug,
+                    &h.path,
+                    format!("{:?}", h.score),
+                    h.kept_as_caution,
+                )
+            })
+            .collect();
+        format!(
+            "{hits:?} {} {} {} {:?}",
+            s.eligible, s.postings, s.skipped_terms, s.stale
+        )
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(48))]
+
+        #[test]
+        fn the_pruned_search_is_the_exhaustive_one(
+            seed in any::<u64>(),
+            n in 1usize..700,
+            delta in proptest::bool::weighted(0.4),
+        ) {
+            let index = bank(seed, n, delta);
+            let mut rng = Rng(seed ^ 0x5555);
+            for _ in 0..12 {
+                let (req, settings) = request(&mut rng);
+                let pruned = index.search_with(&req, &settings, false).unwrap();
+                let exhaustive = index.search_with(&req, &settings, true).unwrap();
+                prop_assert_eq!(said(&pruned), said(&exhaustive), "{:?} {:?}", req, settings);
+            }
+        }
+    }
+
+    #[test]
+    fn a_search_scores_fewer_docs_than_match() {
+        let index = bank(7, 3000, false);
+        let req = Request {
+            text: "git merge rebase cache".into(),
+            k: Some(3),
+            now: jiff::Timestamp::from_second(NOW_S).unwrap(),
+            ..Request::default()
+        };
+        let settings = Settings::default();
+        let all = index.score_all(&req, &settings).unwrap();
+        let matching = index.matching(&all, &settings).unwrap().len();
+        let (mut scored, terms) = index.gated(&req, &settings).unwrap();
+        let pruned = index
+            .pruned(&mut scored, &terms, &settings, 3)
+            .unwrap()
+            .len();
+        assert!(pruned * 4 < matching, "{pruned} scored of {matching}");
+        assert_eq!(
+            said(&index.search(&req, &settings).unwrap()),
+            said(&index.search_with(&req, &settings, true).unwrap())
+        );
+    }
+
+    #[test]
+    fn any_in_sees_the_range_only() {
+        let mut bits = Bits::new(200);
+        bits.set(64);
+        bits.set(130);
+        assert!(bits.any_in(0, 65) && bits.any_in(64, 65) && bits.any_in(100, 131));
+        assert!(!bits.any_in(0, 64) && !bits.any_in(65, 130) && !bits.any_in(131, 200));
+        assert!(!bits.any_in(5, 5));
+    }
+}
