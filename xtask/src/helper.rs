@@ -11,6 +11,13 @@
 //!                                                open BANK with the lesson library once, run
 //!                                                every query once untimed, then RUNS timed
 //!                                                rounds; print the timings as JSON
+//! xtask bench-helper lesson-warm-exhaustive BANK K RUNS QUERY...
+//!                                                the same, every query scoring every posting
+//! xtask bench-helper tantivy-warm DIR K RUNS QUERY...
+//!                                                the same with tantivy: the searcher opened
+//!                                                once and kept open
+//! xtask bench-helper stat-walk BANK              stat every lesson file of BANK with lesson's
+//!                                                walker, read nothing; print the count
 //! ```
 
 use std::io::Write;
@@ -22,7 +29,7 @@ use crate::baseline::{bm25, fts5, lesson_docs, Hit};
 use crate::bench::json::Json;
 
 /// The usage line of the helper.
-pub const USAGE: &str = "Usage: xtask bench-helper (fts5-build BANK DB | fts5-query DB QUERY [K] | tantivy-build BANK DIR | tantivy-query DIR QUERY [K] | lesson-warm BANK K RUNS QUERY...)";
+pub const USAGE: &str = "Usage: xtask bench-helper (fts5-build BANK DB | fts5-query DB QUERY [K] | tantivy-build BANK DIR | tantivy-query DIR QUERY [K] | lesson-warm[-exhaustive] BANK K RUNS QUERY... | tantivy-warm DIR K RUNS QUERY... | stat-walk BANK)";
 
 /// Run one helper command.
 pub fn run(args: &[String]) -> anyhow::Result<()> {
@@ -50,13 +57,24 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
             let searcher = bm25::Searcher::open(Path::new(arg(1)?))?;
             print_hits(&searcher.search(arg(2)?, k()?)?)?;
         }
-        "lesson-warm" => {
+        "lesson-warm" | "lesson-warm-exhaustive" | "tantivy-warm" => {
             let number = |i: usize| -> anyhow::Result<usize> {
                 arg(i)?
                     .parse()
                     .with_context(|| format!("argument {i} must be a number"))
             };
-            lesson_warm(Path::new(arg(1)?), number(2)?, number(3)?, &args[4..])?;
+            let (dir, k, runs, queries) = (Path::new(arg(1)?), number(2)?, number(3)?, &args[4..]);
+            match arg(0)? {
+                "tantivy-warm" => tantivy_warm(dir, k, runs, queries)?,
+                helper => lesson_warm(dir, k, runs, queries, helper.ends_with("exhaustive"))?,
+            }
+        }
+        "stat-walk" => {
+            let config = lesson::config::Config::default();
+            let exclude = lesson::bank::exclude_set(&config)?;
+            let files = lesson::walk::lesson_files(Path::new(arg(1)?), &exclude);
+            let stated = files.iter().filter(|f| f.meta.is_some()).count();
+            println!("{stated} lesson files stat-ed");
         }
         other => bail!("unknown helper `{other}`\n{USAGE}"),
     }
@@ -86,7 +104,15 @@ fn print_hits(hits: &[Hit]) -> anyhow::Result<()> {
 /// files) is timed once; every query then runs once untimed and `runs` times timed, each a
 /// [`Retriever::search`](lesson::retrieve::Retriever::search) on the index as opened. Prints
 /// `{"open_s", "queries": [{"query", "hits", "top", "runs_s": [...]}]}`.
-fn lesson_warm(bank: &Path, k: usize, runs: usize, queries: &[String]) -> anyhow::Result<()> {
+/// With `exhaustive`, each query scores every posting (the pruned search's oracle), on the
+/// same open index.
+fn lesson_warm(
+    bank: &Path,
+    k: usize,
+    runs: usize,
+    queries: &[String],
+    exhaustive: bool,
+) -> anyhow::Result<()> {
     use lesson::retrieve::{Request, Retriever};
     use std::time::Instant;
 
@@ -99,22 +125,54 @@ fn lesson_warm(bank: &Path, k: usize, runs: usize, queries: &[String]) -> anyhow
         Retriever::open(bank).with_context(|| format!("cannot open {}", bank.display()))?;
     let open = start.elapsed();
     let request = |q: &str| Request::new(q).k(k).now(now);
+    warm_rounds(open, runs, queries, |q| {
+        let request = request(q);
+        let start = Instant::now();
+        let found = if exhaustive {
+            let settings = retriever.settings().clone();
+            retriever.index().search_exhaustive(&request, &settings)?
+        } else {
+            retriever.search(&request)?
+        };
+        let took = start.elapsed();
+        Ok((took, found.hits.iter().map(|h| h.slug.clone()).collect()))
+    })
+}
+
+/// tantivy's warm query, as [`lesson_warm`] times lesson's: the index opened once (timed),
+/// the searcher kept, every query once untimed and then `runs` rounds timed.
+fn tantivy_warm(dir: &Path, k: usize, runs: usize, queries: &[String]) -> anyhow::Result<()> {
+    use std::time::Instant;
+
+    let start = Instant::now();
+    let searcher = bm25::Searcher::open(dir)?;
+    let open = start.elapsed();
+    warm_rounds(open, runs, queries, |q| {
+        let start = Instant::now();
+        let hits = searcher.search(q, k)?;
+        let took = start.elapsed();
+        Ok((took, hits.into_iter().map(|h| h.id).collect()))
+    })
+}
+
+/// Every query once untimed, then `runs` timed rounds of `search` (which times itself and
+/// gives the hits' ids); prints `{"open_s", "queries": [{"query", "hits", "top", "runs_s"}]}`.
+fn warm_rounds(
+    open: std::time::Duration,
+    runs: usize,
+    queries: &[String],
+    mut search: impl FnMut(&str) -> anyhow::Result<(std::time::Duration, Vec<String>)>,
+) -> anyhow::Result<()> {
     let mut results = Vec::with_capacity(queries.len());
     for q in queries {
-        let found = retriever.search(&request(q))?;
-        results.push((
-            found.hits.len(),
-            found.hits.first().map(|h| h.slug.clone()),
-            Vec::new(),
-        ));
+        let (_, hits) = search(q)?;
+        results.push((hits.len(), hits.into_iter().next(), Vec::new()));
     }
     for _ in 0..runs {
         for (q, (_, _, times)) in queries.iter().zip(&mut results) {
-            let request = request(q);
-            let start = Instant::now();
-            let found = retriever.search(&request)?;
-            times.push(Json::Num(start.elapsed().as_secs_f64()));
-            std::hint::black_box(found);
+            let (took, hits) = search(q)?;
+            times.push(Json::Num(took.as_secs_f64()));
+            std::hint::black_box(hits);
         }
     }
     let json = Json::Obj(vec![

@@ -266,18 +266,34 @@ impl Index {
             .map_err(|e| *e)
     }
 
-    /// How many of a segment's postings are of live docs (the exhaustive search's count).
+    /// How many of a segment's postings are of live docs (the exhaustive search's count):
+    /// only the base has dead docs, and only the blocks whose range holds one are decoded.
     fn live_count(&self, list: &TermList, offset: usize) -> Result<u64, Corrupt> {
         if self.deleted_count == 0 || offset != 0 {
             return Ok(list.count as u64);
         }
-        let mut df = 0;
-        list.for_each_posting(|id, _| {
-            if !self.deleted.get(id as usize) {
-                df += 1;
+        let mut skips = Vec::new();
+        list.skips(&mut skips)?;
+        let mut block = Block::default();
+        let mut dead = 0u64;
+        for b in 0..list.block_count() {
+            if let Some(s) = skips.get(b) {
+                let first = b.checked_sub(1).map_or(0, |p| skips[p].last as usize + 1);
+                let hi = (s.last as usize + 1).min(self.base_count);
+                if !self.deleted.any_in(first, hi) {
+                    continue;
+                }
             }
-        })?;
-        Ok(df)
+            list.block(&skips, b, &mut block)?;
+            for &id in &block.ids[..block.len] {
+                let id = id as usize;
+                if id >= self.base_count {
+                    return Err(Corrupt("doc id out of range"));
+                }
+                dead += u64::from(self.deleted.get(id));
+            }
+        }
+        Ok(list.count as u64 - dead)
     }
 
     /// The candidates of a request with text whose eligible docs are not none, less those
@@ -291,7 +307,9 @@ impl Index {
         k: usize,
     ) -> Result<Vec<Candidate>, Corrupt> {
         // the shares and the total, in term order, as the exhaustive search has them
+        // (and each term's list in the base and the delta, read once)
         let mut shares: Vec<(Term, f64)> = Vec::new();
+        let mut lists: Vec<[Option<TermList>; 2]> = Vec::new();
         let mut total = 0.0;
         for &term in terms {
             if self.is_stop_term(term)? {
@@ -299,15 +317,18 @@ impl Index {
                 continue;
             }
             let mut df = 0u64;
-            for (seg, offset) in self.segments() {
+            let mut found = [None, None];
+            for (s, (seg, offset)) in self.segments().enumerate() {
                 if let Some(list) = seg.postings(term)? {
                     scored.search.postings += list.count as u64;
                     df += self.live_count(&list, offset)?;
+                    found[s] = Some(list);
                 }
             }
             let share = score::share(term, df, self.lessons, settings);
             total += share;
             shares.push((term, share));
+            lists.push(found);
         }
         scored.similarity = Similarity::Bounded;
         let mut out = Vec::new();
@@ -337,10 +358,10 @@ impl Index {
         let mut row = vec![0.0f64; shares.len()];
         let mut order: Vec<usize> = Vec::new();
         let mut sums: Vec<f64> = Vec::new();
-        for (seg, offset) in self.segments() {
+        for (s, (seg, offset)) in self.segments().enumerate() {
             let mut cursors: Vec<Cursor> = Vec::new();
             for (t, &(term, share)) in shares.iter().enumerate() {
-                let Some(list) = seg.postings(term)? else {
+                let Some(list) = lists[t][s] else {
                     continue;
                 };
                 let kind = text::kind(term);

@@ -419,6 +419,13 @@ impl Index {
         self.search_with(req, settings, false)
     }
 
+    /// [`Index::search`] scoring every posting, term at a time: the oracle of the pruned
+    /// search, for tests and benchmarks.
+    #[doc(hidden)]
+    pub fn search_exhaustive(&self, req: &Request, settings: &Settings) -> Result<Search, Corrupt> {
+        self.search_with(req, settings, true)
+    }
+
     /// [`Index::search`], pruned or (`exhaustive`, or settings the bounds do not hold for)
     /// scoring every posting.
     pub(super) fn search_with(

@@ -482,6 +482,8 @@ fn measure_bank(
         rows.push(row);
     }
 
+    rows.push(measure_stat_walk(at, p, runs)?);
+
     if p.lesson_skipped.is_none() {
         match &lesson_top {
             Some((slug, path)) => {
@@ -533,12 +535,26 @@ fn measure_bank(
     } else {
         rows.extend(measure_watcher(at, p, queries, runs, &mut notes)?);
     }
-    if p.lesson_skipped.is_none() {
-        rows.push(measure_warm(at, p, queries, runs, &mut notes)?);
+    for warm in [Warm::Lesson, Warm::Exhaustive] {
+        if p.lesson_skipped.is_none() {
+            rows.push(measure_warm(at, p, warm, queries, runs, &mut notes)?);
+        } else {
+            rows.push(Row::skipped(warm_row(warm), "needs `lesson search`".into()));
+        }
+    }
+    if active.contains(&Tool::Tantivy) {
+        rows.push(measure_warm(
+            at,
+            p,
+            Warm::Tantivy,
+            queries,
+            runs,
+            &mut notes,
+        )?);
     } else {
         rows.push(Row::skipped(
-            "lesson in-process (warm)",
-            "needs `lesson search`".into(),
+            warm_row(Warm::Tantivy),
+            "tantivy is not measured at this size".into(),
         ));
     }
     if p.lesson_skipped.is_none() && tools::has_subcommand(&p.lesson, "mcp") {
@@ -552,21 +568,77 @@ fn measure_bank(
     Ok((rows, notes))
 }
 
+/// A warm in-process query.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Warm {
+    /// `lesson::retrieve::Retriever::search`.
+    Lesson,
+    /// The same index searched exhaustively (every posting scored): the pruned search's oracle.
+    Exhaustive,
+    /// tantivy's searcher kept open.
+    Tantivy,
+}
+
+/// The name of the warm in-process row of `warm`.
+fn warm_row(warm: Warm) -> &'static str {
+    match warm {
+        Warm::Lesson => "lesson in-process (warm)",
+        Warm::Exhaustive => "lesson exhaustive (warm)",
+        Warm::Tantivy => "tantivy in-process (warm)",
+    }
+}
+
+/// The name of the stat-walk floor row.
+const STAT_WALK_ROW: &str = "stat-walk floor";
+
+/// The floor of a search without a watcher: `xtask bench-helper stat-walk`, a new process that
+/// walks the bank with lesson's walker and stats every lesson file, reading none (what `lesson
+/// search` must do before it can trust its index). Measured `runs` × 5 times.
+fn measure_stat_walk(at: &Places, p: &Programs, runs: usize) -> anyhow::Result<Row> {
+    let mut cmd = Cmd::new(
+        &p.xtask,
+        os(&[&"bench-helper", &"stat-walk", &at.bank]),
+        format!("xtask bench-helper stat-walk {}", at.bank.display()),
+    );
+    let output = at.output("stat-walk");
+    let mut row = Row::new(STAT_WALK_ROW, cmd.shown.clone());
+    for _ in 0..runs * 5 {
+        row.query.samples.push(timed(&mut cmd, &output, &[0])?);
+    }
+    if let Some(st) = row.query.stats() {
+        let median = Sample {
+            wall: st.median,
+            user: st.cpu_median,
+            sys: Duration::ZERO,
+            max_rss_kib: 0,
+        };
+        log(at.lessons, "stat-walk floor, median", &median);
+    }
+    Ok(row)
+}
+
 /// The warm in-process query: `xtask bench-helper lesson-warm` opens the bank once with the
-/// lesson library and times each query `runs` times on the open [`lesson::retrieve::Retriever`].
+/// lesson library and times each query `runs` times on the open [`lesson::retrieve::Retriever`];
+/// `tantivy-warm` does the same with tantivy's searcher kept open.
 /// Each sample's peak RSS is the helper's whole peak (the open index and every query).
 fn measure_warm(
     at: &Places,
     p: &Programs,
+    tool: Warm,
     queries: &[String],
     runs: usize,
     notes: &mut Vec<String>,
 ) -> anyhow::Result<Row> {
     let n = at.lessons;
+    let (helper, dir) = match tool {
+        Warm::Tantivy => ("tantivy-warm", at.tantivy_dir.as_path()),
+        Warm::Lesson => ("lesson-warm", at.bank),
+        Warm::Exhaustive => ("lesson-warm-exhaustive", at.bank),
+    };
     let mut args = os(&[
         &"bench-helper",
-        &"lesson-warm",
-        &at.bank,
+        &helper,
+        &dir,
         &K.to_string(),
         &runs.to_string(),
     ]);
@@ -575,20 +647,20 @@ fn measure_warm(
         &p.xtask,
         args,
         format!(
-            "xtask bench-helper lesson-warm {} {K} {runs} <queries>",
-            at.bank.display()
+            "xtask bench-helper {helper} {} {K} {runs} <queries>",
+            dir.display()
         ),
     );
     cmd.command.env("LESSON_NOW", NOW);
-    let output = at.output("lesson-warm");
+    let output = at.output(helper);
     let process = timed(&mut cmd, &output, &[0])?;
     let stdout = std::fs::read_to_string(&output.stdout)
         .with_context(|| format!("cannot read {}", output.stdout.display()))?;
     let json: serde_json::Value =
-        serde_json::from_str(&stdout).context("lesson-warm printed no JSON")?;
+        serde_json::from_str(&stdout).with_context(|| format!("{helper} printed no JSON"))?;
     let secs_of = |v: &serde_json::Value| Duration::from_secs_f64(v.as_f64().unwrap_or(0.0));
     let open = secs_of(&json["open_s"]);
-    let mut row = Row::new("lesson in-process (warm)", cmd.shown);
+    let mut row = Row::new(warm_row(tool), cmd.shown);
     for (q, entry) in queries
         .iter()
         .zip(json["queries"].as_array().into_iter().flatten())
@@ -606,7 +678,7 @@ fn measure_warm(
             .collect();
         let hits = entry["hits"].as_u64().unwrap_or(0) as usize;
         if hits == 0 {
-            notes.push(format!("lesson in-process found nothing for {q:?}"));
+            notes.push(format!("{} found nothing for {q:?}", warm_row(tool)));
         }
         row.query.samples.extend(&samples);
         row.per_query.push((
@@ -624,14 +696,27 @@ fn measure_warm(
             sys: Duration::ZERO,
             max_rss_kib: process.max_rss_kib,
         };
-        log(n, "in-process (warm), median query", &median);
+        log(n, &format!("{}, median query", warm_row(tool)), &median);
     }
-    notes.push(format!(
-        "lesson in-process (warm): Retriever::open (load the index, check the files) took {}, once; \
-         the query column is one Retriever::search on the open index (no file check), \
-         timed inside the process (the xtask binary, system allocator)",
-        ms(open)
-    ));
+    notes.push(match tool {
+        Warm::Exhaustive => format!(
+            "lesson exhaustive (warm): the same open index, every query scoring every posting \
+             term at a time (the pruned search's oracle; Retriever::open took {})",
+            ms(open)
+        ),
+        Warm::Tantivy => format!(
+            "tantivy in-process (warm): opening the index took {}, once; the query column is one \
+             search on the searcher kept open (the same queries, hits read back), timed inside \
+             the process",
+            ms(open)
+        ),
+        _ => format!(
+            "lesson in-process (warm): Retriever::open (load the index, check the files) took {}, once; \
+             the query column is one Retriever::search on the open index (no file check), \
+             timed inside the process (the xtask binary, system allocator)",
+            ms(open)
+        ),
+    });
     Ok(row)
 }
 
@@ -1233,6 +1318,10 @@ fn render(
           column, the watcher's peak RSS.\n\
           lesson in-process (warm): one query on a Retriever the process keeps open (the library,\n\
           as a runtime would use it), timed inside the process; its RSS is the process's peak.\n\
+          lesson exhaustive (warm): the same, every posting scored (the pruned search's oracle).\n\
+          tantivy in-process (warm): the same queries on tantivy's searcher kept open.\n\
+          stat-walk floor: a new process that stats every lesson file with lesson's walker and\n\
+          reads nothing: what a search without a watcher pays before it trusts its index.\n\
           lesson mcp (running server): one tools/call search through a running `lesson mcp`, from\n\
           the request written to the answer read; its RSS is the server's peak.\n";
     let x = |v: Option<f64>| v.map_or_else(|| "-".into(), ratio);
@@ -1269,11 +1358,25 @@ fn render(
                     .map_or_else(|| "-".into(), ms),
             );
         }
-        if let Some(w) = r.query_median("lesson in-process (warm)") {
-            let (rg, tantivy) = vs(w);
+        if let (Some(l), Some(walk)) = (lesson, r.query_median(STAT_WALK_ROW)) {
             s += &format!(
-                "         in-process, warm: a query {} = {rg} rg, {tantivy} tantivy's one-shot process\n",
+                "         without a watcher: lesson search {} = {} the stat-walk floor ({})\n",
+                ms(l),
+                x(over(Some(l), Some(walk))),
+                ms(walk),
+            );
+        }
+        if let Some(w) = r.query_median(warm_row(Warm::Lesson)) {
+            let (rg, tantivy) = vs(w);
+            let warm = r.query_median(warm_row(Warm::Tantivy));
+            let exhaustive = r.query_median(warm_row(Warm::Exhaustive));
+            s += &format!(
+                "         in-process, warm: a query {} = {rg} rg, {tantivy} tantivy's one-shot process, {} tantivy's warm query ({}), {} the exhaustive query ({})\n",
                 ms(w),
+                x(over(Some(w), warm)),
+                warm.map_or_else(|| "-".into(), ms),
+                x(over(Some(w), exhaustive)),
+                exhaustive.map_or_else(|| "-".into(), ms),
             );
         }
         if let Some(m) = r.query_median(MCP_ROW) {
