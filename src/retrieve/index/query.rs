@@ -413,7 +413,7 @@ impl Index {
     /// doc), then the top K by score with the cautions kept, each checked against its file.
     ///
     /// Only the docs that can reach the top K (or the cautions kept) are scored in full
-    /// ([`Index::pruned`]); the hits and their scores are the exhaustive search's, to the
+    /// (MaxScore, `index/prune.rs`); the hits and their scores are the exhaustive search's, to the
     /// last bit.
     pub fn search(&self, req: &Request, settings: &Settings) -> Result<Search, Corrupt> {
         self.search_with(req, settings, false)
