@@ -6,8 +6,9 @@ use serde::Serialize;
 
 use crate::bank::Status;
 use crate::document::{Body, Document};
-use crate::git::provenance::{LessonStamps, Provenance, Stamp};
-use crate::index_md::IndexEntry;
+use crate::git::provenance::{LessonStamps, Stamp};
+use crate::index_md::status_text;
+use crate::listing::Listed;
 use crate::lesson::{Lesson, Target};
 
 /// A lesson as `list --format json` and `show --format json` print it: every frontmatter
@@ -35,6 +36,19 @@ pub struct LessonJson<'a> {
     /// The newest commit that changed, renamed or moved it.
     #[serde(skip_serializing_if = "Option::is_none")]
     changed: Option<StampJson<'a>>,
+    /// When the lesson was added (RFC 3339, UTC): from git when it is committed, else from its
+    /// ledger (`lesson list` only; absent when it has neither).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    created_at: Option<String>,
+    /// When it last changed, from the same source.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    updated_at: Option<String>,
+    /// `git` or `ledger`: where `created_at` and `updated_at` come from.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    dates_from: Option<&'static str>,
+    /// Who recorded the first event of its ledger (`lesson list` only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    added_by: Option<&'a str>,
     /// The body's title and sections (`lesson show` only).
     #[serde(skip_serializing_if = "Option::is_none")]
     body: Option<BodyJson<'a>>,
@@ -95,30 +109,22 @@ struct TriggerJson<'a> {
     targets: &'a [Target],
 }
 
-/// The bank's lessons as JSON views, sorted by slug (then path), files with errors of their own
-/// left out (as `_index.md` leaves them out), each with its provenance when the bank's is given;
-/// `keep` selects by status (`active`, `superseded`, `expired`). `lesson list --format json` and
-/// the MCP `list` tool print this.
-pub fn json_list<'a>(
-    bank: &'a crate::Bank,
-    provenance: Option<&'a Provenance>,
-    keep: impl Fn(&str) -> bool,
-) -> Vec<LessonJson<'a>> {
-    let mut lessons: Vec<(&Document, &Lesson)> = bank
-        .lessons()
-        .filter(|(doc, _)| !doc.has_file_errors())
-        .collect();
-    lessons.sort_by(|a, b| {
-        (&a.1.slug.value, &a.0.source.path).cmp(&(&b.1.slug.value, &b.0.source.path))
-    });
-    lessons
-        .into_iter()
-        .map(|(doc, lesson)| {
-            let stamps = provenance
-                .and_then(|p| p.get(&crate::layout::bank_relative(&bank.root, &doc.source.path)));
-            LessonJson::new(doc, lesson, bank.status(lesson)).with_provenance(stamps)
+/// The rows of a listing ([`crate::listing::list`]) as JSON views, in their order, each with its
+/// provenance, dates and author when the listing read them. `lesson list --format json` and the
+/// MCP `list` tool print this.
+pub fn json_list<'a>(rows: &'a [Listed<'a>]) -> Vec<LessonJson<'a>> {
+    rows.iter()
+        .map(|row| {
+            let mut json = LessonJson::new(row.doc, row.lesson, row.status.clone())
+                .with_provenance(row.stamps);
+            if let Some(d) = &row.dates {
+                json.created_at = Some(d.created.to_string());
+                json.updated_at = Some(d.updated.to_string());
+                json.dates_from = Some(d.from.as_str());
+            }
+            json.added_by = row.added_by.as_deref();
+            json
         })
-        .filter(|j| keep(j.status))
         .collect()
 }
 
@@ -161,6 +167,10 @@ impl<'a> LessonJson<'a> {
             },
             created: None,
             changed: None,
+            created_at: None,
+            updated_at: None,
+            dates_from: None,
+            added_by: None,
             body: None,
         }
     }
@@ -208,11 +218,6 @@ impl<'a> LessonJson<'a> {
     }
 }
 
-/// `lesson list`: an aligned table: slug, outcome, confidence, successes/failures, status, title.
-pub fn table(entries: &[IndexEntry]) -> String {
-    table_with(entries, None)
-}
-
 /// A commit in one short line: `2024-03-01 4f2a9c1 Ann`.
 pub fn stamp_line(stamp: &Stamp) -> String {
     format!(
@@ -236,49 +241,51 @@ pub fn provenance_line(stamps: LessonStamps<'_>) -> String {
     }
 }
 
-/// [`table`], with a `CHANGED` column (the date of the newest commit that changed each lesson)
-/// when the bank is in git; `-` for a lesson not committed yet.
-pub fn table_with(entries: &[IndexEntry], provenance: Option<&Provenance>) -> String {
-    if entries.is_empty() {
+/// `lesson list`'s table of a listing's rows, in their order: slug, outcome, confidence,
+/// successes/failures, status, then `CREATED` and `UPDATED` when the listing read dates (else
+/// `CHANGED`, the newest commit's date, when the bank is in git), `TAGS` (the query's tags each
+/// lesson has) when `tags` is set, and the title. `-` stands for a date a lesson does not have.
+pub fn listing_table(rows: &[Listed<'_>], dates: bool, in_git: bool, tags: bool) -> String {
+    if rows.is_empty() {
         return String::new();
     }
-    if let Some(p) = provenance {
-        let rows: Vec<[String; 7]> = entries
-            .iter()
-            .map(|e| {
-                [
-                    e.slug.clone(),
-                    e.outcome.clone(),
-                    e.confidence.clone(),
-                    format!("{}/{}", e.success_count, e.failure_count),
-                    e.status.clone(),
-                    p.get(&e.path).map_or_else(
-                        || "-".to_string(),
-                        |s| s.changed.time.strftime("%Y-%m-%d").to_string(),
-                    ),
-                    e.title.split_whitespace().collect::<Vec<_>>().join(" "),
-                ]
-            })
-            .collect();
-        let header = [
-            "SLUG", "OUTCOME", "CONF", "S/F", "STATUS", "CHANGED", "TITLE",
-        ]
-        .map(String::from);
-        return super::aligned(&header, &rows);
+    let day = |t: Option<jiff::Timestamp>| {
+        t.map_or_else(|| "-".to_string(), |t| t.strftime("%Y-%m-%d").to_string())
+    };
+    let mut header = vec!["SLUG", "OUTCOME", "CONF", "S/F", "STATUS"];
+    if dates {
+        header.extend(["CREATED", "UPDATED"]);
+    } else if in_git {
+        header.push("CHANGED");
     }
-    let rows: Vec<[String; 6]> = entries
+    if tags {
+        header.push("TAGS");
+    }
+    header.push("TITLE");
+    let table: Vec<Vec<String>> = rows
         .iter()
-        .map(|e| {
-            [
-                e.slug.clone(),
-                e.outcome.clone(),
-                e.confidence.clone(),
-                format!("{}/{}", e.success_count, e.failure_count),
-                e.status.clone(),
-                e.title.split_whitespace().collect::<Vec<_>>().join(" "),
-            ]
+        .map(|r| {
+            let l = r.lesson;
+            let mut row = vec![
+                l.slug.value.clone(),
+                l.outcome.value.as_str().to_string(),
+                format!("{:.2}", l.confidence()),
+                format!("{}/{}", l.successes(), l.failures()),
+                status_text(&r.status),
+            ];
+            if dates {
+                row.push(day(r.dates.as_ref().map(|d| d.created)));
+                row.push(day(r.dates.as_ref().map(|d| d.updated)));
+            } else if in_git {
+                row.push(day(r.stamps.map(|s| s.changed.time)));
+            }
+            if tags {
+                row.push(r.matched_tags.join(","));
+            }
+            row.push(l.title.value.split_whitespace().collect::<Vec<_>>().join(" "));
+            row
         })
         .collect();
-    let header = ["SLUG", "OUTCOME", "CONF", "S/F", "STATUS", "TITLE"].map(String::from);
-    super::aligned(&header, &rows)
+    let header: Vec<String> = header.into_iter().map(String::from).collect();
+    super::aligned_rows(&header, &table)
 }

@@ -15,7 +15,7 @@ const LAYERS: &[&[&str]] = &[
     &["edit"],
     &["ledger", "git"],
     &["bank", "merge"],
-    &["index_md"],
+    &["index_md", "listing"],
     &["lint"],
     &["retrieve"],
     &["dedup"],

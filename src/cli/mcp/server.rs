@@ -346,13 +346,12 @@ impl Lessons {
     fn do_list(&self, p: params::List) -> Outcome {
         let bank = super::super::load_lessons(self.root())
             .map_err(|e| Envelope::new(ErrorCode::BankUnavailable, format!("{e:#}")))?;
-        let keep = |state: &str| match p.status {
-            params::Status::All => true,
-            params::Status::Active => state == "active",
-            params::Status::Superseded => state == "superseded",
-            params::Status::Expired => state == "expired",
-        };
-        let json = lesson::report::lessons::json_list(&bank, None, keep);
+        let query = p
+            .query(bank.now)
+            .map_err(|e| Envelope::new(ErrorCode::InvalidRequest, e.to_string()))?;
+        let provenance = lesson::git::provenance::Provenance::of_bank(&bank.root).ok().flatten();
+        let rows = lesson::listing::list(&bank, provenance.as_ref(), &query);
+        let json = lesson::report::lessons::json_list(&rows);
         let left_out = lesson::index_md::left_out(&bank);
         Ok(json!({"lessons": json, "left_out": left_out}))
     }
@@ -530,7 +529,7 @@ impl Lessons {
 
     /// `list`.
     #[tool(
-        description = "The bank's lessons (as `lesson list --format json`), optionally by status."
+        description = "The bank's lessons (as `lesson list --format json`), selected by status, dates (since, until), tags, outcomes, origins and author (by), sorted (name, created, updated, tags) and cut (limit)."
     )]
     async fn list(
         &self,
