@@ -21,6 +21,7 @@ mod fast_paths;
 mod index_md;
 mod ledger;
 mod left_out;
+mod listing;
 mod lint_defects;
 mod man;
 #[cfg(feature = "mcp")]
