@@ -458,11 +458,15 @@ fn dates_of(
         return (Some(dates), added_by);
     }
     let ats = ledger.entries.iter().map(|e| e.event.at);
-    let dates = ats.clone().min().zip(ats.max()).map(|(created, updated)| Dates {
-        created,
-        updated,
-        from: DatesFrom::Ledger,
-    });
+    let dates = ats
+        .clone()
+        .min()
+        .zip(ats.max())
+        .map(|(created, updated)| Dates {
+            created,
+            updated,
+            from: DatesFrom::Ledger,
+        });
     (dates, added_by)
 }
 
@@ -542,14 +546,31 @@ mod tests {
         assert_eq!(parse_since("3h", now()), Ok(at("2026-11-26T12:30:00Z")));
         assert_eq!(parse_since("today", now()), Ok(at("2026-11-26T00:00:00Z")));
         assert_eq!(parse_until("today", now()), Ok(at("2026-11-27T00:00:00Z")));
-        assert_eq!(parse_since("yesterday", now()), Ok(at("2026-11-25T00:00:00Z")));
-        assert_eq!(parse_since("2026-11-01", now()), Ok(at("2026-11-01T00:00:00Z")));
-        assert_eq!(parse_until("2026-11-01", now()), Ok(at("2026-11-02T00:00:00Z")));
+        assert_eq!(
+            parse_since("yesterday", now()),
+            Ok(at("2026-11-25T00:00:00Z"))
+        );
+        assert_eq!(
+            parse_since("2026-11-01", now()),
+            Ok(at("2026-11-01T00:00:00Z"))
+        );
+        assert_eq!(
+            parse_until("2026-11-01", now()),
+            Ok(at("2026-11-02T00:00:00Z"))
+        );
         assert_eq!(
             parse_until("2026-11-01T10:00:00Z", now()),
             Ok(at("2026-11-01T10:00:01Z"))
         );
-        for bad in ["", "d", "-3d", "7x", "last week", "2026-13-01", "99999999999999999d"] {
+        for bad in [
+            "",
+            "d",
+            "-3d",
+            "7x",
+            "last week",
+            "2026-13-01",
+            "99999999999999999d",
+        ] {
             assert!(parse_since(bad, now()).is_err(), "{bad}");
         }
     }
@@ -559,7 +580,10 @@ mod tests {
         for &s in Sort::ALL {
             assert_eq!(s.as_str().parse::<Sort>(), Ok(s));
         }
-        assert!("size".parse::<Sort>().unwrap_err().contains("name, created"));
+        assert!("size"
+            .parse::<Sort>()
+            .unwrap_err()
+            .contains("name, created"));
     }
 
     #[test]

@@ -8,8 +8,8 @@ use crate::bank::Status;
 use crate::document::{Body, Document};
 use crate::git::provenance::{LessonStamps, Stamp};
 use crate::index_md::status_text;
-use crate::listing::Listed;
 use crate::lesson::{Lesson, Target};
+use crate::listing::Listed;
 
 /// A lesson as `list --format json` and `show --format json` print it: every frontmatter
 /// field (defaults filled in), its file and its status.
@@ -282,7 +282,13 @@ pub fn listing_table(rows: &[Listed<'_>], dates: bool, in_git: bool, tags: bool)
             if tags {
                 row.push(r.matched_tags.join(","));
             }
-            row.push(l.title.value.split_whitespace().collect::<Vec<_>>().join(" "));
+            row.push(
+                l.title
+                    .value
+                    .split_whitespace()
+                    .collect::<Vec<_>>()
+                    .join(" "),
+            );
             row
         })
         .collect();

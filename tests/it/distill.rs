@@ -262,7 +262,11 @@ fn a_run_shorter_than_min_steps_is_skipped_cleanly() {
         );
         let run = distill(&s, "followed", &[]);
         assert_eq!(run.code, 0, "{run}");
-        assert_eq!(run.stdout.contains("skipped"), skipped, "{trajectory}: {run}");
+        assert_eq!(
+            run.stdout.contains("skipped"),
+            skipped,
+            "{trajectory}: {run}"
+        );
         assert_eq!(s.judge_calls().is_empty(), skipped, "{trajectory}");
     }
 }
@@ -287,7 +291,10 @@ fn min_confidence_drops_low_rated_candidates_and_stores_half() {
     let json = distill(&json, "unsure", &["--format", "json"]);
     assert_eq!(json.code, 0, "{json}");
     let value: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
-    assert_eq!(value["result"]["dropped"][0]["candidate"], "judge:candidates[0]", "{value}");
+    assert_eq!(
+        value["result"]["dropped"][0]["candidate"], "judge:candidates[0]",
+        "{value}"
+    );
     insta::assert_snapshot!(format!("{run}--- diff\n{}", diff(&before, &s.tree())));
 }
 
@@ -329,5 +336,8 @@ fn redact_still_refuses_a_secret_it_does_not_redact_and_refuse_is_the_default() 
     }
     let s = gated("success", r#"secrets = "ignore""#);
     let run = distill(&s, "followed", &[]);
-    assert_eq!(run.code, 2, "an unknown policy is a configuration error: {run}");
+    assert_eq!(
+        run.code, 2,
+        "an unknown policy is a configuration error: {run}"
+    );
 }

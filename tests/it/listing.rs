@@ -139,12 +139,22 @@ fn each_filter_keeps_the_lessons_it_names() {
     let sb = bank();
     let cases: &[(&[&str], &[&str])] = &[
         // what did we learn this week (the clock is 2026-11-22T12:00:00Z)
-        (&["--since", "7d"], &["quote-yaml-values", "retry-with-jitter"]),
+        (
+            &["--since", "7d"],
+            &["quote-yaml-values", "retry-with-jitter"],
+        ),
         (
             &["--since", "7d", "--date", "updated"],
-            &["cap-retry-attempts", "quote-yaml-values", "retry-with-jitter"],
+            &[
+                "cap-retry-attempts",
+                "quote-yaml-values",
+                "retry-with-jitter",
+            ],
         ),
-        (&["--since", "today", "--date", "updated"], &["cap-retry-attempts"]),
+        (
+            &["--since", "today", "--date", "updated"],
+            &["cap-retry-attempts"],
+        ),
         (&["--since", "yesterday"], &["quote-yaml-values"]),
         (&["--since", "36h"], &["quote-yaml-values"]),
         (&["--since", "2026-11-21T15:00:00Z"], &["quote-yaml-values"]),
@@ -168,7 +178,10 @@ fn each_filter_keeps_the_lessons_it_names() {
             &["--tag", "yaml,ci"],
             &["pin-the-toolchain", "quote-yaml-values"],
         ),
-        (&["--tag", "yaml", "--tag", "nothing"], &["quote-yaml-values"]),
+        (
+            &["--tag", "yaml", "--tag", "nothing"],
+            &["quote-yaml-values"],
+        ),
         // outcomes
         (
             &["--outcome", "failure"],
@@ -179,7 +192,10 @@ fn each_filter_keeps_the_lessons_it_names() {
             &["pin-the-toolchain", "retry-with-jitter"],
         ),
         // origin: an evidence kind, KIND:REF, a ref (glob), metadata.lesson.origin.source
-        (&["--origin", "run"], &["cap-retry-attempts", "retry-with-jitter"]),
+        (
+            &["--origin", "run"],
+            &["cap-retry-attempts", "retry-with-jitter"],
+        ),
         (&["--origin", "conversation:c_77"], &["quote-yaml-values"]),
         (&["--origin", "run:c_77"], &[]),
         (
@@ -205,7 +221,12 @@ fn each_filter_keeps_the_lessons_it_names() {
         ),
     ];
     for (args, expected) in cases {
-        assert_eq!(slugs(&sb, args), *expected, "lesson list {}", args.join(" "));
+        assert_eq!(
+            slugs(&sb, args),
+            *expected,
+            "lesson list {}",
+            args.join(" ")
+        );
     }
 }
 
@@ -259,11 +280,19 @@ fn each_sort_orders_and_limit_cuts() {
             &["--outcome", "failure", "--sort", "updated", "--limit", "2"],
             &["cap-retry-attempts", "quote-yaml-values"],
         ),
-        (&["--sort", "created", "--limit", "1"], &["quote-yaml-values"]),
+        (
+            &["--sort", "created", "--limit", "1"],
+            &["quote-yaml-values"],
+        ),
         (&["--limit", "0"], &[]),
     ];
     for (args, expected) in cases {
-        assert_eq!(slugs(&sb, args), *expected, "lesson list {}", args.join(" "));
+        assert_eq!(
+            slugs(&sb, args),
+            *expected,
+            "lesson list {}",
+            args.join(" ")
+        );
     }
 }
 
@@ -273,8 +302,18 @@ fn list_text_and_json_with_dates_and_tags() {
     let out = sb.transcript(&[
         &["list"],
         &["list", "--since", "7d", "--sort", "created"],
-        &["list", "--tag", "retries", "--tag", "http", "--sort", "tags"],
-        &["list", "--outcome", "failure", "--sort", "updated", "--format", "json"],
+        &[
+            "list", "--tag", "retries", "--tag", "http", "--sort", "tags",
+        ],
+        &[
+            "list",
+            "--outcome",
+            "failure",
+            "--sort",
+            "updated",
+            "--format",
+            "json",
+        ],
         &["list", "--since", "last week"],
         &["list", "--origin", "run:[r"],
         &["list", "--sort", "size"],
@@ -339,7 +378,9 @@ fn git_dates_come_first_and_the_ledger_fills_in() {
         ]
     );
     assert!(
-        rows[2..].iter().all(|r| r.1 == "2025-06-01T00:00:00Z" && r.3 == "git"),
+        rows[2..]
+            .iter()
+            .all(|r| r.1 == "2025-06-01T00:00:00Z" && r.3 == "git"),
         "{rows:?}"
     );
     // git's dates are the ones filtered on; the author still comes from the ledger
@@ -374,7 +415,11 @@ fn the_mcp_list_takes_the_same_filters() {
     );
     assert_eq!(
         slugs_of(&listed),
-        ["retry-with-jitter", "pin-the-toolchain", "cap-retry-attempts"]
+        [
+            "retry-with-jitter",
+            "pin-the-toolchain",
+            "cap-retry-attempts"
+        ]
     );
     let listed = server.ok(
         "list",
@@ -388,8 +433,23 @@ fn the_mcp_list_takes_the_same_filters() {
     assert_eq!(listed["lessons"][0]["added_by"], "ci@runner-7");
     // the same query on the command line
     let cli = sb.run(&[
-        "list", "--since", "7d", "--date", "updated", "--outcome", "failure", "--origin", "run",
-        "--origin", "mcp", "--by", "ci@*", "--by", "bob@desk", "--format", "json",
+        "list",
+        "--since",
+        "7d",
+        "--date",
+        "updated",
+        "--outcome",
+        "failure",
+        "--origin",
+        "run",
+        "--origin",
+        "mcp",
+        "--by",
+        "ci@*",
+        "--by",
+        "bob@desk",
+        "--format",
+        "json",
     ]);
     let cli: Value = serde_json::from_str(&cli.stdout).unwrap();
     // the same rows (the server names files by absolute path, the CLI as given)

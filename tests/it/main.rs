@@ -21,8 +21,8 @@ mod fast_paths;
 mod index_md;
 mod ledger;
 mod left_out;
-mod listing;
 mod lint_defects;
+mod listing;
 mod man;
 #[cfg(feature = "mcp")]
 mod mcp;

@@ -349,7 +349,9 @@ impl Lessons {
         let query = p
             .query(bank.now)
             .map_err(|e| Envelope::new(ErrorCode::InvalidRequest, e.to_string()))?;
-        let provenance = lesson::git::provenance::Provenance::of_bank(&bank.root).ok().flatten();
+        let provenance = lesson::git::provenance::Provenance::of_bank(&bank.root)
+            .ok()
+            .flatten();
         let rows = lesson::listing::list(&bank, provenance.as_ref(), &query);
         let json = lesson::report::lessons::json_list(&rows);
         let left_out = lesson::index_md::left_out(&bank);
