@@ -271,7 +271,37 @@ pub struct Query {
     pub dates: bool,
 }
 
+/// The filters of a [`Query`] that a front end receives as text (flags, tool parameters).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct QueryText<'a> {
+    /// `--since` ([`parse_since`]).
+    pub since: Option<&'a str>,
+    /// `--until` ([`parse_until`]).
+    pub until: Option<&'a str>,
+    /// `--origin` ([`Origin`]).
+    pub origins: &'a [String],
+    /// `--by` ([`Pattern`]).
+    pub by: &'a [String],
+}
+
 impl Query {
+    /// This query with the filters given as `text`, relative dates counted from `now`.
+    pub fn with_text(mut self, text: QueryText<'_>, now: Timestamp) -> Result<Query, QueryError> {
+        self.since = text.since.map(|s| parse_since(s, now)).transpose()?;
+        self.until = text.until.map(|s| parse_until(s, now)).transpose()?;
+        self.origins = text
+            .origins
+            .iter()
+            .map(|o| Origin::new(o))
+            .collect::<Result<_, _>>()?;
+        self.by = text
+            .by
+            .iter()
+            .map(|b| Pattern::new(b))
+            .collect::<Result<_, _>>()?;
+        Ok(self)
+    }
+
     /// Whether [`list`] reads each lesson's dates and author.
     pub fn reads_dates(&self) -> bool {
         self.dates

@@ -4,13 +4,12 @@
 use std::path::Path;
 use std::process::ExitCode;
 
-use anyhow::Context;
 use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::{Args, ValueEnum};
 use lesson::git::provenance::Provenance;
 use lesson::index_md;
 use lesson::lesson::Outcome;
-use lesson::listing::{self, DateField, Origin, Pattern, Query, Sort, StatusFilter};
+use lesson::listing::{self, DateField, Query, QueryText, Sort, StatusFilter};
 use lesson::report::lessons;
 
 /// Output formats of `list` and `show`.
@@ -100,28 +99,13 @@ pub struct ListArgs {
 impl ListArgs {
     /// The library's query for these flags, relative dates read at `now`.
     fn query(&self, now: jiff::Timestamp) -> anyhow::Result<Query> {
-        let date = |flag: &str, value: &Option<String>, end: bool| {
-            value
-                .as_deref()
-                .map(|v| {
-                    if end {
-                        listing::parse_until(v, now)
-                    } else {
-                        listing::parse_since(v, now)
-                    }
-                })
-                .transpose()
-                .with_context(|| format!("--{flag}"))
-        };
-        Ok(Query {
+        let query = Query {
             status: match self.status {
                 StatusArg::All => StatusFilter::All,
                 StatusArg::Active => StatusFilter::Active,
                 StatusArg::Superseded => StatusFilter::Superseded,
                 StatusArg::Expired => StatusFilter::Expired,
             },
-            since: date("since", &self.since, false)?,
-            until: date("until", &self.until, true)?,
             date: match self.date {
                 DateArg::Created => DateField::Created,
                 DateArg::Updated => DateField::Updated,
@@ -136,22 +120,18 @@ impl ListArgs {
                     OutcomeArg::Mixed => Outcome::Mixed,
                 })
                 .collect(),
-            origins: self
-                .origin
-                .iter()
-                .map(|o| Origin::new(o))
-                .collect::<Result<_, _>>()
-                .context("--origin")?,
-            by: self
-                .by
-                .iter()
-                .map(|b| Pattern::new(b))
-                .collect::<Result<_, _>>()
-                .context("--by")?,
             sort: self.sort,
             limit: self.limit,
             dates: self.format == OutputFormat::Json,
-        })
+            ..Query::default()
+        };
+        let text = QueryText {
+            since: self.since.as_deref(),
+            until: self.until.as_deref(),
+            origins: &self.origin,
+            by: &self.by,
+        };
+        Ok(query.with_text(text, now)?)
     }
 }
 

@@ -232,27 +232,14 @@ impl List {
     /// The library's query for these parameters, relative dates read at `now` (every row with
     /// its dates and author, as `lesson list --format json`).
     pub fn query(self, now: jiff::Timestamp) -> Result<Query, QueryError> {
-        use lesson::listing::{self as l, Origin, Pattern};
-        let date = |value: Option<String>, end: bool| {
-            value
-                .map(|v| {
-                    if end {
-                        l::parse_until(&v, now)
-                    } else {
-                        l::parse_since(&v, now)
-                    }
-                })
-                .transpose()
-        };
-        Ok(Query {
+        use lesson::listing as l;
+        let query = Query {
             status: match self.status {
                 Status::All => l::StatusFilter::All,
                 Status::Active => l::StatusFilter::Active,
                 Status::Superseded => l::StatusFilter::Superseded,
                 Status::Expired => l::StatusFilter::Expired,
             },
-            since: date(self.since, false)?,
-            until: date(self.until, true)?,
             date: match self.date {
                 DateField::Created => l::DateField::Created,
                 DateField::Updated => l::DateField::Updated,
@@ -267,16 +254,6 @@ impl List {
                     Outcome::Mixed => lesson::lesson::Outcome::Mixed,
                 })
                 .collect(),
-            origins: self
-                .origins
-                .iter()
-                .map(|o| Origin::new(o))
-                .collect::<Result<_, _>>()?,
-            by: self
-                .by
-                .iter()
-                .map(|b| Pattern::new(b))
-                .collect::<Result<_, _>>()?,
             sort: match self.sort {
                 Sort::Name => l::Sort::Name,
                 Sort::Created => l::Sort::Created,
@@ -285,6 +262,14 @@ impl List {
             },
             limit: self.limit,
             dates: true,
-        })
+            ..Query::default()
+        };
+        let text = l::QueryText {
+            since: self.since.as_deref(),
+            until: self.until.as_deref(),
+            origins: &self.origins,
+            by: &self.by,
+        };
+        query.with_text(text, now)
     }
 }
