@@ -9,7 +9,11 @@
 //! 3. **Write gate**, fail closed: every candidate valid (schema, lint, no secrets, no
 //!    suppressions, no `supersedes`), each citing the run, at most `[distill] max-candidates`;
 //!    verdicts only on lessons the judge was shown, notes one line and free of secrets. One
-//!    failure and nothing at all is written.
+//!    failure and nothing at all is written. The bank's `[distill]` gates come first: a run
+//!    whose trajectory is shorter than `min-steps` is skipped before the judge is called
+//!    ([`Distilled::TooShort`]), candidates rated below `min-confidence` are dropped (the rest
+//!    admitted), and under `secrets = "redact"` secrets in bodies and notes are replaced by
+//!    `[redacted: KIND]` before the gate scans the answer (anything it still finds refuses).
 //! 4. **Dedup and admit** as `lesson add` does ([`crate::curate::add`]). A candidate the judge
 //!    flags as conflicting with existing lessons is kept beside them, never merged: the new
 //!    lesson lists them under `metadata.lesson.conflicts_with` and both ledgers get a
