@@ -237,6 +237,8 @@ pub fn archived(root: &Path, moves: &[Move]) -> Value {
             "from": rel(root, &m.from),
             "to": rel(root, &m.to),
             "reactivated": m.reactivated,
+            "rule": m.rule.as_ref().map(|(r, _)| r.key()),
+            "why": m.rule.as_ref().map(|(_, why)| why),
         })).collect::<Vec<_>>(),
     })
 }
