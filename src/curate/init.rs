@@ -34,6 +34,20 @@ pub const INIT_CONFIG: &str = r#"# lesson.toml: the configuration of this lesson
 # mixed-ratio = 0.5
 # A lesson with no recorded outcome this many days after it was created is listed for review.
 # unapplied-days = 90
+# With logged searches (`lesson search --log RUN`): a lesson shown to this many runs and followed
+# in none, and one no logged search showed for this many days, are listed (0: never).
+# shown-never-followed = 10
+# unshown-days = 90
+
+[retention]
+# `lesson archive --policy` moves the lessons these rules name to _archive/ (every rule is off
+# until set; a lesson with `metadata.lesson.pinned: true` never moves).
+# archive-expired-after-days = 30
+# archive-failure-dominant-after-days = 90
+# archive-contradicted-at = 5
+# archive-below-utility = 0.1
+# min-shown = 10
+# review-contradicted-at = 3
 "#;
 
 /// The lines `.gitattributes` of a bank needs: ledgers merge by union (built into git), lesson

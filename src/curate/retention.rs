@@ -123,7 +123,10 @@ pub fn verdict(
         if contradictions >= n.max(1) && !held_for_review {
             found.push(Verdict {
                 rule: Rule::ContradictedAt,
-                why: format!("contradicted in {contradictions} runs (at least {n}); {s} successes, {f} failures"),
+                why: format!(
+                    "contradicted in {} (at least {n}); {s} successes, {f} failures",
+                    runs(contradictions)
+                ),
             });
         }
     }
@@ -132,8 +135,8 @@ pub fn verdict(
             found.push(Verdict {
                 rule: Rule::BelowUtility,
                 why: format!(
-                    "utility {utility:.2} under {x} after {} runs shown ({} followed, {} helped; min-shown {})",
-                    usage.shown, usage.followed, usage.helped, c.min_shown
+                    "utility {utility:.2} under {x} after being shown to {} ({} followed, {} helped; min-shown {})",
+                    runs(usage.shown), usage.followed, usage.helped, c.min_shown
                 ),
             });
         }
@@ -142,7 +145,8 @@ pub fn verdict(
         found.push(Verdict {
             rule: Rule::ReviewContradictedAt,
             why: format!(
-                "contradicted in {contradictions} runs (at least {}) but it still succeeds more than it fails ({s} successes, {f} failures): decide whether it holds",
+                "contradicted in {} (at least {}) but it still succeeds more than it fails ({s} successes, {f} failures): decide whether it holds",
+                runs(contradictions),
                 c.review_contradicted_at.unwrap_or_default()
             ),
         });
@@ -150,6 +154,11 @@ pub fn verdict(
     found
         .into_iter()
         .find(|v| !(lesson.pinned && v.rule.archives()))
+}
+
+/// `1 run`, `2 runs`.
+pub fn runs(n: u64) -> String {
+    format!("{n} run{}", if n == 1 { "" } else { "s" })
 }
 
 /// Since when the ledger's tally has been failure-dominant without a break: the event that

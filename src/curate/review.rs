@@ -254,8 +254,8 @@ pub fn review(bank: &Bank) -> Result<Vec<Finding>, ReviewError> {
                     ..finding(
                         Reason::ShownNeverFollowed,
                         format!(
-                            "shown to {} runs, followed in none: is it useful where it is shown? sharpen its trigger, or archive it",
-                            usage.shown
+                            "shown to {}, followed in none: is it useful where it is shown? sharpen its trigger, or archive it",
+                            retention::runs(usage.shown)
                         ),
                     )
                 });

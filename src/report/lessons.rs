@@ -347,7 +347,10 @@ pub fn usage_line(u: &Usage) -> String {
         .utility()
         .map_or_else(|| "-".to_string(), |x| format!("{x:.2}"));
     format!(
-        "shown to {} runs{last}, followed in {}, helped {}, utility {utility}",
-        u.shown, u.followed, u.helped
+        "shown to {} run{}{last}, followed in {}, helped {}, utility {utility}",
+        u.shown,
+        if u.shown == 1 { "" } else { "s" },
+        u.followed,
+        u.helped
     )
 }
