@@ -255,7 +255,7 @@ fn review_lists_lessons_shown_but_never_followed_and_lessons_not_shown() {
         "no log, no figures: {before}"
     );
     ok(&s, &["search", REQUEST, "--log", "r1"]);
-    ok(&s, &["search", REQUEST, "--log", "r2", "-k", "1"]);
+    ok(&s, &["search", REQUEST, "--log", "r2"]);
     ok(
         &s,
         &[
@@ -268,6 +268,14 @@ fn review_lists_lessons_shown_but_never_followed_and_lessons_not_shown() {
             "r2",
         ],
     );
+    let now = s.run(&["review"]);
+    assert!(
+        now.stdout.contains(
+            "retry-with-jitter.md: shown-never-followed: shown to 2 runs, followed in none"
+        ),
+        "{now}"
+    );
+    assert!(!now.stdout.contains("unshown"), "{now}");
     let later = [("LESSON_NOW", "2027-01-15T00:00:00Z")];
     let out = format!(
         "{}{}",

@@ -10,7 +10,8 @@
 //! xtask bench-helper lesson-warm BANK K RUNS QUERY...
 //!                                                open BANK with the lesson library once, run
 //!                                                every query once untimed, then RUNS timed
-//!                                                rounds; print the timings as JSON
+//!                                                rounds (each followed by the append of
+//!                                                `--log`); print the timings as JSON
 //! ```
 
 use std::io::Write;
