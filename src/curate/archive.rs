@@ -124,7 +124,7 @@ pub fn policy(bank: &Bank) -> Result<Vec<(String, Verdict)>, CurateError> {
 }
 
 /// A retrieval-log error as a curation error.
-pub(crate) fn usage_error(e: crate::usage::UsageError) -> CurateError {
+fn usage_error(e: crate::usage::UsageError) -> CurateError {
     match e {
         crate::usage::UsageError::Edit(e) => CurateError::Edit(e),
         crate::usage::UsageError::Ledger(e) => CurateError::Ledger(e),

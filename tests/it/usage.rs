@@ -36,23 +36,42 @@ fn bank() -> Sandbox {
             "A CI job builds a Rust crate.",
         ),
     ] {
-        ok(
-            &s,
-            &[
-                "new",
-                slug,
-                "--title",
-                title,
-                "--trigger",
-                trigger,
-                "--tag",
-                "retries",
-                "--evidence",
-                "run:r0",
-            ],
-        );
+        new_lesson(&s, slug, title, trigger, "retries");
     }
     s
+}
+
+/// `lesson new SLUG --title TITLE --trigger TRIGGER --tag TAG --evidence run:r0`.
+fn new_lesson(s: &Sandbox, slug: &str, title: &str, trigger: &str, tag: &str) {
+    let args = [
+        "new",
+        slug,
+        "--title",
+        title,
+        "--trigger",
+        trigger,
+        "--tag",
+        tag,
+        "--evidence",
+        "run:r0",
+    ];
+    ok(s, &args);
+}
+
+/// `lesson record SLUG APPLIED --run-outcome OUTCOME --run RUN` (the evidence is `run:RUN`).
+fn record(s: &Sandbox, slug: &str, applied: &str, outcome: &str, run: &str) {
+    ok(
+        s,
+        &[
+            "record",
+            slug,
+            applied,
+            "--run-outcome",
+            outcome,
+            "--run",
+            run,
+        ],
+    );
 }
 
 fn shown_log(s: &Sandbox) -> String {
@@ -131,18 +150,7 @@ fn logged_searches_and_recorded_outcomes_give_shown_followed_and_utility() {
     ok(&s, &["search", REQUEST, "--log", "r2"]); // the same run again: shown once
     ok(&s, &["search", REQUEST, "--log", "r3", "-k", "1"]);
     // r1 followed cap-retry-attempts and succeeded: helped
-    ok(
-        &s,
-        &[
-            "record",
-            "cap-retry-attempts",
-            "--followed",
-            "--run-outcome",
-            "success",
-            "--run",
-            "r1",
-        ],
-    );
+    record(&s, "cap-retry-attempts", "--followed", "success", "r1");
     // r2 followed it and failed (evidence elsewhere, linked by --run): followed, not helped
     ok(
         &s,
@@ -159,31 +167,9 @@ fn logged_searches_and_recorded_outcomes_give_shown_followed_and_utility() {
         ],
     );
     // r2 contradicted retry-with-jitter: shown, not followed
-    ok(
-        &s,
-        &[
-            "record",
-            "retry-with-jitter",
-            "--contradicted",
-            "--run-outcome",
-            "success",
-            "--run",
-            "r2",
-        ],
-    );
+    record(&s, "retry-with-jitter", "--contradicted", "success", "r2");
     // a run no logged search showed it to does not count
-    ok(
-        &s,
-        &[
-            "record",
-            "retry-with-jitter",
-            "--followed",
-            "--run-outcome",
-            "success",
-            "--run",
-            "r9",
-        ],
-    );
+    record(&s, "retry-with-jitter", "--followed", "success", "r9");
     let list = list_json(&s, &[]);
     assert_eq!(
         figures(&list),
@@ -256,18 +242,7 @@ fn review_lists_lessons_shown_but_never_followed_and_lessons_not_shown() {
     );
     ok(&s, &["search", REQUEST, "--log", "r1"]);
     ok(&s, &["search", REQUEST, "--log", "r2"]);
-    ok(
-        &s,
-        &[
-            "record",
-            "cap-retry-attempts",
-            "--followed",
-            "--run-outcome",
-            "success",
-            "--run",
-            "r2",
-        ],
-    );
+    record(&s, "cap-retry-attempts", "--followed", "success", "r2");
     let now = s.run(&["review"]);
     assert!(
         now.stdout.contains(
@@ -290,35 +265,19 @@ fn review_lists_lessons_shown_but_never_followed_and_lessons_not_shown() {
 #[test]
 fn the_policy_archives_exactly_what_its_rules_name_and_never_a_pinned_lesson() {
     let s = bank();
-    ok(
+    new_lesson(
         &s,
-        &[
-            "new",
-            "old-advice",
-            "--title",
-            "Use the old API.",
-            "--trigger",
-            "A client calls the old API.",
-            "--tag",
-            "api",
-            "--evidence",
-            "run:r0",
-        ],
+        "old-advice",
+        "Use the old API.",
+        "A client calls the old API.",
+        "api",
     );
-    ok(
+    new_lesson(
         &s,
-        &[
-            "new",
-            "pinned-advice",
-            "--title",
-            "Keep the audit trail.",
-            "--trigger",
-            "A job deletes audit records.",
-            "--tag",
-            "audit",
-            "--evidence",
-            "run:r0",
-        ],
+        "pinned-advice",
+        "Keep the audit trail.",
+        "A job deletes audit records.",
+        "audit",
     );
     // pinned: metadata.lesson.pinned: true, added by hand
     let pinned = s.bank().join("pinned-advice.md");
@@ -330,18 +289,7 @@ fn the_policy_archives_exactly_what_its_rules_name_and_never_a_pinned_lesson() {
     std::fs::write(&pinned, text).unwrap();
     for slug in ["old-advice", "pinned-advice"] {
         for run in ["c1", "c2", "c3"] {
-            ok(
-                &s,
-                &[
-                    "record",
-                    slug,
-                    "--contradicted",
-                    "--run-outcome",
-                    "success",
-                    "--run",
-                    run,
-                ],
-            );
+            record(&s, slug, "--contradicted", "success", run);
         }
     }
     // pin-the-toolchain: expired on 2026-10-01
@@ -355,18 +303,7 @@ fn the_policy_archives_exactly_what_its_rules_name_and_never_a_pinned_lesson() {
     // retry-with-jitter: shown to two runs, helped in none
     ok(&s, &["search", REQUEST, "--log", "r1"]);
     ok(&s, &["search", REQUEST, "--log", "r2"]);
-    ok(
-        &s,
-        &[
-            "record",
-            "cap-retry-attempts",
-            "--followed",
-            "--run-outcome",
-            "success",
-            "--run",
-            "r1",
-        ],
-    );
+    record(&s, "cap-retry-attempts", "--followed", "success", "r1");
     ok(&s, &["index"]);
     let config = s.bank().join("lesson.toml");
     let mut text = std::fs::read_to_string(&config).unwrap();
@@ -409,31 +346,9 @@ fn the_policy_archives_exactly_what_its_rules_name_and_never_a_pinned_lesson() {
     text.push_str("review-contradicted-at = 1\n");
     std::fs::write(&config, &text).unwrap();
     for run in ["s1", "s2"] {
-        ok(
-            &s,
-            &[
-                "record",
-                "cap-retry-attempts",
-                "--followed",
-                "--run-outcome",
-                "success",
-                "--run",
-                run,
-            ],
-        );
+        record(&s, "cap-retry-attempts", "--followed", "success", run);
     }
-    ok(
-        &s,
-        &[
-            "record",
-            "cap-retry-attempts",
-            "--contradicted",
-            "--run-outcome",
-            "success",
-            "--run",
-            "c9",
-        ],
-    );
+    record(&s, "cap-retry-attempts", "--contradicted", "success", "c9");
     let review = ok(&s, &["review"]).stdout;
     assert!(
         review.contains(
@@ -451,30 +366,8 @@ fn usage_weight_is_off_by_default_and_ranks_by_utility_when_set() {
     // two runs shown both retry lessons; only retry-with-jitter helped
     for run in ["r1", "r2"] {
         ok(&s, &["search", REQUEST, "--log", run]);
-        ok(
-            &s,
-            &[
-                "record",
-                "retry-with-jitter",
-                "--followed",
-                "--run-outcome",
-                "success",
-                "--run",
-                run,
-            ],
-        );
-        ok(
-            &s,
-            &[
-                "record",
-                "cap-retry-attempts",
-                "--followed",
-                "--run-outcome",
-                "failure",
-                "--run",
-                run,
-            ],
-        );
+        record(&s, "retry-with-jitter", "--followed", "success", run);
+        record(&s, "cap-retry-attempts", "--followed", "failure", run);
     }
     let hits = |s: &Sandbox| -> Vec<(String, Option<f64>)> {
         let out: Value =
@@ -510,18 +403,7 @@ fn usage_weight_is_off_by_default_and_ranks_by_utility_when_set() {
 fn index_template_variables_are_filled_only_for_a_template_that_names_them() {
     let s = bank();
     ok(&s, &["search", REQUEST, "--log", "r1"]);
-    ok(
-        &s,
-        &[
-            "record",
-            "cap-retry-attempts",
-            "--followed",
-            "--run-outcome",
-            "success",
-            "--run",
-            "r1",
-        ],
-    );
+    record(&s, "cap-retry-attempts", "--followed", "success", "r1");
     // the built-in template: a logged search leaves `_index.md` current
     ok(&s, &["search", REQUEST, "--log", "r2"]);
     ok(&s, &["index", "--check"]);
@@ -561,18 +443,7 @@ fn record_with_run_needs_no_evidence_and_a_bad_run_id_writes_nothing() {
         "success",
     ]);
     assert_eq!(neither.code, 2, "{neither}");
-    ok(
-        &s,
-        &[
-            "record",
-            "cap-retry-attempts",
-            "--followed",
-            "--run-outcome",
-            "success",
-            "--run",
-            "r1",
-        ],
-    );
+    record(&s, "cap-retry-attempts", "--followed", "success", "r1");
     let text = std::fs::read_to_string(s.bank().join("cap-retry-attempts.md")).unwrap();
     assert!(text.contains("ref: r1"), "the evidence is run:r1: {text}");
 }
