@@ -40,14 +40,12 @@ pub const INIT_CONFIG: &str = r#"# lesson.toml: the configuration of this lesson
 # unshown-days = 90
 
 [retention]
-# `lesson archive --policy` moves the lessons these rules name to _archive/ (every rule is off
-# until set; a lesson with `metadata.lesson.pinned: true` never moves).
-# archive-expired-after-days = 30
-# archive-failure-dominant-after-days = 90
-# archive-contradicted-at = 5
-# archive-below-utility = 0.1
+# `lesson archive --policy` moves the lessons these rules name to _archive/. Every rule is off
+# until set: archive-expired-after-days, archive-failure-dominant-after-days,
+# archive-contradicted-at, archive-below-utility (after min-shown showings) and
+# review-contradicted-at (see the README). A lesson with `metadata.lesson.pinned: true` never
+# moves.
 # min-shown = 10
-# review-contradicted-at = 3
 "#;
 
 /// The lines `.gitattributes` of a bank needs: ledgers merge by union (built into git), lesson
