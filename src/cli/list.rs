@@ -7,6 +7,7 @@ use clap::{Args, ValueEnum};
 use lesson::git::provenance::Provenance;
 use lesson::index_md::{self, IndexEntry};
 use lesson::report::lessons;
+use lesson::usage::SortKey;
 
 /// Output formats of `list` and `show`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -35,6 +36,19 @@ pub struct ListArgs {
     /// How to print
     #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
     format: OutputFormat,
+    /// Order: by slug (the default), or by retrieval figures: `shown` (most shown first),
+    /// `utility` (highest first, never shown last)
+    #[arg(long, value_enum, value_name = "KEY")]
+    sort: Option<SortArg>,
+}
+
+/// `list --sort`'s keys.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum SortArg {
+    /// Most shown first
+    Shown,
+    /// Highest utility first
+    Utility,
 }
 
 /// Run `lesson list`. A file that does not parse into a lesson, or has an error-level finding
@@ -42,6 +56,11 @@ pub struct ListArgs {
 pub fn run(root: &Path, args: ListArgs) -> anyhow::Result<ExitCode> {
     let bank = super::load_lessons(root)?;
     let provenance = provenance(&bank.root);
+    let (figures, logged) = lesson::usage::figures(&bank.root)?;
+    let sort = args.sort.map(|s| match s {
+        SortArg::Shown => SortKey::Shown,
+        SortArg::Utility => SortKey::Utility,
+    });
     let keep = |state: &str| match args.status {
         StatusFilter::All => true,
         StatusFilter::Active => state == "active",
@@ -50,14 +69,24 @@ pub fn run(root: &Path, args: ListArgs) -> anyhow::Result<ExitCode> {
     };
     match args.format {
         OutputFormat::Text => {
-            let entries: Vec<IndexEntry> = index_md::entries(&bank)
+            let mut entries: Vec<IndexEntry> = index_md::entries(&bank)
                 .into_iter()
                 .filter(|e| keep(e.state))
                 .collect();
-            print!("{}", lessons::table_with(&entries, provenance.as_ref()));
+            if let Some(key) = sort {
+                key.sort(&mut entries, &figures, |e| &e.slug);
+            }
+            let usage = logged.then_some(&figures);
+            print!(
+                "{}",
+                lessons::table_with_usage(&entries, provenance.as_ref(), usage)
+            );
         }
         OutputFormat::Json => {
-            let json = lessons::json_list(&bank, provenance.as_ref(), keep);
+            let mut json = lessons::json_list(&bank, provenance.as_ref(), &figures, keep);
+            if let Some(key) = sort {
+                key.sort(&mut json, &figures, |j| j.slug());
+            }
             println!("{}", serde_json::to_string_pretty(&json)?);
         }
     }

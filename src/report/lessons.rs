@@ -9,6 +9,9 @@ use crate::document::{Body, Document};
 use crate::git::provenance::{LessonStamps, Provenance, Stamp};
 use crate::index_md::IndexEntry;
 use crate::lesson::{Lesson, Target};
+use crate::usage::Usage;
+
+use std::collections::HashMap;
 
 /// A lesson as `list --format json` and `show --format json` print it: every frontmatter
 /// field (defaults filled in), its file and its status.
@@ -28,6 +31,16 @@ pub struct LessonJson<'a> {
     /// `active`, `superseded` or `expired`.
     pub status: &'static str,
     superseded_by: Vec<String>,
+    /// Runs whose logged searches showed it (`lesson search --log`, [`crate::usage`]).
+    shown: u64,
+    /// When a logged search last showed it (RFC 3339, UTC).
+    last_shown: Option<String>,
+    /// Runs among those that followed it.
+    followed: u64,
+    /// Followed runs that succeeded.
+    helped: u64,
+    /// `helped / shown` (4 decimals), none while never shown.
+    utility: Option<f64>,
     /// The commit that added the lesson (following renames and archive moves), when the bank
     /// is in git and the lesson is committed.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -96,12 +109,14 @@ struct TriggerJson<'a> {
 }
 
 /// The bank's lessons as JSON views, sorted by slug (then path), files with errors of their own
-/// left out (as `_index.md` leaves them out), each with its provenance when the bank's is given;
-/// `keep` selects by status (`active`, `superseded`, `expired`). `lesson list --format json` and
-/// the MCP `list` tool print this.
+/// left out (as `_index.md` leaves them out), each with its provenance when the bank's is given
+/// and its retrieval figures (`usage`, by slug: [`crate::usage::ShownLog::figures`]; a lesson
+/// missing from it was never shown); `keep` selects by status (`active`, `superseded`,
+/// `expired`). `lesson list --format json` and the MCP `list` tool print this.
 pub fn json_list<'a>(
     bank: &'a crate::Bank,
     provenance: Option<&'a Provenance>,
+    usage: &HashMap<String, Usage>,
     keep: impl Fn(&str) -> bool,
 ) -> Vec<LessonJson<'a>> {
     let mut lessons: Vec<(&Document, &Lesson)> = bank
@@ -116,7 +131,13 @@ pub fn json_list<'a>(
         .map(|(doc, lesson)| {
             let stamps = provenance
                 .and_then(|p| p.get(&crate::layout::bank_relative(&bank.root, &doc.source.path)));
-            LessonJson::new(doc, lesson, bank.status(lesson)).with_provenance(stamps)
+            let figures = usage
+                .get(lesson.slug.value.as_str())
+                .copied()
+                .unwrap_or_default();
+            LessonJson::new(doc, lesson, bank.status(lesson))
+                .with_provenance(stamps)
+                .with_usage(&figures)
         })
         .filter(|j| keep(j.status))
         .collect()
@@ -159,10 +180,30 @@ impl<'a> LessonJson<'a> {
                 Status::Superseded(by) => by,
                 _ => Vec::new(),
             },
+            shown: 0,
+            last_shown: None,
+            followed: 0,
+            helped: 0,
+            utility: None,
             created: None,
             changed: None,
             body: None,
         }
+    }
+
+    /// With the lesson's retrieval figures.
+    pub fn with_usage(mut self, u: &Usage) -> Self {
+        self.shown = u.shown;
+        self.last_shown = u.last_shown.map(|t| t.to_string());
+        self.followed = u.followed;
+        self.helped = u.helped;
+        self.utility = u.utility().map(|x| (x * 1e4).round() / 1e4);
+        self
+    }
+
+    /// The lesson's slug.
+    pub fn slug(&self) -> &str {
+        self.slug
     }
 
     /// With the lesson's provenance (`None`: not in git, or not committed yet).
@@ -239,46 +280,77 @@ pub fn provenance_line(stamps: LessonStamps<'_>) -> String {
 /// [`table`], with a `CHANGED` column (the date of the newest commit that changed each lesson)
 /// when the bank is in git; `-` for a lesson not committed yet.
 pub fn table_with(entries: &[IndexEntry], provenance: Option<&Provenance>) -> String {
+    table_with_usage(entries, provenance, None)
+}
+
+/// [`table_with`], with `SHOWN`, `FOLLOWED` and `UTILITY` columns (the retrieval figures,
+/// [`crate::usage`]; `-` for the utility of a lesson never shown) when `usage` is given (the
+/// figures by slug; a lesson missing from it was never shown).
+pub fn table_with_usage(
+    entries: &[IndexEntry],
+    provenance: Option<&Provenance>,
+    usage: Option<&HashMap<String, Usage>>,
+) -> String {
     if entries.is_empty() {
         return String::new();
     }
-    if let Some(p) = provenance {
-        let rows: Vec<[String; 7]> = entries
-            .iter()
-            .map(|e| {
-                [
-                    e.slug.clone(),
-                    e.outcome.clone(),
-                    e.confidence.clone(),
-                    format!("{}/{}", e.success_count, e.failure_count),
-                    e.status.clone(),
-                    p.get(&e.path).map_or_else(
-                        || "-".to_string(),
-                        |s| s.changed.time.strftime("%Y-%m-%d").to_string(),
-                    ),
-                    e.title.split_whitespace().collect::<Vec<_>>().join(" "),
-                ]
-            })
-            .collect();
-        let header = [
-            "SLUG", "OUTCOME", "CONF", "S/F", "STATUS", "CHANGED", "TITLE",
-        ]
-        .map(String::from);
-        return super::aligned(&header, &rows);
+    let mut header: Vec<String> = ["SLUG", "OUTCOME", "CONF", "S/F", "STATUS"]
+        .map(String::from)
+        .to_vec();
+    if provenance.is_some() {
+        header.push("CHANGED".into());
     }
-    let rows: Vec<[String; 6]> = entries
+    if usage.is_some() {
+        header.extend(["SHOWN", "FOLLOWED", "UTILITY"].map(String::from));
+    }
+    header.push("TITLE".into());
+    let rows: Vec<Vec<String>> = entries
         .iter()
         .map(|e| {
-            [
+            let mut row = vec![
                 e.slug.clone(),
                 e.outcome.clone(),
                 e.confidence.clone(),
                 format!("{}/{}", e.success_count, e.failure_count),
                 e.status.clone(),
-                e.title.split_whitespace().collect::<Vec<_>>().join(" "),
-            ]
+            ];
+            if let Some(p) = provenance {
+                row.push(p.get(&e.path).map_or_else(
+                    || "-".to_string(),
+                    |s| s.changed.time.strftime("%Y-%m-%d").to_string(),
+                ));
+            }
+            if let Some(figures) = usage {
+                let u = figures.get(&e.slug).copied().unwrap_or_default();
+                row.push(u.shown.to_string());
+                row.push(u.followed.to_string());
+                row.push(
+                    u.utility()
+                        .map_or_else(|| "-".into(), |x| format!("{x:.2}")),
+                );
+            }
+            row.push(e.title.split_whitespace().collect::<Vec<_>>().join(" "));
+            row
         })
         .collect();
-    let header = ["SLUG", "OUTCOME", "CONF", "S/F", "STATUS", "TITLE"].map(String::from);
     super::aligned(&header, &rows)
+}
+
+/// `lesson show`'s line of retrieval figures: `shown to 3 runs (last 2026-11-26), followed
+/// in 2, helped 1, utility 0.33`.
+pub fn usage_line(u: &Usage) -> String {
+    let last = u
+        .last_shown
+        .map(|t| format!(" (last {})", t.strftime("%Y-%m-%d")))
+        .unwrap_or_default();
+    let utility = u
+        .utility()
+        .map_or_else(|| "-".to_string(), |x| format!("{x:.2}"));
+    format!(
+        "shown to {} run{}{last}, followed in {}, helped {}, utility {utility}",
+        u.shown,
+        if u.shown == 1 { "" } else { "s" },
+        u.followed,
+        u.helped
+    )
 }

@@ -66,6 +66,9 @@ pub enum RetrieveError {
     /// The bank's prompt template does not load or render.
     #[error(transparent)]
     Template(#[from] crate::template::TemplateError),
+    /// The retrieval log could not be read or written.
+    #[error(transparent)]
+    Usage(#[from] crate::usage::UsageError),
 }
 
 /// What a refresh did.
@@ -217,6 +220,11 @@ impl Retriever {
     /// searched once more under the bank lock, so that a write through `lesson` (which takes
     /// it) cannot drop them from the answer.
     pub fn search(&mut self, request: &Request) -> Result<Search, RetrieveError> {
+        if self.settings.usage_weight > 0.0 {
+            // `[retrieve] usage-weight`: the retrieval figures as they are now
+            let log = crate::usage::ShownLog::read(&self.root)?;
+            self.settings.usage = Some(Arc::new(log.figures(&self.root)?));
+        }
         let mut rebuilds = 0;
         let mut rechecks = 0;
         loop {

@@ -665,7 +665,7 @@ impl Watch {
                             index_md::BUILTIN_TEMPLATE,
                         )
                         .map_err(IndexError::from)?;
-                        index_md::render_entries(&template, entries.clone(), true)?
+                        index_md::render_entries_at(&self.root, &template, entries.clone(), true)?
                     }
                 };
                 (entries, text)

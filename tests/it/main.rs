@@ -37,4 +37,5 @@ mod sandbox;
 mod schema;
 mod spec_examples;
 mod sync;
+mod usage;
 mod watch;

@@ -26,6 +26,9 @@ pub struct Search {
     /// Expired lessons are candidates too (archival reads).
     #[serde(default)]
     pub include_expired: bool,
+    /// The run the lessons are shown for: the search is logged in the bank's retrieval log
+    /// (`lesson search --log RUN`), so that `record` with this run links its outcome to it.
+    pub run_id: Option<String>,
 }
 
 /// `get`: one lesson.
@@ -114,6 +117,9 @@ pub struct Record {
     pub run_outcome: RunOutcome,
     /// The run (or other record) the outcome was observed in.
     pub evidence: Evidence,
+    /// The run whose logged search (`search` with `run_id`) showed the lesson, when the
+    /// evidence cites something else (`lesson record --run RUN`).
+    pub run_id: Option<String>,
     /// Who records it (default: as `lesson record`: $LESSON_BY, else $USER@hostname).
     pub by: Option<String>,
 }
