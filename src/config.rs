@@ -26,6 +26,56 @@ pub struct Config {
     /// `[distill]`
     #[serde(default)]
     pub distill: DistillConfig,
+    /// `[retention]`
+    #[serde(default)]
+    pub retention: RetentionConfig,
+}
+
+/// `[retention]`: which lessons `lesson archive --policy` moves out of the live set (never
+/// deleted). Every rule is off unless set; a lesson with `metadata.lesson.pinned: true` is never
+/// archived by policy.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct RetentionConfig {
+    /// Archive a lesson expired for at least this many days.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub archive_expired_after_days: Option<u64>,
+    /// Archive a lesson that has failed more often than it worked (`failure_count >
+    /// success_count`) for at least this many days.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub archive_failure_dominant_after_days: Option<u64>,
+    /// Archive a lesson contradicted in at least this many runs (its ledger's distinct
+    /// `contradicted` outcomes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub archive_contradicted_at: Option<u64>,
+    /// Archive a lesson whose utility (`crate::usage`) is under this after at least
+    /// `min-shown` showings.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub archive_below_utility: Option<f64>,
+    /// The showings `archive-below-utility` waits for.
+    #[serde(default = "default_min_shown")]
+    pub min_shown: u64,
+    /// Flag for review, instead of archiving, a lesson contradicted in at least this many runs
+    /// while it still succeeds more than it fails.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub review_contradicted_at: Option<u64>,
+}
+
+impl Default for RetentionConfig {
+    fn default() -> Self {
+        RetentionConfig {
+            archive_expired_after_days: None,
+            archive_failure_dominant_after_days: None,
+            archive_contradicted_at: None,
+            archive_below_utility: None,
+            min_shown: default_min_shown(),
+            review_contradicted_at: None,
+        }
+    }
+}
+
+fn default_min_shown() -> u64 {
+    10
 }
 
 /// `[distill]`: the write gate of `lesson distill`.
@@ -93,6 +143,14 @@ pub struct ReviewConfig {
     /// A lesson with no recorded outcome this many days after it was created is listed.
     #[serde(default = "default_unapplied_days")]
     pub unapplied_days: u64,
+    /// In a bank whose searches are logged: a lesson shown to at least this many runs, none of
+    /// which followed it, is listed (0: never).
+    #[serde(default = "default_shown_never_followed")]
+    pub shown_never_followed: u64,
+    /// In a bank whose searches are logged: a lesson no logged search showed for this many
+    /// days (since it was last shown, else since it entered its ledger) is listed (0: never).
+    #[serde(default = "default_unshown_days")]
+    pub unshown_days: u64,
 }
 
 impl Default for ReviewConfig {
@@ -101,6 +159,8 @@ impl Default for ReviewConfig {
             mixed_min: default_mixed_min(),
             mixed_ratio: default_mixed_ratio(),
             unapplied_days: default_unapplied_days(),
+            shown_never_followed: default_shown_never_followed(),
+            unshown_days: default_unshown_days(),
         }
     }
 }
@@ -123,6 +183,14 @@ fn default_mixed_ratio() -> f64 {
 }
 
 fn default_unapplied_days() -> u64 {
+    90
+}
+
+fn default_shown_never_followed() -> u64 {
+    10
+}
+
+fn default_unshown_days() -> u64 {
     90
 }
 
@@ -196,6 +264,12 @@ pub struct RetrieveConfig {
     /// top K when they match, however low their count factor puts them.
     #[serde(default = "default_max_cautions")]
     pub max_cautions: usize,
+    /// How much the lessons' retrieval figures (`crate::usage`) weigh in ranking, 0 to 1 (0,
+    /// the default: not at all, and a search never reads the retrieval log). Above 0, a
+    /// lesson's score is multiplied by `(1 − w) + w × (helped + 1) / (shown + 2)`: a
+    /// rich-get-richer loop, since what is shown more gets more chances to help.
+    #[serde(default)]
+    pub usage_weight: f64,
     /// `[retrieve.weights]`
     #[serde(default)]
     pub weights: FieldWeights,
@@ -238,6 +312,7 @@ impl Default for RetrieveConfig {
             inferred_tags: InferredTags::default(),
             tag_boost: default_tag_boost(),
             max_cautions: default_max_cautions(),
+            usage_weight: 0.0,
             weights: FieldWeights::default(),
         }
     }

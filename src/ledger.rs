@@ -139,6 +139,21 @@ pub struct OutcomeEvent {
     pub delta: Delta,
     /// The run (or other record) it was observed in.
     pub evidence: EvidenceRef,
+    /// The run whose logged search showed the lesson (`lesson record --run RUN`), when it is
+    /// not the evidence's `ref`; see [`OutcomeEvent::linked_run`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retrieval: Option<String>,
+}
+
+impl OutcomeEvent {
+    /// The run this outcome answers, for retrieval accounting ([`crate::usage`]): its
+    /// `retrieval` when it has one, else its evidence's `ref` (`lesson record --evidence
+    /// run:R` and `lesson distill`'s verdicts cite the run itself).
+    pub fn linked_run(&self) -> &str {
+        self.retrieval
+            .as_deref()
+            .unwrap_or(&self.evidence.reference)
+    }
 }
 
 /// A `merged` event. In the ledger of a lesson that absorbed a duplicate candidate (`lesson
@@ -186,6 +201,8 @@ pub enum EventKind {
     Archived {
         /// Where it went, relative to the bank.
         to: String,
+        /// The `[retention]` rule that archived it (`lesson archive --policy`).
+        rule: Option<String>,
     },
     /// An event this version does not know (kept, ignored).
     Other(String),
@@ -217,12 +234,18 @@ impl EventKind {
                 ("success_count", json(&c.success_count)),
                 ("failure_count", json(&c.failure_count)),
             ],
-            EventKind::Outcome(o) => vec![
-                ("applied", json(&o.applied)),
-                ("run", json(&o.run)),
-                ("delta", json(&o.delta)),
-                ("evidence", json(&o.evidence)),
-            ],
+            EventKind::Outcome(o) => {
+                let mut fields = vec![
+                    ("applied", json(&o.applied)),
+                    ("run", json(&o.run)),
+                    ("delta", json(&o.delta)),
+                    ("evidence", json(&o.evidence)),
+                ];
+                if let Some(retrieval) = &o.retrieval {
+                    fields.push(("retrieval", json(retrieval)));
+                }
+                fields
+            }
             EventKind::Evidence(e) => vec![("evidence", json(e))],
             EventKind::Superseded { superseded_by } => vec![("superseded_by", json(superseded_by))],
             EventKind::Merged(m) => {
@@ -245,7 +268,13 @@ impl EventKind {
                 }
                 fields
             }
-            EventKind::Archived { to } => vec![("to", json(to))],
+            EventKind::Archived { to, rule } => {
+                let mut fields = vec![("to", json(to))];
+                if let Some(rule) = rule {
+                    fields.push(("rule", json(rule)));
+                }
+                fields
+            }
             EventKind::Other(_) => Vec::new(),
         }
     }
@@ -271,6 +300,8 @@ impl EventKind {
         #[derive(Deserialize)]
         struct Archived {
             to: String,
+            #[serde(default)]
+            rule: Option<String>,
         }
         Ok(match name {
             "created" => EventKind::Created(field(object)?),
@@ -300,9 +331,13 @@ impl EventKind {
                     note: c.note,
                 }
             }
-            "archived" => EventKind::Archived {
-                to: field::<Archived>(object)?.to,
-            },
+            "archived" => {
+                let a: Archived = field(object)?;
+                EventKind::Archived {
+                    to: a.to,
+                    rule: a.rule,
+                }
+            }
             other => EventKind::Other(other.to_string()),
         })
     }
@@ -430,6 +465,8 @@ struct Known {
     superseded_by: Option<String>,
     into: Option<String>,
     to: Option<String>,
+    rule: Option<String>,
+    retrieval: Option<String>,
     run_id: Option<String>,
 }
 
@@ -455,6 +492,7 @@ impl Known {
                     run: self.run?,
                     delta,
                     evidence: self.evidence?,
+                    retrieval: self.retrieval,
                 })
             }
             "evidence" => EventKind::Evidence(self.evidence?),
@@ -465,7 +503,10 @@ impl Known {
                 into: Some(self.into?),
                 ..Merge::default()
             }),
-            "archived" => EventKind::Archived { to: self.to? },
+            "archived" => EventKind::Archived {
+                to: self.to?,
+                rule: self.rule,
+            },
             _ => return None,
         };
         Some(Event {
@@ -730,7 +771,8 @@ fn run_key(e: &EvidenceRef) -> (&str, &str) {
     (&e.kind, &e.reference)
 }
 
-/// Every ledger file of the bank: `_log/*.jsonl`, sorted.
+/// Every ledger file of the bank: `_log/*.jsonl`, sorted; not the retrieval log
+/// (`_log/_shown.jsonl`, [`crate::layout::SHOWN_LOG`]), whose name no slug can have.
 pub fn ledger_files(root: &Path) -> Vec<PathBuf> {
     let Ok(dir) = std::fs::read_dir(root.join(LOG_DIR)) else {
         return Vec::new();
@@ -739,6 +781,10 @@ pub fn ledger_files(root: &Path) -> Vec<PathBuf> {
         .filter_map(Result::ok)
         .map(|e| e.path())
         .filter(|p| p.extension().is_some_and(|x| x == "jsonl") && p.is_file())
+        .filter(|p| {
+            !p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with('_'))
+        })
         .collect();
     files.sort();
     files
@@ -769,6 +815,7 @@ mod tests {
                     reference: "r\"1".into(),
                     note: Some("a note: with \u{e9}".into()),
                 },
+                retrieval: None,
             }),
             EventKind::Evidence(EvidenceRef {
                 kind: "work-item".into(),
@@ -801,7 +848,23 @@ mod tests {
             },
             EventKind::Archived {
                 to: "_archive/x.md".into(),
+                rule: None,
             },
+            EventKind::Archived {
+                to: "_archive/y.md".into(),
+                rule: Some("archive-contradicted-at".into()),
+            },
+            EventKind::Outcome(OutcomeEvent {
+                applied: Applied::Followed,
+                run: RunOutcome::Failure,
+                delta: Delta::default(),
+                evidence: EvidenceRef {
+                    kind: "work-item".into(),
+                    reference: "pr-1".into(),
+                    note: None,
+                },
+                retrieval: Some("r_9".into()),
+            }),
         ];
         for kind in events {
             let event = Event::new(at(), "ana@host", kind);
@@ -839,6 +902,7 @@ mod tests {
                     reference: "r1".into(),
                     note: None,
                 },
+                retrieval: None,
             }),
         );
         assert_eq!(
@@ -885,6 +949,7 @@ mod tests {
                 reference: "r".into(),
                 note: None,
             },
+            retrieval: None,
         }));
         let text = format!(
             "{imported}{}\n\r\n{outcome}{{\"at\":\"2026-11-22T12:00:00Z\",\"event\":\"future\",\"by\":\"x\"}}\n{{\"event\":\"outcome\",\"at\":\"2026-11-22T12:00:00Z\",\"delta\":{{\"success\":5,\"failure\":0}}}}\n{}",
@@ -928,6 +993,7 @@ mod tests {
                     reference: r.into(),
                     note: None,
                 },
+                retrieval: None,
             }),
         )
         .to_line()

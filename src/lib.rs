@@ -38,6 +38,7 @@ pub mod schema;
 pub mod source;
 pub mod sync;
 pub mod template;
+pub mod usage;
 pub mod walk;
 pub mod watch;
 pub mod yaml;

@@ -14,6 +14,7 @@
 //! `metadata.lesson.origin.run`. An [`Origin`] pattern matches any of them.
 
 use std::cmp::Ordering;
+use std::collections::HashMap;
 use std::fmt;
 use std::str::FromStr;
 
@@ -27,6 +28,7 @@ use crate::document::Document;
 use crate::git::provenance::{LessonStamps, Provenance};
 use crate::ledger::{EventKind, Ledger};
 use crate::lesson::{EvidenceKind, Lesson, Outcome};
+use crate::usage::{SortKey, Usage};
 
 /// How [`list`] orders its rows. Ties are broken by slug, then path.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
@@ -40,11 +42,22 @@ pub enum Sort {
     Updated,
     /// Most of the query's tags shared first, then most recently updated.
     Tags,
+    /// Shown to the most runs first, then most recently shown ([`crate::usage`]).
+    Shown,
+    /// Highest utility first, lessons never shown last, then most shown ([`crate::usage`]).
+    Utility,
 }
 
 impl Sort {
     /// Every sort key, as the command line and the MCP tool name them.
-    pub const ALL: &'static [Sort] = &[Sort::Name, Sort::Created, Sort::Updated, Sort::Tags];
+    pub const ALL: &'static [Sort] = &[
+        Sort::Name,
+        Sort::Created,
+        Sort::Updated,
+        Sort::Tags,
+        Sort::Shown,
+        Sort::Utility,
+    ];
 
     /// The key's name (`name`, `created`, `updated`, `tags`).
     pub fn as_str(self) -> &'static str {
@@ -53,12 +66,14 @@ impl Sort {
             Sort::Created => "created",
             Sort::Updated => "updated",
             Sort::Tags => "tags",
+            Sort::Shown => "shown",
+            Sort::Utility => "utility",
         }
     }
 
     /// Whether ordering by this key needs each lesson's dates.
     fn needs_dates(self) -> bool {
-        !matches!(self, Sort::Name)
+        matches!(self, Sort::Created | Sort::Updated | Sort::Tags)
     }
 }
 
@@ -359,6 +374,8 @@ pub struct Listed<'a> {
     pub added_by: Option<String>,
     /// The query's tags it has, in its own order and spelling.
     pub matched_tags: Vec<&'a str>,
+    /// Its retrieval figures ([`crate::usage`]; zero when never shown).
+    pub usage: Usage,
 }
 
 impl Listed<'_> {
@@ -371,10 +388,13 @@ impl Listed<'_> {
 }
 
 /// The lessons of `bank` that `query` selects, in its order, files with errors of their own left
-/// out (as `_index.md` leaves them out). `provenance` is the bank's git history when it has one.
+/// out (as `_index.md` leaves them out). `provenance` is the bank's git history when it has one,
+/// `usage` the retrieval figures by slug ([`crate::usage::figures`]; a lesson missing from it
+/// was never shown).
 pub fn list<'a>(
     bank: &'a Bank,
     provenance: Option<&'a Provenance>,
+    usage: &HashMap<String, Usage>,
     query: &Query,
 ) -> Vec<Listed<'a>> {
     let reads_dates = query.reads_dates();
@@ -421,6 +441,10 @@ pub fn list<'a>(
                 dates,
                 added_by,
                 matched_tags,
+                usage: usage
+                    .get(lesson.slug.value.as_str())
+                    .copied()
+                    .unwrap_or_default(),
             };
             let date = row.date(query.date);
             let in_range = query.since.is_none_or(|s| date.is_some_and(|d| d >= s))
@@ -461,6 +485,12 @@ fn order(sort: Sort, a: &Listed<'_>, b: &Listed<'_>) -> Ordering {
             .len()
             .cmp(&a.matched_tags.len())
             .then_with(|| newest(DateField::Updated))
+            .then_with(by_name),
+        Sort::Shown => SortKey::Shown
+            .compare(&a.usage, &b.usage)
+            .then_with(by_name),
+        Sort::Utility => SortKey::Utility
+            .compare(&a.usage, &b.usage)
             .then_with(by_name),
     }
 }

@@ -79,10 +79,12 @@ pub struct ListArgs {
     /// several)
     #[arg(long, value_name = "ID")]
     by: Vec<String>,
-    /// The order: by slug, newest created first, most recently updated first, or most of the
-    /// --tag tags first (then most recently updated)
+    /// The order: by slug, newest created first, most recently updated first, most of the
+    /// --tag tags first (then most recently updated), or by retrieval figures: `shown` (most
+    /// shown first), `utility` (highest first, never shown last)
     #[arg(
         long,
+        value_name = "KEY",
         default_value_t = Sort::Name,
         value_parser = PossibleValuesParser::new(Sort::ALL.iter().map(|s| s.as_str()))
             .map(|s| s.parse::<Sort>().expect("a possible value"))
@@ -141,7 +143,8 @@ pub fn run(root: &Path, args: ListArgs) -> anyhow::Result<ExitCode> {
     let query = args.query(super::now()?)?;
     let bank = super::load_lessons(root)?;
     let provenance = provenance(&bank.root);
-    let rows = listing::list(&bank, provenance.as_ref(), &query);
+    let (figures, logged) = lesson::usage::figures(&bank.root)?;
+    let rows = listing::list(&bank, provenance.as_ref(), &figures, &query);
     match args.format {
         OutputFormat::Text => print!(
             "{}",
@@ -149,7 +152,8 @@ pub fn run(root: &Path, args: ListArgs) -> anyhow::Result<ExitCode> {
                 &rows,
                 query.reads_dates(),
                 provenance.is_some(),
-                !query.tags.is_empty()
+                !query.tags.is_empty(),
+                logged
             )
         ),
         OutputFormat::Json => {

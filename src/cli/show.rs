@@ -9,6 +9,7 @@ use lesson::curate::show::{self, Found};
 use lesson::document::Document;
 use lesson::git::provenance::Provenance;
 use lesson::report::lessons::{self, LessonJson};
+use lesson::usage::ShownLog;
 
 use super::list::OutputFormat;
 
@@ -64,11 +65,17 @@ fn print_lesson(
 ) -> anyhow::Result<()> {
     let stamps =
         provenance.and_then(|p| p.get(&super::list::bank_relative(&bank.root, &doc.source.path)));
+    let log = ShownLog::read(&bank.root)?;
+    let usage = match &doc.lesson {
+        Some(lesson) => log.usage_of(&bank.root, &lesson.slug.value)?,
+        None => Default::default(),
+    };
     match (&doc.lesson, json) {
         (Some(lesson), true) => {
             let mut view = LessonJson::new(doc, lesson, bank.status(lesson))
                 .with_body(doc)
-                .with_provenance(stamps);
+                .with_provenance(stamps)
+                .with_usage(&usage);
             if let Some(label) = status {
                 view = view.with_status(label);
             }
@@ -83,6 +90,9 @@ fn print_lesson(
             println!("{}", doc.source.path.display());
             if let Some(s) = stamps {
                 println!("{}", lessons::provenance_line(s));
+            }
+            if log.exists && doc.lesson.is_some() {
+                println!("{}", lessons::usage_line(&usage));
             }
             print!("{}", doc.source.text);
         }

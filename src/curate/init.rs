@@ -34,6 +34,18 @@ pub const INIT_CONFIG: &str = r#"# lesson.toml: the configuration of this lesson
 # mixed-ratio = 0.5
 # A lesson with no recorded outcome this many days after it was created is listed for review.
 # unapplied-days = 90
+# With logged searches (`lesson search --log RUN`): a lesson shown to this many runs and followed
+# in none, and one no logged search showed for this many days, are listed (0: never).
+# shown-never-followed = 10
+# unshown-days = 90
+
+[retention]
+# `lesson archive --policy` moves the lessons these rules name to _archive/. Every rule is off
+# until set: archive-expired-after-days, archive-failure-dominant-after-days,
+# archive-contradicted-at, archive-below-utility (after min-shown showings) and
+# review-contradicted-at (see the README). A lesson with `metadata.lesson.pinned: true` never
+# moves.
+# min-shown = 10
 "#;
 
 /// The lines `.gitattributes` of a bank needs: ledgers merge by union (built into git), lesson

@@ -13,6 +13,7 @@ pub mod archive;
 pub mod init;
 pub mod new;
 pub mod record;
+pub mod retention;
 pub mod review;
 pub mod show;
 pub mod supersede;

@@ -234,6 +234,8 @@ fn apply(
                 reference: run.id.clone(),
                 note: v.note.clone(),
             },
+            // the evidence cites the run: its logged searches are linked through it
+            retrieval: None,
         };
         match batch.record(&req) {
             Ok(r) => recorded.push((v.clone(), r)),

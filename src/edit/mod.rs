@@ -142,6 +142,18 @@ pub fn write_atomic(bank: &Path, path: &Path, contents: &[u8]) -> Result<(), Edi
 /// was cut short), a `\n` goes first, so the new lines start on a line of their own. Returns
 /// whether that repair was needed. The caller holds the bank's lock.
 pub fn append(bank: &Path, path: &Path, lines: &[u8]) -> Result<bool, EditError> {
+    append_with(bank, path, lines, true)
+}
+
+/// [`append`], fsynced only when `durable`: the retrieval log (`crate::usage`) is appended on
+/// the search path, where a lost line costs one count and waiting for the disk costs every
+/// search.
+pub fn append_with(
+    bank: &Path,
+    path: &Path,
+    lines: &[u8],
+    durable: bool,
+) -> Result<bool, EditError> {
     let target = checked_target(bank, path)?;
     let created = !target.exists();
     let mut file = File::options()
@@ -164,7 +176,9 @@ pub fn append(bank: &Path, path: &Path, lines: &[u8]) -> Result<bool, EditError>
     }
     buf.extend_from_slice(lines);
     file.write_all(&buf).map_err(io(path))?;
-    file.sync_data().map_err(io(path))?;
+    if durable {
+        file.sync_data().map_err(io(path))?;
+    }
     if created {
         sync_dir(target.parent().expect("checked target has a parent"));
     }

@@ -121,6 +121,10 @@ impl ErrorCode {
             RetrieveError::Bank(crate::bank::BankError::NotFound(_)) => ErrorCode::BankUnavailable,
             RetrieveError::Template(_) => ErrorCode::Internal,
             RetrieveError::Bank(_) | RetrieveError::Corrupt(_) => ErrorCode::Internal,
+            RetrieveError::Usage(crate::usage::UsageError::InvalidRun { .. }) => {
+                ErrorCode::InvalidRequest
+            }
+            RetrieveError::Usage(_) => ErrorCode::BankUnavailable,
         }
     }
 }

@@ -89,6 +89,7 @@ fn for_json(root: &Path, mut h: Hit) -> Hit {
     s.count_factor = round(s.count_factor);
     s.recency = round(s.recency);
     s.tag_boost = round(s.tag_boost);
+    s.usage = s.usage.map(round);
     s.score = round(s.score);
     h
 }
@@ -202,8 +203,12 @@ pub fn explanation_text(slug: &str, why: &Explanation) -> String {
 
 /// A score as the product of its parts.
 fn parts(s: &ScoreParts) -> String {
+    let usage = s
+        .usage
+        .map(|u| format!(" × usage {u:.2}"))
+        .unwrap_or_default();
     format!(
-        "score {:.3} = similarity {:.3} × confidence {:.2} × count factor {:.2} × recency {:.2} × tag boost {:.2}",
+        "score {:.3} = similarity {:.3} × confidence {:.2} × count factor {:.2} × recency {:.2} × tag boost {:.2}{usage}",
         s.score, s.similarity, s.confidence, s.count_factor, s.recency, s.tag_boost
     )
 }

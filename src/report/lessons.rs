@@ -10,6 +10,7 @@ use crate::git::provenance::{LessonStamps, Stamp};
 use crate::index_md::status_text;
 use crate::lesson::{Lesson, Target};
 use crate::listing::Listed;
+use crate::usage::Usage;
 
 /// A lesson as `list --format json` and `show --format json` print it: every frontmatter
 /// field (defaults filled in), its file and its status.
@@ -29,6 +30,16 @@ pub struct LessonJson<'a> {
     /// `active`, `superseded` or `expired`.
     pub status: &'static str,
     superseded_by: Vec<String>,
+    /// Runs whose logged searches showed it (`lesson search --log`, [`crate::usage`]).
+    shown: u64,
+    /// When a logged search last showed it (RFC 3339, UTC).
+    last_shown: Option<String>,
+    /// Runs among those that followed it.
+    followed: u64,
+    /// Followed runs that succeeded.
+    helped: u64,
+    /// `helped / shown` (4 decimals), none while never shown.
+    utility: Option<f64>,
     /// The commit that added the lesson (following renames and archive moves), when the bank
     /// is in git and the lesson is committed.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -123,7 +134,7 @@ pub fn json_list<'a>(rows: &'a [Listed<'a>]) -> Vec<LessonJson<'a>> {
                 json.dates_from = Some(d.from.as_str());
             }
             json.added_by = row.added_by.as_deref();
-            json
+            json.with_usage(&row.usage)
         })
         .collect()
 }
@@ -165,6 +176,11 @@ impl<'a> LessonJson<'a> {
                 Status::Superseded(by) => by,
                 _ => Vec::new(),
             },
+            shown: 0,
+            last_shown: None,
+            followed: 0,
+            helped: 0,
+            utility: None,
             created: None,
             changed: None,
             created_at: None,
@@ -173,6 +189,21 @@ impl<'a> LessonJson<'a> {
             added_by: None,
             body: None,
         }
+    }
+
+    /// With the lesson's retrieval figures.
+    pub fn with_usage(mut self, u: &Usage) -> Self {
+        self.shown = u.shown;
+        self.last_shown = u.last_shown.map(|t| t.to_string());
+        self.followed = u.followed;
+        self.helped = u.helped;
+        self.utility = u.utility().map(|x| (x * 1e4).round() / 1e4);
+        self
+    }
+
+    /// The lesson's slug.
+    pub fn slug(&self) -> &str {
+        self.slug
     }
 
     /// With the lesson's provenance (`None`: not in git, or not committed yet).
@@ -244,8 +275,16 @@ pub fn provenance_line(stamps: LessonStamps<'_>) -> String {
 /// `lesson list`'s table of a listing's rows, in their order: slug, outcome, confidence,
 /// successes/failures, status, then `CREATED` and `UPDATED` when the listing read dates (else
 /// `CHANGED`, the newest commit's date, when the bank is in git), `TAGS` (the query's tags each
-/// lesson has) when `tags` is set, and the title. `-` stands for a date a lesson does not have.
-pub fn listing_table(rows: &[Listed<'_>], dates: bool, in_git: bool, tags: bool) -> String {
+/// lesson has) when `tags` is set, `SHOWN`, `FOLLOWED` and `UTILITY` (the retrieval figures,
+/// [`crate::usage`]) when `usage` is set, and the title. `-` stands for a date a lesson does not
+/// have, and for the utility of a lesson never shown.
+pub fn listing_table(
+    rows: &[Listed<'_>],
+    dates: bool,
+    in_git: bool,
+    tags: bool,
+    usage: bool,
+) -> String {
     if rows.is_empty() {
         return String::new();
     }
@@ -260,6 +299,9 @@ pub fn listing_table(rows: &[Listed<'_>], dates: bool, in_git: bool, tags: bool)
     }
     if tags {
         header.push("TAGS");
+    }
+    if usage {
+        header.extend(["SHOWN", "FOLLOWED", "UTILITY"]);
     }
     header.push("TITLE");
     let table: Vec<Vec<String>> = rows
@@ -282,6 +324,15 @@ pub fn listing_table(rows: &[Listed<'_>], dates: bool, in_git: bool, tags: bool)
             if tags {
                 row.push(r.matched_tags.join(","));
             }
+            if usage {
+                let u = &r.usage;
+                row.push(u.shown.to_string());
+                row.push(u.followed.to_string());
+                row.push(
+                    u.utility()
+                        .map_or_else(|| "-".into(), |x| format!("{x:.2}")),
+                );
+            }
             row.push(
                 l.title
                     .value
@@ -293,5 +344,24 @@ pub fn listing_table(rows: &[Listed<'_>], dates: bool, in_git: bool, tags: bool)
         })
         .collect();
     let header: Vec<String> = header.into_iter().map(String::from).collect();
-    super::aligned_rows(&header, &table)
+    super::aligned(&header, &table)
+}
+
+/// `lesson show`'s line of retrieval figures: `shown to 3 runs (last 2026-11-26), followed
+/// in 2, helped 1, utility 0.33`.
+pub fn usage_line(u: &Usage) -> String {
+    let last = u
+        .last_shown
+        .map(|t| format!(" (last {})", t.strftime("%Y-%m-%d")))
+        .unwrap_or_default();
+    let utility = u
+        .utility()
+        .map_or_else(|| "-".to_string(), |x| format!("{x:.2}"));
+    format!(
+        "shown to {} run{}{last}, followed in {}, helped {}, utility {utility}",
+        u.shown,
+        if u.shown == 1 { "" } else { "s" },
+        u.followed,
+        u.helped
+    )
 }

@@ -133,12 +133,7 @@ fn edit_positions(
 
 /// An aligned table for people: every column but the last padded to its widest cell (counted
 /// in characters) and two spaces, the last as it is, lines trimmed at the end.
-pub(crate) fn aligned<const N: usize>(header: &[String; N], rows: &[[String; N]]) -> String {
-    aligned_rows(header, rows)
-}
-
-/// [`aligned`] for rows whose width is known at run time (every row as long as the header).
-pub(crate) fn aligned_rows<R: AsRef<[String]>>(header: &[String], rows: &[R]) -> String {
+pub(crate) fn aligned<R: AsRef<[String]>>(header: &[String], rows: &[R]) -> String {
     let n = header.len();
     let mut widths = vec![0usize; n];
     for row in std::iter::once(header).chain(rows.iter().map(AsRef::as_ref)) {

@@ -28,6 +28,9 @@ pub fn text(findings: &[Finding]) -> String {
         Reason::ImportedCounts,
         Reason::NeverApplied,
         Reason::NearDuplicate,
+        Reason::ShownNeverFollowed,
+        Reason::Unshown,
+        Reason::Retention,
     ] {
         let n = findings.iter().filter(|f| f.reason == reason).count();
         if n > 0 {

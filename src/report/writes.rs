@@ -232,12 +232,20 @@ pub fn superseded(root: &Path, new: &str, s: &Superseded) -> Value {
 /// and the lessons it alone superseded, active again.
 pub fn archived(root: &Path, moves: &[Move]) -> Value {
     json!({
-        "moved": moves.iter().map(|m| json!({
-            "slug": m.slug,
-            "from": rel(root, &m.from),
-            "to": rel(root, &m.to),
-            "reactivated": m.reactivated,
-        })).collect::<Vec<_>>(),
+        "moved": moves.iter().map(|m| {
+            let mut one = json!({
+                "slug": m.slug,
+                "from": rel(root, &m.from),
+                "to": rel(root, &m.to),
+                "reactivated": m.reactivated,
+            });
+            // `--policy`: the rule that archives it, and why
+            if let Some((rule, why)) = &m.rule {
+                one["rule"] = Value::from(rule.key());
+                one["why"] = Value::from(why.as_str());
+            }
+            one
+        }).collect::<Vec<_>>(),
     })
 }
 

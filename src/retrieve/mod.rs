@@ -178,6 +178,10 @@ pub struct ScoreParts {
     /// `[retrieve] tag-boost` when the lesson carries a tag found among the request's words
     /// (with `inferred-tags = "boost"`), else 1.
     pub tag_boost: f64,
+    /// With `[retrieve] usage-weight` above 0: the factor of the lesson's retrieval figures
+    /// ([`crate::usage::Usage::rank_factor`]); none when the weight is 0 (the default).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub usage: Option<f64>,
     /// The product.
     pub score: f64,
 }

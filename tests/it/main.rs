@@ -38,4 +38,5 @@ mod sandbox;
 mod schema;
 mod spec_examples;
 mod sync;
+mod usage;
 mod watch;

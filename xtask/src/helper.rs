@@ -10,7 +10,8 @@
 //! xtask bench-helper lesson-warm BANK K RUNS QUERY...
 //!                                                open BANK with the lesson library once, run
 //!                                                every query once untimed, then RUNS timed
-//!                                                rounds; print the timings as JSON
+//!                                                rounds (each followed by the append of
+//!                                                `--log`); print the timings as JSON
 //! ```
 
 use std::io::Write;
@@ -108,12 +109,18 @@ fn lesson_warm(bank: &Path, k: usize, runs: usize, queries: &[String]) -> anyhow
             Vec::new(),
         ));
     }
-    for _ in 0..runs {
-        for (q, (_, _, times)) in queries.iter().zip(&mut results) {
+    let mut logs: Vec<Vec<Json>> = vec![Vec::new(); queries.len()];
+    for round in 0..runs {
+        for (qi, (q, (_, _, times))) in queries.iter().zip(&mut results).enumerate() {
             let request = request(q);
             let start = Instant::now();
             let found = retriever.search(&request)?;
             times.push(Json::Num(start.elapsed().as_secs_f64()));
+            // what `--log RUN` adds to a search: one locked append of the hits shown
+            let slugs: Vec<&str> = found.hits.iter().map(|h| h.slug.as_str()).collect();
+            let start = Instant::now();
+            lesson::usage::log_shown(bank, &format!("warm-{round}-{qi}"), &slugs, now, "bench")?;
+            logs[qi].push(Json::Num(start.elapsed().as_secs_f64()));
             std::hint::black_box(found);
         }
     }
@@ -125,12 +132,14 @@ fn lesson_warm(bank: &Path, k: usize, runs: usize, queries: &[String]) -> anyhow
                 queries
                     .iter()
                     .zip(results)
-                    .map(|(q, (hits, top, times))| {
+                    .zip(logs)
+                    .map(|((q, (hits, top, times)), log)| {
                         Json::Obj(vec![
                             ("query", Json::str(q)),
                             ("hits", Json::Int(hits as u64)),
                             ("top", top.map_or(Json::Null, |t| Json::str(&t))),
                             ("runs_s", Json::Arr(times)),
+                            ("log_s", Json::Arr(log)),
                         ])
                     })
                     .collect(),

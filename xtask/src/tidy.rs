@@ -14,7 +14,7 @@ const LAYERS: &[&[&str]] = &[
     &["config", "walk", "template"],
     &["edit"],
     &["ledger", "git"],
-    &["bank", "merge"],
+    &["bank", "merge", "usage"],
     &["index_md", "listing"],
     &["lint"],
     &["retrieve"],

@@ -28,6 +28,9 @@ pub struct Search {
     /// Expired lessons are candidates too (archival reads).
     #[serde(default)]
     pub include_expired: bool,
+    /// The run the lessons are shown for: the search is logged in the bank's retrieval log
+    /// (`lesson search --log RUN`), so that `record` with this run links its outcome to it.
+    pub run_id: Option<String>,
 }
 
 /// `get`: one lesson.
@@ -94,6 +97,10 @@ pub enum Sort {
     Updated,
     /// Most of `tags` shared first, then most recently updated.
     Tags,
+    /// Shown to the most runs first (logged searches).
+    Shown,
+    /// Highest utility first, never shown last.
+    Utility,
 }
 
 /// `list`: the bank's lessons, as `lesson list --format json` with the same filters.
@@ -182,6 +189,9 @@ pub struct Record {
     pub run_outcome: RunOutcome,
     /// The run (or other record) the outcome was observed in.
     pub evidence: Evidence,
+    /// The run whose logged search (`search` with `run_id`) showed the lesson, when the
+    /// evidence cites something else (`lesson record --run RUN`).
+    pub run_id: Option<String>,
     /// Who records it (default: as `lesson record`: $LESSON_BY, else $USER@hostname).
     pub by: Option<String>,
 }
@@ -259,6 +269,8 @@ impl List {
                 Sort::Created => l::Sort::Created,
                 Sort::Updated => l::Sort::Updated,
                 Sort::Tags => l::Sort::Tags,
+                Sort::Shown => l::Sort::Shown,
+                Sort::Utility => l::Sort::Utility,
             },
             limit: self.limit,
             dates: true,

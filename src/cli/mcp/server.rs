@@ -256,8 +256,19 @@ impl Lessons {
             now,
         };
         let root = self.root().to_path_buf();
+        let logger = match &p.run_id {
+            Some(run) => {
+                lesson::usage::check_run(run).map_err(|e| invalid(e.to_string()))?;
+                Some(super::super::stamp(&root, None).map_err(from_anyhow)?.by)
+            }
+            None => None,
+        };
         self.with_retriever(|r| {
             let answer = r.answer(&request).map_err(|e| Envelope::of_retrieve(&e))?;
+            if let (Some(run), Some(by)) = (&p.run_id, &logger) {
+                r.log_shown(&answer, run, by)
+                    .map_err(|e| Envelope::of_retrieve(&e))?;
+            }
             let text = lesson::report::hits::json(&answer, &root)
                 .map_err(|e| internal("the answer", e))?;
             let mut value: Value =
@@ -325,6 +336,9 @@ impl Lessons {
             view = view.with_status("archived");
         }
         let ledger = show::ledger(root, &lesson.slug.value).map_err(|e| Envelope::of_curate(&e))?;
+        let log = lesson::usage::ShownLog::read(root)
+            .map_err(|e| Envelope::new(ErrorCode::BankUnavailable, e.to_string()))?;
+        view = view.with_usage(&log.usage(&lesson.slug.value, &ledger));
         let summary = LedgerSummary::of(root, &ledger);
         let counts = lesson.counts();
         let counts_match = summary.counts.as_ref().is_none_or(|c| {
@@ -352,7 +366,9 @@ impl Lessons {
         let provenance = lesson::git::provenance::Provenance::of_bank(&bank.root)
             .ok()
             .flatten();
-        let rows = lesson::listing::list(&bank, provenance.as_ref(), &query);
+        let (figures, _) = lesson::usage::figures(&bank.root)
+            .map_err(|e| Envelope::new(ErrorCode::BankUnavailable, e.to_string()))?;
+        let rows = lesson::listing::list(&bank, provenance.as_ref(), &figures, &query);
         let json = lesson::report::lessons::json_list(&rows);
         let left_out = lesson::index_md::left_out(&bank);
         Ok(json!({"lessons": json, "left_out": left_out}))
@@ -404,6 +420,7 @@ impl Lessons {
                 reference: p.evidence.reference,
                 note: p.evidence.note.filter(|n| !n.is_empty()),
             },
+            retrieval: p.run_id,
         };
         let done = record::record(root, &req, &stamp).map_err(|e| Envelope::of_curate(&e))?;
         Ok(writes::recorded(root, &req.slug, &done))
@@ -531,7 +548,7 @@ impl Lessons {
 
     /// `list`.
     #[tool(
-        description = "The bank's lessons (as `lesson list --format json`), selected by status, dates (since, until), tags, outcomes, origins and author (by), sorted (name, created, updated, tags) and cut (limit)."
+        description = "The bank's lessons (as `lesson list --format json`), selected by status, dates (since, until), tags, outcomes, origins and author (by), sorted (name, created, updated, tags, shown, utility) and cut (limit)."
     )]
     async fn list(
         &self,
@@ -670,6 +687,7 @@ impl Lessons {
             k: None,
             budget: None,
             include_expired: false,
+            run_id: None,
         })?;
         let block = value["prompt"].as_str().unwrap_or_default().to_string();
         let shown = value["hits"].as_array().map_or(0, Vec::len);
