@@ -43,7 +43,7 @@ pub const INIT_CONFIG: &str = r#"# lesson.toml: the configuration of this lesson
 # The gates of `lesson distill` (see the README): at most max-candidates per run (more refuses
 # the answer); runs whose trajectory has fewer than min-steps steps are skipped; candidates the
 # judge rates below min-confidence are dropped (an admitted lesson is stored at 0.5 whatever
-# the rating); secrets = "redact" replaces secrets in bodies and notes with
+# the rating); with secrets set to "redact", secrets in bodies and notes become
 # `[redacted: KIND]` instead of refusing the answer.
 # max-candidates = 5
 # min-steps = 0
