@@ -28,6 +28,17 @@ pub enum EditError {
         /// The bank root.
         bank: String,
     },
+    /// The target lies in another bank (a directory below the root holding its own
+    /// `lesson.toml`): an included bank is read, never written through the bank in front.
+    #[error("refusing to write {path}: it is in the bank {other}, not in {bank}; run the command there (--dir {other}) or `lesson promote` into it")]
+    OtherBank {
+        /// The path asked for.
+        path: String,
+        /// The bank it lies in.
+        other: String,
+        /// The bank written.
+        bank: String,
+    },
     /// An I/O error, with the path involved.
     #[error("{path}: {source}")]
     Io {
@@ -64,6 +75,18 @@ pub fn checked_target(bank: &Path, path: &Path) -> Result<PathBuf, EditError> {
     if !parent_real.starts_with(&bank_real) {
         return Err(outside());
     }
+    // a directory between the root and the target that holds a `lesson.toml` is another bank
+    if let Some(other) = parent_real
+        .ancestors()
+        .take_while(|a| *a != bank_real)
+        .find(|a| a.join(crate::layout::CONFIG_FILE).is_file())
+    {
+        return Err(EditError::OtherBank {
+            path: path.display().to_string(),
+            other: other.display().to_string(),
+            bank: bank.display().to_string(),
+        });
+    }
     let target = parent_real.join(name);
     if target
         .symlink_metadata()
@@ -89,9 +112,21 @@ pub fn check_targets<'a>(
         // a file in a directory the write will create (`_log/` of a bank without ledgers):
         // the nearest directory that exists must be inside the bank
         let existing = path.ancestors().skip(1).find(|a| a.exists());
-        let inside = existing
-            .and_then(|a| a.canonicalize().ok())
+        let real = existing.and_then(|a| a.canonicalize().ok());
+        let inside = real
+            .as_ref()
             .is_some_and(|real| real.starts_with(&bank_real));
+        if let Some(other) = real.as_ref().filter(|_| inside).and_then(|real| {
+            real.ancestors()
+                .take_while(|a| *a != bank_real)
+                .find(|a| a.join(crate::layout::CONFIG_FILE).is_file())
+        }) {
+            return Err(EditError::OtherBank {
+                path: path.display().to_string(),
+                other: other.display().to_string(),
+                bank: bank.display().to_string(),
+            });
+        }
         if !inside {
             return Err(EditError::OutsideBank {
                 path: path.display().to_string(),

@@ -101,6 +101,14 @@ pub struct Retriever {
     unpersisted: bool,
     /// What the ranking's recency was read from.
     provenance: Option<Arc<crate::git::provenance::Provenance>>,
+    /// An included bank's index: checked against the files and patched in memory only,
+    /// never written (the bank in front may not own it), and searched without its lock.
+    pub(super) read_only: bool,
+    /// The banks this one includes (`[banks] include`), each with its own index; empty for a
+    /// bank that includes none.
+    pub(super) layers: Vec<super::layered::Included>,
+    /// Whether the included banks were checked since the last search.
+    pub(super) layers_checked: bool,
 }
 
 impl Retriever {
@@ -134,6 +142,7 @@ impl Retriever {
     pub fn open(root: &Path) -> Result<Retriever, RetrieveError> {
         let (mut r, why) = Retriever::load(root)?;
         r.refresh_with(why)?;
+        r.open_layers()?;
         Ok(r)
     }
 
@@ -171,6 +180,9 @@ impl Retriever {
             last: Refresh::default(),
             unpersisted: false,
             provenance: None,
+            read_only: false,
+            layers: Vec::new(),
+            layers_checked: false,
         };
         Ok((r, why))
     }
@@ -213,6 +225,15 @@ impl Retriever {
     /// searched once more under the bank lock, so that a write through `lesson` (which takes
     /// it) cannot drop them from the answer.
     pub fn search(&mut self, request: &Request) -> Result<Search, RetrieveError> {
+        if self.layers.is_empty() {
+            self.search_own(request)
+        } else {
+            self.search_layered(request)
+        }
+    }
+
+    /// [`Retriever::search`] of this bank's own index alone.
+    pub(super) fn search_own(&mut self, request: &Request) -> Result<Search, RetrieveError> {
         let mut rebuilds = 0;
         let mut rechecks = 0;
         loop {
@@ -239,7 +260,11 @@ impl Retriever {
         request: &Request,
         stale: &[String],
     ) -> Result<Search, RetrieveError> {
-        let Ok(mut lock) = BankLock::open(&self.root) else {
+        let lock = match self.read_only {
+            true => None,
+            false => BankLock::open(&self.root).ok(),
+        };
+        let Some(mut lock) = lock else {
             self.refresh_paths(stale)?;
             return Ok(self.index.search(request, &self.settings)?);
         };
@@ -293,17 +318,24 @@ impl Retriever {
     /// in the window is never shown with its old text; the search checks the files and runs
     /// again instead.
     pub fn open_fast(root: &Path) -> Result<Retriever, RetrieveError> {
-        let Some(vouched) = marker::vouched(root) else {
-            return Retriever::open(root);
-        };
+        let mut r = Retriever::open_vouched(root, false)?;
+        r.open_layers()?;
+        Ok(r)
+    }
+
+    /// [`Retriever::open_fast`] of this bank alone; `read_only` for an included bank.
+    pub(super) fn open_vouched(root: &Path, read_only: bool) -> Result<Retriever, RetrieveError> {
         let (mut r, why) = Retriever::load(root)?;
-        if why.is_none() && r.identity() == vouched {
-            r.last = Refresh {
-                generation: vouched.generation,
-                ..Refresh::default()
-            };
-            r.apply_provenance();
-            return Ok(r);
+        r.read_only = read_only;
+        if let Some(vouched) = marker::vouched(root) {
+            if why.is_none() && r.identity() == vouched {
+                r.last = Refresh {
+                    generation: vouched.generation,
+                    ..Refresh::default()
+                };
+                r.apply_provenance();
+                return Ok(r);
+            }
         }
         r.refresh_with(why)?;
         Ok(r)
@@ -403,9 +435,11 @@ impl Retriever {
     /// cache, which walks only commits it has not seen): the index holds no git state, since
     /// HEAD moves without any file changing. A failure to read history ranks by the ledgers.
     pub(super) fn apply_provenance(&mut self) {
-        let provenance = crate::git::provenance::Provenance::of_bank(&self.root)
-            .ok()
-            .flatten();
+        let provenance = match self.read_only {
+            true => crate::git::provenance::Provenance::of_bank_unwritten(&self.root),
+            false => crate::git::provenance::Provenance::of_bank(&self.root),
+        };
+        let provenance = provenance.ok().flatten();
         self.index.set_provenance(provenance.as_ref());
         self.provenance = provenance.map(Arc::new);
     }
@@ -716,7 +750,7 @@ impl Retriever {
 
     /// Run `write` under the bank lock; false when the bank cannot be locked or written.
     fn persist(&self, write: impl FnOnce(&Path) -> Result<(), edit::EditError>) -> bool {
-        if self.unpersisted {
+        if self.unpersisted || self.read_only {
             return false;
         }
         let Ok(mut lock) = BankLock::open(&self.root) else {
