@@ -15,6 +15,7 @@ pub mod new;
 pub mod record;
 pub mod review;
 pub mod show;
+pub mod stack;
 pub mod supersede;
 
 use std::path::Path;

@@ -53,6 +53,29 @@ pub fn find<'a>(bank: &'a Bank, slug: &str) -> Result<Found<'a>, CurateError> {
     Err(super::not_found(bank, slug))
 }
 
+/// The lesson with `slug` in a layered stack ([`super::stack`]): the front bank's (live, not a
+/// lesson, or archived), else the first included bank's that has it live or archived. A
+/// slug no bank has is the front bank's error.
+pub fn find_in_stack<'a>(
+    stack: &'a [super::stack::Stacked],
+    slug: &str,
+) -> Result<(&'a super::stack::Stacked, Found<'a>), CurateError> {
+    let (front, included) = stack.split_first().expect("a stack has a front bank");
+    let error = match find(&front.bank, slug) {
+        Ok(found) => return Ok((front, found)),
+        Err(e @ CurateError::NotFound { .. }) => e,
+        Err(e) => return Err(e),
+    };
+    for layer in included {
+        match find(&layer.bank, slug) {
+            Ok(Found::NotALesson(_)) | Err(CurateError::NotFound { .. }) => {}
+            Ok(found) => return Ok((layer, found)),
+            Err(e) => return Err(e),
+        }
+    }
+    Err(error)
+}
+
 /// The ledger of the lesson `slug` in the bank at `root` (empty when it has none), for a view
 /// of the lesson (`lesson mcp`'s `get`).
 pub fn ledger(root: &std::path::Path, slug: &str) -> Result<crate::ledger::Ledger, CurateError> {
