@@ -138,8 +138,8 @@ pub fn pairs(bank: &Bank) -> Result<Vec<Pair>, DedupError> {
 
 /// The near-duplicate pairs whose two lessons are in different banks of a layered stack
 /// (`[banks] include`): `banks` in the stack's order, with their names, each bank's live
-/// lessons (statuses as the stack links them), under the front bank's `[dedup]`. In each
-/// pair `a` is the lesson of the earlier bank; `a_bank` and `b_bank` name the banks. Pairs
+/// lessons (statuses as the stack links them), under the front bank's `[dedup]`; `a_bank` and
+/// `b_bank` name the banks of `a` and `b`. Pairs
 /// inside one bank are [`pairs`]'s.
 pub fn pairs_across(banks: &[(&str, &Bank)]) -> Result<Vec<Pair>, DedupError> {
     let Some((_, front)) = banks.first() else {
@@ -169,9 +169,13 @@ pub fn pairs_across(banks: &[(&str, &Bank)]) -> Result<Vec<Pair>, DedupError> {
         .into_iter()
         .filter_map(|(x, y)| {
             let pair = compare_features(&features[x], &features[y], &index.weights, config)?;
+            let (a, b) = match pair.a == lessons[x].slug.value {
+                true => (owner[x], owner[y]),
+                false => (owner[y], owner[x]),
+            };
             Some(Pair {
-                a_bank: Some(banks[owner[x]].0.to_string()),
-                b_bank: Some(banks[owner[y]].0.to_string()),
+                a_bank: Some(banks[a].0.to_string()),
+                b_bank: Some(banks[b].0.to_string()),
                 ..pair
             })
         })

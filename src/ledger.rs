@@ -187,6 +187,12 @@ pub enum EventKind {
         /// Where it went, relative to the bank.
         to: String,
     },
+    /// The lesson was promoted into another bank (`lesson promote`), whose ledger of it starts
+    /// with an `imported` event citing this one ([`Event::promoted_from`]).
+    Promoted {
+        /// The other bank, relative to this one.
+        bank: String,
+    },
     /// An event this version does not know (kept, ignored).
     Other(String),
 }
@@ -203,6 +209,7 @@ impl EventKind {
             EventKind::Merged(_) => "merged",
             EventKind::Conflict { .. } => "conflict",
             EventKind::Archived { .. } => "archived",
+            EventKind::Promoted { .. } => "promoted",
             EventKind::Other(name) => name,
         }
     }
@@ -246,6 +253,7 @@ impl EventKind {
                 fields
             }
             EventKind::Archived { to } => vec![("to", json(to))],
+            EventKind::Promoted { bank } => vec![("bank", json(bank))],
             EventKind::Other(_) => Vec::new(),
         }
     }
@@ -271,6 +279,10 @@ impl EventKind {
         #[derive(Deserialize)]
         struct Archived {
             to: String,
+        }
+        #[derive(Deserialize)]
+        struct Promoted {
+            bank: String,
         }
         Ok(match name {
             "created" => EventKind::Created(field(object)?),
@@ -303,6 +315,9 @@ impl EventKind {
             "archived" => EventKind::Archived {
                 to: field::<Archived>(object)?.to,
             },
+            "promoted" => EventKind::Promoted {
+                bank: field::<Promoted>(object)?.bank,
+            },
             other => EventKind::Other(other.to_string()),
         })
     }
@@ -319,6 +334,19 @@ pub struct Event {
     pub kind: EventKind,
     /// The run `lesson distill` recorded it for, if any.
     pub run_id: Option<String>,
+    /// On the `imported` event that starts the ledger of a promoted lesson (`lesson
+    /// promote`): the bank and lesson it came from.
+    pub promoted_from: Option<PromotedFrom>,
+}
+
+/// Where a promoted lesson came from: the source bank (relative to the bank it was promoted
+/// into) and its slug there.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PromotedFrom {
+    /// The source bank, relative to this one.
+    pub bank: String,
+    /// The lesson's slug there.
+    pub slug: String,
 }
 
 impl Event {
@@ -330,7 +358,14 @@ impl Event {
             by: by.to_string(),
             kind,
             run_id: None,
+            promoted_from: None,
         }
+    }
+
+    /// The same event, citing the lesson it was promoted from.
+    pub fn with_promoted_from(mut self, from: PromotedFrom) -> Event {
+        self.promoted_from = Some(from);
+        self
     }
 
     /// The same event, marked as recorded for the run `run_id`.
@@ -349,6 +384,10 @@ impl Event {
         );
         for (name, value) in self.kind.fields() {
             line.push_str(&format!(",\"{name}\":{value}"));
+        }
+        if let Some(from) = &self.promoted_from {
+            let from = serde_json::to_string(from).expect("ledger types serialize");
+            line.push_str(&format!(",\"promoted_from\":{from}"));
         }
         if let Some(run_id) = &self.run_id {
             line.push_str(&format!(",\"run_id\":{}", Value::from(run_id.as_str())));
@@ -403,6 +442,13 @@ impl Event {
             Some(Value::String(s)) => Some(s.clone()),
             Some(_) => return Err("`run_id` is not a string".into()),
         };
+        let promoted_from = match map.get("promoted_from") {
+            None | Some(Value::Null) => None,
+            Some(v) => Some(
+                serde_json::from_value(v.clone())
+                    .map_err(|e| format!("`promoted_from`: {e}"))?,
+            ),
+        };
         let kind = EventKind::parse(&name, value)
             .map_err(|e| format!("not a valid `{name}` event: {e}"))?;
         Ok(Event {
@@ -410,6 +456,7 @@ impl Event {
             by,
             kind,
             run_id,
+            promoted_from,
         })
     }
 }
@@ -431,6 +478,7 @@ struct Known {
     into: Option<String>,
     to: Option<String>,
     run_id: Option<String>,
+    promoted_from: Option<PromotedFrom>,
 }
 
 impl Known {
@@ -473,6 +521,7 @@ impl Known {
             by: self.by,
             kind,
             run_id: self.run_id,
+            promoted_from: self.promoted_from,
         })
     }
 }

@@ -63,7 +63,7 @@ pub fn find_in_stack<'a>(
     let (front, included) = stack.split_first().expect("a stack has a front bank");
     let error = match find(&front.bank, slug) {
         Ok(found) => return Ok((front, found)),
-        Err(e @ CurateError::NotFound { .. }) => e,
+        Err(e @ (CurateError::NotFound { .. } | CurateError::Included { .. })) => e,
         Err(e) => return Err(e),
     };
     for layer in included {
