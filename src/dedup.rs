@@ -309,6 +309,7 @@ fn sort(found: &mut [Pair]) {
     for p in found.iter_mut() {
         if p.b < p.a {
             std::mem::swap(&mut p.a, &mut p.b);
+            std::mem::swap(&mut p.a_bank, &mut p.b_bank);
         }
     }
     found.sort_by(order);
