@@ -445,8 +445,7 @@ impl Event {
         let promoted_from = match map.get("promoted_from") {
             None | Some(Value::Null) => None,
             Some(v) => Some(
-                serde_json::from_value(v.clone())
-                    .map_err(|e| format!("`promoted_from`: {e}"))?,
+                serde_json::from_value(v.clone()).map_err(|e| format!("`promoted_from`: {e}"))?,
             ),
         };
         let kind = EventKind::parse(&name, value)

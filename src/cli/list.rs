@@ -4,9 +4,9 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use clap::{Args, ValueEnum};
+use lesson::curate::stack;
 use lesson::git::provenance::Provenance;
 use lesson::index_md::{self, IndexEntry};
-use lesson::curate::stack;
 use lesson::report::lessons;
 
 /// Output formats of `list` and `show`.

@@ -36,7 +36,6 @@ macro_rules! verbose {
 
 mod add;
 mod archive;
-mod promote;
 mod completions;
 mod config;
 mod dedup;
@@ -53,6 +52,7 @@ mod mcp;
 mod merge_file;
 mod new;
 mod progress;
+mod promote;
 mod record;
 mod review;
 mod rule;

@@ -63,7 +63,11 @@ pub fn run(root: &Path, args: PromoteArgs) -> anyhow::Result<ExitCode> {
         super::print_write("promote", args.dry_run, root, &journal, result)?;
         return Ok(ExitCode::SUCCESS);
     }
-    let verb = if args.dry_run { "would promote" } else { "promoted" };
+    let verb = if args.dry_run {
+        "would promote"
+    } else {
+        "promoted"
+    };
     status!(
         "{verb} `{}` into {}: {} (this bank keeps it in {})",
         done.slug,

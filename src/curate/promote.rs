@@ -55,8 +55,9 @@ pub fn promote(
     dry_run: bool,
 ) -> Result<Promoted, AddError> {
     let real = |p: &Path| {
-        p.canonicalize()
-            .map_err(|_| CurateError::from(crate::bank::BankError::NotFound(p.display().to_string())))
+        p.canonicalize().map_err(|_| {
+            CurateError::from(crate::bank::BankError::NotFound(p.display().to_string()))
+        })
     };
     let (source_real, target_real) = (real(root)?, real(to)?);
     if source_real == target_real {
@@ -130,7 +131,11 @@ fn promote_locked(
     let mut batch = None;
     if !resumed {
         let mut origin = Map::new();
-        let source_file = format!("{}/{}", from.bank, crate::layout::bank_relative(root, &doc.source.path));
+        let source_file = format!(
+            "{}/{}",
+            from.bank,
+            crate::layout::bank_relative(root, &doc.source.path)
+        );
         origin.insert("source".into(), Value::from(source_file));
         let intake = Intake {
             origin,
@@ -178,7 +183,11 @@ fn promote_locked(
     let index_path = source.index_path();
     crate::edit::check_targets(
         root,
-        [log.as_path(), doc.source.path.as_path(), index_path.as_path()],
+        [
+            log.as_path(),
+            doc.source.path.as_path(),
+            index_path.as_path(),
+        ],
     )
     .map_err(CurateError::from)?;
     if let Some(batch) = batch {
@@ -217,7 +226,11 @@ fn relative(from: &Path, to: &Path) -> String {
     let b: Vec<_> = to.components().collect();
     let common = a.iter().zip(&b).take_while(|(x, y)| x == y).count();
     let mut parts: Vec<String> = vec!["..".to_string(); a.len() - common];
-    parts.extend(b[common..].iter().map(|c| c.as_os_str().to_string_lossy().into_owned()));
+    parts.extend(
+        b[common..]
+            .iter()
+            .map(|c| c.as_os_str().to_string_lossy().into_owned()),
+    );
     if parts.is_empty() {
         ".".to_string()
     } else {

@@ -402,7 +402,8 @@ impl Lessons {
             .map_err(|e| Envelope::new(ErrorCode::BankUnavailable, format!("{e:#}")))?;
         let mut banks = Vec::new();
         for s in &stack {
-            let found = lesson::curate::review::review(&s.bank).map_err(|e| internal("review", e))?;
+            let found =
+                lesson::curate::review::review(&s.bank).map_err(|e| internal("review", e))?;
             banks.push((s.name.as_str(), found));
         }
         let findings = match stack::is_layered(&stack) {
