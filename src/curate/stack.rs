@@ -22,8 +22,7 @@ pub fn load<E: From<BankError>>(
     front: Bank,
     load: impl Fn(&Path) -> Result<Bank, E>,
 ) -> Result<Vec<Stacked>, E> {
-    let layers =
-        crate::layers::resolve(&front.root, &front.config).map_err(|e| BankError::from(e))?;
+    let layers = crate::layers::resolve(&front.root, &front.config).map_err(BankError::from)?;
     let mut stack = vec![Stacked {
         name: crate::layers::FRONT.to_string(),
         bank: front,

@@ -91,8 +91,8 @@ impl Retriever {
             stale: Vec::new(),
             held_back: Vec::new(),
         };
-        for bank in 0..=self.layers.len() {
-            let mut want = k + hidden[bank].len();
+        for (bank, hidden) in hidden.iter().enumerate() {
+            let mut want = k + hidden.len();
             let (found, kept) = loop {
                 let asked = Request {
                     k: Some(want),
@@ -106,7 +106,7 @@ impl Retriever {
                 let kept: Vec<Hit> = found
                     .hits
                     .iter()
-                    .filter(|h| !hidden[bank].contains(&h.slug) && !self.shadowed(bank, &h.slug))
+                    .filter(|h| !hidden.contains(&h.slug) && !self.shadowed(bank, &h.slug))
                     .cloned()
                     .collect();
                 if full && kept.len() < k && want < k * 64 {
@@ -182,7 +182,7 @@ fn top(mut hits: Vec<(usize, Hit)>, k: usize, cautions: usize) -> Vec<Hit> {
     });
     let mut rest = hits.split_off(k.min(hits.len()));
     let mut top: Vec<Hit> = hits.into_iter().map(|(_, h)| h).collect();
-    let mut shown = top.iter().filter(|h| h.caution).count();
+    let shown = top.iter().filter(|h| h.caution).count();
     rest.sort_by(|(a_bank, a), (b_bank, b)| {
         b.score
             .score
@@ -191,10 +191,8 @@ fn top(mut hits: Vec<(usize, Hit)>, k: usize, cautions: usize) -> Vec<Hit> {
             .then(a.slug.cmp(&b.slug))
     });
     let mut kept = Vec::new();
-    for (_, mut hit) in rest.into_iter().filter(|(_, h)| h.caution) {
-        if shown >= cautions {
-            break;
-        }
+    let wanted = cautions.saturating_sub(shown);
+    for (_, mut hit) in rest.into_iter().filter(|(_, h)| h.caution).take(wanted) {
         // the lowest-ranked hit that is not a caution, never the first
         let Some(out) = (1..top.len()).rev().find(|&i| !top[i].caution) else {
             break;
@@ -202,7 +200,6 @@ fn top(mut hits: Vec<(usize, Hit)>, k: usize, cautions: usize) -> Vec<Hit> {
         top.remove(out);
         hit.kept_as_caution = true;
         kept.push(hit);
-        shown += 1;
     }
     for hit in &mut top {
         hit.kept_as_caution = false;
