@@ -5,7 +5,6 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::Args;
-use lesson::curate::add::AddError;
 use lesson::curate::promote;
 
 /// Flags of `lesson promote`.
@@ -45,18 +44,7 @@ pub fn run(root: &Path, args: PromoteArgs) -> anyhow::Result<ExitCode> {
     });
     let done = match done {
         Ok(done) => done,
-        Err(e @ AddError::Rejected(_)) if json => {
-            super::print_json(&lesson::report::envelope::Envelope::of_add(&e).to_value())?;
-            eprintln!("error: {e}");
-            return Ok(ExitCode::from(1));
-        }
-        Err(AddError::Rejected(rejection)) => {
-            super::add::print_rejection(&rejection);
-            eprintln!("error: {rejection}");
-            return Ok(ExitCode::from(1));
-        }
-        Err(e @ AddError::PartlyWritten(_)) => return Err(e.into()),
-        Err(e) => return Err(anyhow::Error::new(e).context("nothing was written")),
+        Err(e) => return super::add::refused(e, json),
     };
     if json {
         let result = lesson::report::writes::promoted(root, &done);

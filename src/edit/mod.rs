@@ -75,18 +75,7 @@ pub fn checked_target(bank: &Path, path: &Path) -> Result<PathBuf, EditError> {
     if !parent_real.starts_with(&bank_real) {
         return Err(outside());
     }
-    // a directory between the root and the target that holds a `lesson.toml` is another bank
-    if let Some(other) = parent_real
-        .ancestors()
-        .take_while(|a| *a != bank_real)
-        .find(|a| a.join(crate::layout::CONFIG_FILE).is_file())
-    {
-        return Err(EditError::OtherBank {
-            path: path.display().to_string(),
-            other: other.display().to_string(),
-            bank: bank.display().to_string(),
-        });
-    }
+    not_in_another_bank(bank, &bank_real, &parent_real, path)?;
     let target = parent_real.join(name);
     if target
         .symlink_metadata()
@@ -95,6 +84,29 @@ pub fn checked_target(bank: &Path, path: &Path) -> Result<PathBuf, EditError> {
         return Err(outside());
     }
     Ok(target)
+}
+
+/// Refuse `path`, in the directory `dir_real` inside the bank, when a directory between the
+/// bank's root and it holds a `lesson.toml`: it is then in another bank (an included bank
+/// nested in this one's tree is read, never written through it).
+fn not_in_another_bank(
+    bank: &Path,
+    bank_real: &Path,
+    dir_real: &Path,
+    path: &Path,
+) -> Result<(), EditError> {
+    match dir_real
+        .ancestors()
+        .take_while(|a| *a != bank_real)
+        .find(|a| a.join(crate::layout::CONFIG_FILE).is_file())
+    {
+        Some(other) => Err(EditError::OtherBank {
+            path: path.display().to_string(),
+            other: other.display().to_string(),
+            bank: bank.display().to_string(),
+        }),
+        None => Ok(()),
+    }
 }
 
 /// Check every path a command will write before it writes the first: a refused target (a
@@ -116,16 +128,8 @@ pub fn check_targets<'a>(
         let inside = real
             .as_ref()
             .is_some_and(|real| real.starts_with(&bank_real));
-        if let Some(other) = real.as_ref().filter(|_| inside).and_then(|real| {
-            real.ancestors()
-                .take_while(|a| *a != bank_real)
-                .find(|a| a.join(crate::layout::CONFIG_FILE).is_file())
-        }) {
-            return Err(EditError::OtherBank {
-                path: path.display().to_string(),
-                other: other.display().to_string(),
-                bank: bank.display().to_string(),
-            });
+        if let Some(real) = real.as_ref().filter(|_| inside) {
+            not_in_another_bank(bank, &bank_real, real, path)?;
         }
         if !inside {
             return Err(EditError::OutsideBank {

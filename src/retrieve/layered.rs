@@ -18,7 +18,7 @@
 use std::collections::HashMap;
 
 use super::store::Retriever;
-use super::{Hit, Request, RetrieveError, Search};
+use super::{Explanation, Hit, Request, RetrieveError, Search};
 use crate::bank::BankError;
 
 /// An included bank's index, searched beside the front bank's.
@@ -153,6 +153,55 @@ impl Retriever {
         total.hits = top(merged, k, cautions);
         super::mark_conflicts(&mut total.hits);
         Ok(total)
+    }
+
+    /// [`Retriever::explain`] across the stack, from the front bank's own explanation `own`:
+    /// the first bank that has a live lesson `slug` explains it, unless a lesson of another
+    /// bank supersedes it. A rank is the rank within its own bank.
+    pub(super) fn explain_layered(
+        &self,
+        request: &Request,
+        slug: &str,
+        own: Explanation,
+    ) -> Result<Explanation, RetrieveError> {
+        let mut found = (0, own);
+        if matches!(found.1, Explanation::Unknown) {
+            for (i, layer) in self.layers.iter().enumerate() {
+                let why = layer
+                    .retriever
+                    .index()
+                    .explain(request, self.settings(), slug)?;
+                if !matches!(why, Explanation::Unknown) {
+                    found = (i + 1, why);
+                    break;
+                }
+            }
+        }
+        let (bank, why) = found;
+        if matches!(why, Explanation::Unknown | Explanation::Superseded { .. }) {
+            return Ok(why);
+        }
+        let mut by = Vec::new();
+        for (other, index) in std::iter::once(self.index())
+            .chain(self.layers.iter().map(|l| l.retriever.index()))
+            .enumerate()
+        {
+            if other != bank {
+                let pairs = index.supersession()?;
+                by.extend(
+                    pairs
+                        .into_iter()
+                        .filter(|(old, _)| old == slug)
+                        .map(|(_, b)| b),
+                );
+            }
+        }
+        by.sort();
+        by.dedup();
+        Ok(match by.is_empty() {
+            true => why,
+            false => Explanation::Superseded { by },
+        })
     }
 
     /// Whether a bank before `bank` in the stack has a live lesson with `slug`.

@@ -5,6 +5,9 @@ use std::path::Path;
 
 use crate::sandbox::{diff, Sandbox, Tree};
 
+/// What the tests ask: the team's lesson matches it.
+const REQUEST: &str = "the shared service answers 429 too many requests";
+
 /// A front bank `lessons/` including `team/`, with one lesson in each.
 fn layered() -> Sandbox {
     let s = Sandbox::new();
@@ -73,6 +76,13 @@ fn tree(s: &Sandbox, dir: &str) -> Tree {
     tree
 }
 
+/// `lesson search REQUEST --format json [ARGS]` in the front bank.
+fn search(s: &Sandbox, request: &str, args: &[&str]) -> serde_json::Value {
+    let mut all = vec!["search", request, "--format", "json"];
+    all.extend_from_slice(args);
+    json(&s.run(&all))
+}
+
 fn json(run: &crate::sandbox::Run) -> serde_json::Value {
     assert_eq!(run.code, 0, "{run}");
     serde_json::from_str(&run.stdout).unwrap()
@@ -83,12 +93,7 @@ fn a_hit_from_an_included_bank_names_its_bank() {
     let s = layered();
     let team_state = s.path().join("team/.lesson");
     let before = std::fs::read_dir(&team_state).map_or(0, |d| d.count());
-    let found = json(&s.run(&[
-        "search",
-        "the shared service answers 429 too many requests",
-        "--format",
-        "json",
-    ]));
+    let found = search(&s, REQUEST, &[]);
     let hits = found["hits"].as_array().unwrap();
     assert_eq!(hits[0]["slug"], "retry-rate-limited-calls");
     assert_eq!(hits[0]["bank"], "../team");
@@ -135,12 +140,7 @@ fn a_front_lesson_that_supersedes_an_included_one_hides_it() {
         1,
     );
     std::fs::write(&path, text).unwrap();
-    let found = json(&s.run(&[
-        "search",
-        "the shared service answers 429 too many requests",
-        "--format",
-        "json",
-    ]));
+    let found = search(&s, REQUEST, &[]);
     let slugs: Vec<&str> = found["hits"]
         .as_array()
         .unwrap()
@@ -155,7 +155,47 @@ fn a_front_lesson_that_supersedes_an_included_one_hides_it() {
         listed[0]["superseded_by"][0],
         "retry-with-the-retry-after-header"
     );
+    let why = s.run(&[
+        "search",
+        "the shared service answers 429 too many requests",
+        "--explain",
+        "retry-rate-limited-calls",
+    ]);
+    assert_eq!(
+        why.stdout, "retry-rate-limited-calls: superseded by retry-with-the-retry-after-header\n",
+        "{why}"
+    );
     insta::assert_snapshot!(s.run(&["list"]).stdout);
+}
+
+#[test]
+fn hits_of_several_banks_are_merged_by_score() {
+    let s = layered();
+    new(
+        &s,
+        "lessons",
+        "back-off-when-the-service-answers-429",
+        "Back off when the shared service answers 429",
+        "Calls to the shared service fail with 429 Too Many Requests",
+        "retries",
+    );
+    let found = search(&s, REQUEST, &[]);
+    let hits = found["hits"].as_array().unwrap();
+    assert_eq!(hits.len(), 2, "{found}");
+    let scores: Vec<f64> = hits
+        .iter()
+        .map(|h| h["score"]["score"].as_f64().unwrap())
+        .collect();
+    assert!(scores[0] >= scores[1], "{scores:?}");
+    let banks: Vec<&str> = hits.iter().map(|h| h["bank"].as_str().unwrap()).collect();
+    assert!(
+        banks.contains(&".") && banks.contains(&"../team"),
+        "{banks:?}"
+    );
+    // K is the whole answer's, not each bank's
+    let one = search(&s, REQUEST, &["-k", "1"]);
+    assert_eq!(one["hits"].as_array().unwrap().len(), 1);
+    assert_eq!(one["hits"][0]["slug"], hits[0]["slug"]);
 }
 
 #[test]
