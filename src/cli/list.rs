@@ -4,6 +4,7 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use clap::{Args, ValueEnum};
+use lesson::curate::stack;
 use lesson::git::provenance::Provenance;
 use lesson::index_md::{self, IndexEntry};
 use lesson::report::lessons;
@@ -55,18 +56,23 @@ enum SortArg {
 /// of its own, is left out (as `_index.md` leaves it out), and a note on stderr names it.
 pub fn run(root: &Path, args: ListArgs) -> anyhow::Result<ExitCode> {
     let bank = super::load_lessons(root)?;
-    let provenance = provenance(&bank.root);
-    let (figures, logged) = lesson::usage::figures(&bank.root)?;
-    let sort = args.sort.map(|s| match s {
-        SortArg::Shown => SortKey::Shown,
-        SortArg::Utility => SortKey::Utility,
-    });
     let keep = |state: &str| match args.status {
         StatusFilter::All => true,
         StatusFilter::Active => state == "active",
         StatusFilter::Superseded => state == "superseded",
         StatusFilter::Expired => state == "expired",
     };
+    let stack = stack::load(bank, super::load_lessons)?;
+    if stack::is_layered(&stack) {
+        return run_layered(&stack, args.format, keep);
+    }
+    let bank = stack.into_iter().next().expect("the front bank").bank;
+    let provenance = provenance(&bank.root);
+    let (figures, logged) = lesson::usage::figures(&bank.root)?;
+    let sort = args.sort.map(|s| match s {
+        SortArg::Shown => SortKey::Shown,
+        SortArg::Utility => SortKey::Utility,
+    });
     match args.format {
         OutputFormat::Text => {
             let mut entries: Vec<IndexEntry> = index_md::entries(&bank)
@@ -92,6 +98,53 @@ pub fn run(root: &Path, args: ListArgs) -> anyhow::Result<ExitCode> {
     }
     if let Some(note) = index_md::left_out_note(&index_md::left_out(&bank)) {
         note!("{note}");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `lesson list` of a bank that includes others: every bank's rows, each naming its bank.
+fn run_layered(
+    stack: &[stack::Stacked],
+    format: OutputFormat,
+    keep: impl Fn(&str) -> bool,
+) -> anyhow::Result<ExitCode> {
+    match format {
+        OutputFormat::Text => {
+            let rows: Vec<(&str, IndexEntry)> = stack
+                .iter()
+                .flat_map(|s| {
+                    let entries = index_md::entries(&s.bank);
+                    entries.into_iter().map(|e| (s.name.as_str(), e))
+                })
+                .filter(|(_, e)| keep(e.state))
+                .collect();
+            print!("{}", lessons::table_with_banks(&rows));
+        }
+        OutputFormat::Json => {
+            let provenances: Vec<Option<Provenance>> =
+                stack.iter().map(|s| provenance(&s.bank.root)).collect();
+            let figures = stack
+                .iter()
+                .map(|s| lesson::usage::figures(&s.bank.root).map(|(f, _)| f))
+                .collect::<Result<Vec<_>, _>>()?;
+            let json: Vec<lessons::LessonJson> = stack
+                .iter()
+                .zip(provenances.iter().zip(&figures))
+                .flat_map(|(s, (p, f))| {
+                    let list = lessons::json_list(&s.bank, p.as_ref(), f, &keep);
+                    list.into_iter().map(|j| j.with_bank(&s.name))
+                })
+                .collect();
+            println!("{}", serde_json::to_string_pretty(&json)?);
+        }
+    }
+    for s in stack {
+        if let Some(note) = index_md::left_out_note(&index_md::left_out(&s.bank)) {
+            match s.name.as_str() {
+                lesson::layers::FRONT => note!("{note}"),
+                name => note!("{name}: {note}"),
+            }
+        }
     }
     Ok(ExitCode::SUCCESS)
 }

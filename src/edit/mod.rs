@@ -28,6 +28,17 @@ pub enum EditError {
         /// The bank root.
         bank: String,
     },
+    /// The target lies in another bank (a directory below the root holding its own
+    /// `lesson.toml`): an included bank is read, never written through the bank in front.
+    #[error("refusing to write {path}: it is in the bank {other}, not in {bank}; run the command there (--dir {other}) or `lesson promote` into it")]
+    OtherBank {
+        /// The path asked for.
+        path: String,
+        /// The bank it lies in.
+        other: String,
+        /// The bank written.
+        bank: String,
+    },
     /// An I/O error, with the path involved.
     #[error("{path}: {source}")]
     Io {
@@ -64,6 +75,7 @@ pub fn checked_target(bank: &Path, path: &Path) -> Result<PathBuf, EditError> {
     if !parent_real.starts_with(&bank_real) {
         return Err(outside());
     }
+    not_in_another_bank(bank, &bank_real, &parent_real, path)?;
     let target = parent_real.join(name);
     if target
         .symlink_metadata()
@@ -72,6 +84,29 @@ pub fn checked_target(bank: &Path, path: &Path) -> Result<PathBuf, EditError> {
         return Err(outside());
     }
     Ok(target)
+}
+
+/// Refuse `path`, in the directory `dir_real` inside the bank, when a directory between the
+/// bank's root and it holds a `lesson.toml`: it is then in another bank (an included bank
+/// nested in this one's tree is read, never written through it).
+fn not_in_another_bank(
+    bank: &Path,
+    bank_real: &Path,
+    dir_real: &Path,
+    path: &Path,
+) -> Result<(), EditError> {
+    match dir_real
+        .ancestors()
+        .take_while(|a| *a != bank_real)
+        .find(|a| a.join(crate::layout::CONFIG_FILE).is_file())
+    {
+        Some(other) => Err(EditError::OtherBank {
+            path: path.display().to_string(),
+            other: other.display().to_string(),
+            bank: bank.display().to_string(),
+        }),
+        None => Ok(()),
+    }
 }
 
 /// Check every path a command will write before it writes the first: a refused target (a
@@ -89,9 +124,13 @@ pub fn check_targets<'a>(
         // a file in a directory the write will create (`_log/` of a bank without ledgers):
         // the nearest directory that exists must be inside the bank
         let existing = path.ancestors().skip(1).find(|a| a.exists());
-        let inside = existing
-            .and_then(|a| a.canonicalize().ok())
+        let real = existing.and_then(|a| a.canonicalize().ok());
+        let inside = real
+            .as_ref()
             .is_some_and(|real| real.starts_with(&bank_real));
+        if let Some(real) = real.as_ref().filter(|_| inside) {
+            not_in_another_bank(bank, &bank_real, real, path)?;
+        }
         if !inside {
             return Err(EditError::OutsideBank {
                 path: path.display().to_string(),

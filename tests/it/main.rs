@@ -19,6 +19,7 @@ mod edits;
 mod embed;
 mod fast_paths;
 mod index_md;
+mod layers;
 mod ledger;
 mod left_out;
 mod lint_defects;
