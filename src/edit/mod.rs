@@ -251,10 +251,11 @@ pub struct BankLock {
 
 impl BankLock {
     /// Open `.lesson/lock`, creating `.lesson/` on first use (`lesson init` git-ignores it).
+    /// A `.lesson/` or a lock file that resolves outside the bank (a symlink) is refused.
     pub fn open(bank: &Path) -> Result<BankLock, EditError> {
         let dir = bank.join(STATE_DIR);
         std::fs::create_dir_all(&dir).map_err(io(&dir))?;
-        let path = dir.join(crate::layout::BANK_LOCK_FILE);
+        let path = checked_target(bank, &dir.join(crate::layout::BANK_LOCK_FILE))?;
         let file = File::options()
             .create(true)
             .truncate(false)

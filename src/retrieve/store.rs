@@ -394,7 +394,13 @@ impl Retriever {
     /// Check the files (or rebuild), then take the ranking's recency input from the bank's
     /// provenance when it is in git.
     fn refresh_with(&mut self, rebuild: Option<String>) -> Result<(), RetrieveError> {
-        self.refresh_files(rebuild)?;
+        match self.refresh_files(rebuild) {
+            // a section whose checksum fails only when the check reads it: rebuild from the files
+            Err(RetrieveError::Corrupt(damaged)) => {
+                self.refresh_files(Some(damaged.to_string()))?
+            }
+            other => other?,
+        }
         self.apply_provenance();
         Ok(())
     }
@@ -725,7 +731,7 @@ impl Retriever {
         // the cache ignores itself, in banks that `lesson init` did not set up too
         let ignore = state_path(&self.root, crate::layout::GITIGNORE);
         if !ignore.exists() {
-            let _ = std::fs::write(&ignore, "*\n");
+            let _ = edit::write_atomic(&self.root, &ignore, b"*\n");
         }
         // index files are written in `.lesson/`, where the lock's temp-file sweep never looks
         matches!(lock.with_unswept(|| write(&self.root)), Ok(Ok(())))
