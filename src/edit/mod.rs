@@ -6,6 +6,7 @@
 //! the next writer removes such leftovers as soon as it holds the lock (no live writer can own
 //! one then), so they never accumulate and never reach git.
 
+mod fault;
 pub mod frontmatter;
 pub mod journal;
 
@@ -116,8 +117,11 @@ pub fn write_atomic(bank: &Path, path: &Path, contents: &[u8]) -> Result<(), Edi
         builder.permissions(std::fs::Permissions::from_mode(0o666));
     }
     let mut tmp = builder.tempfile_in(dir).map_err(io(dir))?;
+    fault::point("write_atomic: temp file created");
     tmp.write_all(contents).map_err(io(path))?;
+    fault::point("write_atomic: temp file written");
     tmp.as_file().sync_all().map_err(io(path))?;
+    fault::point("write_atomic: temp file synced");
     let existed = match std::fs::metadata(&target) {
         Ok(meta) => {
             // keep the mode of the file we replace
@@ -130,6 +134,7 @@ pub fn write_atomic(bank: &Path, path: &Path, contents: &[u8]) -> Result<(), Edi
         path: path.display().to_string(),
         source: e.error,
     })?;
+    fault::point("write_atomic: renamed into place");
     journal::note(|| journal::Change::Written {
         path: path.to_path_buf(),
         created: !existed,
@@ -163,7 +168,15 @@ pub fn append(bank: &Path, path: &Path, lines: &[u8]) -> Result<bool, EditError>
         buf.push(b'\n');
     }
     buf.extend_from_slice(lines);
+    fault::point("append: before the write");
+    if buf.len() > 1 {
+        // a write torn in the middle of a line (what a kill during a large write can leave)
+        fault::point_with("append: half a line written", || {
+            let _ = file.write_all(&buf[..buf.len() / 2]);
+        });
+    }
     file.write_all(&buf).map_err(io(path))?;
+    fault::point("append: written");
     file.sync_data().map_err(io(path))?;
     if created {
         sync_dir(target.parent().expect("checked target has a parent"));
@@ -201,7 +214,9 @@ pub fn move_file(bank: &Path, from: &Path, to: &Path) -> Result<(), EditError> {
             ),
         });
     }
+    fault::point("move_file: before the rename");
     std::fs::rename(&source, &target).map_err(io(from))?;
+    fault::point("move_file: renamed");
     for dir in [target.parent(), source.parent()].into_iter().flatten() {
         sync_dir(dir);
     }
