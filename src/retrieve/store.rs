@@ -99,6 +99,9 @@ pub struct Retriever {
     last: Refresh,
     /// Set while the bank lock is held by this retriever: nothing is written then.
     unpersisted: bool,
+    /// Set while the caller holds the bank lock ([`Retriever::holding`]): the index is
+    /// written without taking it again.
+    lock_held: bool,
     /// What the ranking's recency was read from.
     provenance: Option<Arc<crate::git::provenance::Provenance>>,
 }
@@ -170,6 +173,7 @@ impl Retriever {
             index,
             last: Refresh::default(),
             unpersisted: false,
+            lock_held: false,
             provenance: None,
         };
         Ok((r, why))
@@ -240,21 +244,43 @@ impl Retriever {
         stale: &[String],
     ) -> Result<Search, RetrieveError> {
         let Ok(mut lock) = BankLock::open(&self.root) else {
-            self.refresh_paths(stale)?;
-            return Ok(self.index.search(request, &self.settings)?);
+            return self.search_checked(request, stale);
         };
         self.unpersisted = true;
-        let found = lock.with_unswept(|| {
-            self.refresh_paths(stale)?;
-            Ok::<_, RetrieveError>(self.index.search(request, &self.settings)?)
-        });
+        let found = lock.with_unswept(|| self.search_checked(request, stale));
         self.unpersisted = false;
         match found {
             Ok(found) => found,
             // the lock could not be taken: as good as the files allow
-            Err(_) => {
-                self.refresh_paths(stale)?;
-                Ok(self.index.search(request, &self.settings)?)
+            Err(_) => self.search_checked(request, stale),
+        }
+    }
+
+    /// Check `stale`, search, and check again the files of any new hit found changed, until
+    /// a search finds no file it has not checked changed. Under the bank lock no writer
+    /// through `lesson` changes a file once checked, so this ends with every hit current;
+    /// the checks re-ranked the docs, and the new top K may hold a file a writer changed
+    /// before the lock was taken. A file still changing (an editor, which takes no lock)
+    /// is checked once and its hit left out.
+    fn search_checked(
+        &mut self,
+        request: &Request,
+        stale: &[String],
+    ) -> Result<Search, RetrieveError> {
+        let mut checked: HashSet<String> = HashSet::new();
+        let mut todo: Vec<String> = stale.to_vec();
+        loop {
+            self.refresh_paths(&todo)?;
+            checked.extend(todo);
+            let found = self.index.search(request, &self.settings)?;
+            todo = found
+                .stale
+                .iter()
+                .filter(|p| !checked.contains(*p))
+                .cloned()
+                .collect();
+            if todo.is_empty() {
+                return Ok(found);
             }
         }
     }
@@ -720,21 +746,45 @@ impl Retriever {
         Ok(())
     }
 
+    /// Run `f` on this retriever while the caller holds the bank lock: what `f` refreshes is
+    /// written to `.lesson/` without taking the lock again (a second lock would wait for the
+    /// first). A writer that renders from the index (`lesson watch` writing `_index.md`)
+    /// checks the files this way under its lock, so that no write made before it took the
+    /// lock is missing from what it writes.
+    pub fn with_lock_held<T>(&mut self, f: impl FnOnce(&mut Retriever) -> T) -> T {
+        self.lock_held = true;
+        let out = f(self);
+        self.lock_held = false;
+        out
+    }
+
     /// Run `write` under the bank lock; false when the bank cannot be locked or written.
     fn persist(&self, write: impl FnOnce(&Path) -> Result<(), edit::EditError>) -> bool {
         if self.unpersisted {
             return false;
         }
+        // the cache ignores itself, in banks that `lesson init` did not set up too
+        let ignore_self = || {
+            let ignore = state_path(&self.root, crate::layout::GITIGNORE);
+            if !ignore.exists() {
+                let _ = edit::write_atomic(&self.root, &ignore, b"*\n");
+            }
+        };
+        if self.lock_held {
+            ignore_self();
+            return write(&self.root).is_ok();
+        }
         let Ok(mut lock) = BankLock::open(&self.root) else {
             return false;
         };
-        // the cache ignores itself, in banks that `lesson init` did not set up too
-        let ignore = state_path(&self.root, crate::layout::GITIGNORE);
-        if !ignore.exists() {
-            let _ = edit::write_atomic(&self.root, &ignore, b"*\n");
-        }
         // index files are written in `.lesson/`, where the lock's temp-file sweep never looks
-        matches!(lock.with_unswept(|| write(&self.root)), Ok(Ok(())))
+        matches!(
+            lock.with_unswept(|| {
+                ignore_self();
+                write(&self.root)
+            }),
+            Ok(Ok(()))
+        )
     }
 }
 
