@@ -159,12 +159,7 @@ pub fn distill(
         command: options.judge.clone(),
         message,
     })?;
-    let intake = Intake {
-        origin: Map::from_iter([("run".to_string(), Value::from(run.id.as_str()))]),
-        run: Some(run.outcome),
-        run_id: Some(run.id.clone()),
-    };
-    let (verdicts, prepared, rejection) = gate(&bank, run, &matched, answer, &intake);
+    let (verdicts, prepared, rejection) = gate(&bank, run, &matched, answer, &intake(run));
     if rejection.refused() {
         return Err(DistillError::Gate(rejection));
     }
@@ -174,6 +169,29 @@ pub fn distill(
             root, run, stamp, matched, &verdicts, &prepared, rejection,
         ))
     })?
+}
+
+/// How the candidates of `run` enter the bank.
+fn intake(run: &Run) -> Intake {
+    Intake {
+        origin: Map::from_iter([("run".to_string(), Value::from(run.id.as_str()))]),
+        run: Some(run.outcome),
+        run_id: Some(run.id.clone()),
+    }
+}
+
+/// The write gate on a judge's raw stdout, as [`distill`] applies it once the judge has
+/// answered (`matched`: the slugs the judge was shown): the verdicts and candidates that pass,
+/// and what was refused. Nothing is written. For the fuzz target and tests.
+#[doc(hidden)]
+pub fn gate_answer(
+    bank: &Bank,
+    run: &Run,
+    matched: &[String],
+    stdout: &[u8],
+) -> Result<(Vec<Verdict>, Vec<Prepared>, Rejection), String> {
+    let answer = protocol::parse_answer(stdout)?;
+    Ok(gate(bank, run, matched, answer, &intake(run)))
 }
 
 /// Under the lock: read the bank again, record the verdicts, admit the candidates, write.

@@ -6,6 +6,7 @@
 //! the next writer removes such leftovers as soon as it holds the lock (no live writer can own
 //! one then), so they never accumulate and never reach git.
 
+mod fault;
 pub mod frontmatter;
 pub mod journal;
 
@@ -155,8 +156,11 @@ pub fn write_atomic(bank: &Path, path: &Path, contents: &[u8]) -> Result<(), Edi
         builder.permissions(std::fs::Permissions::from_mode(0o666));
     }
     let mut tmp = builder.tempfile_in(dir).map_err(io(dir))?;
+    fault::point("write_atomic: temp file created");
     tmp.write_all(contents).map_err(io(path))?;
+    fault::point("write_atomic: temp file written");
     tmp.as_file().sync_all().map_err(io(path))?;
+    fault::point("write_atomic: temp file synced");
     let existed = match std::fs::metadata(&target) {
         Ok(meta) => {
             // keep the mode of the file we replace
@@ -169,6 +173,7 @@ pub fn write_atomic(bank: &Path, path: &Path, contents: &[u8]) -> Result<(), Edi
         path: path.display().to_string(),
         source: e.error,
     })?;
+    fault::point("write_atomic: renamed into place");
     journal::note(|| journal::Change::Written {
         path: path.to_path_buf(),
         created: !existed,
@@ -214,7 +219,15 @@ pub fn append_with(
         buf.push(b'\n');
     }
     buf.extend_from_slice(lines);
+    fault::point("append: before the write");
+    if buf.len() > 1 {
+        // a write torn in the middle of a line (what a kill during a large write can leave)
+        fault::point_with("append: half a line written", || {
+            let _ = file.write_all(&buf[..buf.len() / 2]);
+        });
+    }
     file.write_all(&buf).map_err(io(path))?;
+    fault::point("append: written");
     if durable {
         file.sync_data().map_err(io(path))?;
     }
@@ -254,7 +267,9 @@ pub fn move_file(bank: &Path, from: &Path, to: &Path) -> Result<(), EditError> {
             ),
         });
     }
+    fault::point("move_file: before the rename");
     std::fs::rename(&source, &target).map_err(io(from))?;
+    fault::point("move_file: renamed");
     for dir in [target.parent(), source.parent()].into_iter().flatten() {
         sync_dir(dir);
     }
@@ -304,10 +319,11 @@ pub struct BankLock {
 
 impl BankLock {
     /// Open `.lesson/lock`, creating `.lesson/` on first use (`lesson init` git-ignores it).
+    /// A `.lesson/` or a lock file that resolves outside the bank (a symlink) is refused.
     pub fn open(bank: &Path) -> Result<BankLock, EditError> {
         let dir = bank.join(STATE_DIR);
         std::fs::create_dir_all(&dir).map_err(io(&dir))?;
-        let path = dir.join(crate::layout::BANK_LOCK_FILE);
+        let path = checked_target(bank, &dir.join(crate::layout::BANK_LOCK_FILE))?;
         let file = File::options()
             .create(true)
             .truncate(false)

@@ -461,7 +461,13 @@ impl Retriever {
     /// Check the files (or rebuild), then take the ranking's recency input from the bank's
     /// provenance when it is in git.
     fn refresh_with(&mut self, rebuild: Option<String>) -> Result<(), RetrieveError> {
-        self.refresh_files(rebuild)?;
+        match self.refresh_files(rebuild) {
+            // a section whose checksum fails only when the check reads it: rebuild from the files
+            Err(RetrieveError::Corrupt(damaged)) => {
+                self.refresh_files(Some(damaged.to_string()))?
+            }
+            other => other?,
+        }
         self.apply_provenance();
         Ok(())
     }
@@ -804,7 +810,7 @@ impl Retriever {
         let ignore_self = || {
             let ignore = state_path(&self.root, crate::layout::GITIGNORE);
             if !ignore.exists() {
-                let _ = std::fs::write(&ignore, "*\n");
+                let _ = edit::write_atomic(&self.root, &ignore, b"*\n");
             }
         };
         if self.lock_held {
