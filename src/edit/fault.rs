@@ -134,6 +134,7 @@ mod tests {
                     reference: "r_fault".into(),
                     note: None,
                 },
+                retrieval: None,
             };
             let stamp = Stamp {
                 at: NOW.parse().unwrap(),
