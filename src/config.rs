@@ -29,6 +29,9 @@ pub struct Config {
     /// `[retention]`
     #[serde(default)]
     pub retention: RetentionConfig,
+    /// `[banks]`
+    #[serde(default, skip_serializing_if = "BanksConfig::is_empty")]
+    pub banks: BanksConfig,
 }
 
 /// `[retention]`: which lessons `lesson archive --policy` moves out of the live set (never
@@ -76,6 +79,24 @@ impl Default for RetentionConfig {
 
 fn default_min_shown() -> u64 {
     10
+}
+
+/// `[banks]`: other banks this one reads beside its own lessons (read-only; every write goes
+/// to this bank). See [`crate::layers`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct BanksConfig {
+    /// The included banks' directories, relative to this bank (or absolute), in the order
+    /// they are read after it.
+    #[serde(default)]
+    pub include: Vec<String>,
+}
+
+impl BanksConfig {
+    /// Whether no bank is included.
+    pub fn is_empty(&self) -> bool {
+        self.include.is_empty()
+    }
 }
 
 /// `[distill]`: the write gate of `lesson distill`.
@@ -490,6 +511,19 @@ struct RuleKeysLint {
     rules: BTreeMap<toml::Spanned<String>, toml::Value>,
 }
 
+/// The entries of `[banks] include` with their positions, for an error message.
+#[derive(Deserialize, Default)]
+struct IncludeKeys {
+    #[serde(default)]
+    banks: IncludeKeysBanks,
+}
+
+#[derive(Deserialize, Default)]
+struct IncludeKeysBanks {
+    #[serde(default)]
+    include: Vec<toml::Spanned<String>>,
+}
+
 /// `lesson.toml` could not be read or is invalid.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -552,6 +586,17 @@ impl Config {
             .and_then(|keys| keys.lint.rules.into_keys().find(|k| *k.get_ref() == key))
             .map_or(0, |k| k.span().start);
         invalid_at(text, path, offset, format!("[lint.rules]: {message}"))
+    }
+
+    /// An error at the `index`th entry of `[banks] include` in the configuration text `text`
+    /// (at the table's start when the entry cannot be found).
+    pub fn include_error(text: &str, path: &str, index: usize, message: String) -> ConfigError {
+        let offset = toml::from_str::<IncludeKeys>(text)
+            .ok()
+            .and_then(|keys| keys.banks.include.get(index).map(|k| k.span().start))
+            .or_else(|| text.find("[banks]"))
+            .unwrap_or(0);
+        invalid_at(text, path, offset, format!("[banks] include: {message}"))
     }
 
     /// The resolved configuration as TOML, every default spelled out.

@@ -204,6 +204,12 @@ pub enum EventKind {
         /// The `[retention]` rule that archived it (`lesson archive --policy`).
         rule: Option<String>,
     },
+    /// The lesson was promoted into another bank (`lesson promote`), whose ledger of it starts
+    /// with an `imported` event citing this one ([`Event::promoted_from`]).
+    Promoted {
+        /// The other bank, relative to this one.
+        bank: String,
+    },
     /// An event this version does not know (kept, ignored).
     Other(String),
 }
@@ -220,6 +226,7 @@ impl EventKind {
             EventKind::Merged(_) => "merged",
             EventKind::Conflict { .. } => "conflict",
             EventKind::Archived { .. } => "archived",
+            EventKind::Promoted { .. } => "promoted",
             EventKind::Other(name) => name,
         }
     }
@@ -275,6 +282,7 @@ impl EventKind {
                 }
                 fields
             }
+            EventKind::Promoted { bank } => vec![("bank", json(bank))],
             EventKind::Other(_) => Vec::new(),
         }
     }
@@ -302,6 +310,10 @@ impl EventKind {
             to: String,
             #[serde(default)]
             rule: Option<String>,
+        }
+        #[derive(Deserialize)]
+        struct Promoted {
+            bank: String,
         }
         Ok(match name {
             "created" => EventKind::Created(field(object)?),
@@ -338,6 +350,9 @@ impl EventKind {
                     rule: a.rule,
                 }
             }
+            "promoted" => EventKind::Promoted {
+                bank: field::<Promoted>(object)?.bank,
+            },
             other => EventKind::Other(other.to_string()),
         })
     }
@@ -354,6 +369,19 @@ pub struct Event {
     pub kind: EventKind,
     /// The run `lesson distill` recorded it for, if any.
     pub run_id: Option<String>,
+    /// On the `imported` event that starts the ledger of a promoted lesson (`lesson
+    /// promote`): the bank and lesson it came from.
+    pub promoted_from: Option<PromotedFrom>,
+}
+
+/// Where a promoted lesson came from: the source bank (relative to the bank it was promoted
+/// into) and its slug there.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PromotedFrom {
+    /// The source bank, relative to this one.
+    pub bank: String,
+    /// The lesson's slug there.
+    pub slug: String,
 }
 
 impl Event {
@@ -365,7 +393,14 @@ impl Event {
             by: by.to_string(),
             kind,
             run_id: None,
+            promoted_from: None,
         }
+    }
+
+    /// The same event, citing the lesson it was promoted from.
+    pub fn with_promoted_from(mut self, from: PromotedFrom) -> Event {
+        self.promoted_from = Some(from);
+        self
     }
 
     /// The same event, marked as recorded for the run `run_id`.
@@ -384,6 +419,10 @@ impl Event {
         );
         for (name, value) in self.kind.fields() {
             line.push_str(&format!(",\"{name}\":{value}"));
+        }
+        if let Some(from) = &self.promoted_from {
+            let from = serde_json::to_string(from).expect("ledger types serialize");
+            line.push_str(&format!(",\"promoted_from\":{from}"));
         }
         if let Some(run_id) = &self.run_id {
             line.push_str(&format!(",\"run_id\":{}", Value::from(run_id.as_str())));
@@ -438,6 +477,12 @@ impl Event {
             Some(Value::String(s)) => Some(s.clone()),
             Some(_) => return Err("`run_id` is not a string".into()),
         };
+        let promoted_from = match map.get("promoted_from") {
+            None | Some(Value::Null) => None,
+            Some(v) => Some(
+                serde_json::from_value(v.clone()).map_err(|e| format!("`promoted_from`: {e}"))?,
+            ),
+        };
         let kind = EventKind::parse(&name, value)
             .map_err(|e| format!("not a valid `{name}` event: {e}"))?;
         Ok(Event {
@@ -445,6 +490,7 @@ impl Event {
             by,
             kind,
             run_id,
+            promoted_from,
         })
     }
 }
@@ -468,6 +514,7 @@ struct Known {
     rule: Option<String>,
     retrieval: Option<String>,
     run_id: Option<String>,
+    promoted_from: Option<PromotedFrom>,
 }
 
 impl Known {
@@ -514,6 +561,7 @@ impl Known {
             by: self.by,
             kind,
             run_id: self.run_id,
+            promoted_from: self.promoted_from,
         })
     }
 }

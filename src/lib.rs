@@ -24,6 +24,7 @@ pub mod edit;
 pub mod embed;
 pub mod git;
 pub mod index_md;
+pub mod layers;
 pub mod layout;
 pub mod ledger;
 pub mod lesson;

@@ -6,8 +6,9 @@ use std::process::ExitCode;
 
 use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::{Args, ValueEnum};
+use lesson::curate::stack;
 use lesson::git::provenance::Provenance;
-use lesson::index_md;
+use lesson::index_md::{self, IndexEntry};
 use lesson::lesson::Outcome;
 use lesson::listing::{self, DateField, Query, QueryText, Sort, StatusFilter};
 use lesson::report::lessons;
@@ -142,6 +143,11 @@ impl ListArgs {
 pub fn run(root: &Path, args: ListArgs) -> anyhow::Result<ExitCode> {
     let query = args.query(super::now()?)?;
     let bank = super::load_lessons(root)?;
+    let stack = stack::load(bank, super::load_lessons)?;
+    if stack::is_layered(&stack) {
+        return run_layered(&stack, args.format, &query);
+    }
+    let bank = stack.into_iter().next().expect("the front bank").bank;
     let provenance = provenance(&bank.root);
     let (figures, logged) = lesson::usage::figures(&bank.root)?;
     let rows = listing::list(&bank, provenance.as_ref(), &figures, &query);
@@ -163,6 +169,60 @@ pub fn run(root: &Path, args: ListArgs) -> anyhow::Result<ExitCode> {
     }
     if let Some(note) = index_md::left_out_note(&index_md::left_out(&bank)) {
         note!("{note}");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `lesson list` of a bank that includes others: every bank's rows, each naming its bank.
+fn run_layered(
+    stack: &[stack::Stacked],
+    format: OutputFormat,
+    query: &Query,
+) -> anyhow::Result<ExitCode> {
+    match format {
+        OutputFormat::Text => {
+            // the layered table lists by status (the other filters and sorts: JSON)
+            let rows: Vec<(&str, IndexEntry)> = stack
+                .iter()
+                .flat_map(|s| {
+                    let entries = index_md::entries(&s.bank);
+                    entries.into_iter().map(|e| (s.name.as_str(), e))
+                })
+                .filter(|(_, e)| query.status.keeps(e.state))
+                .collect();
+            print!("{}", lessons::table_with_banks(&rows));
+        }
+        OutputFormat::Json => {
+            let provenances: Vec<Option<Provenance>> =
+                stack.iter().map(|s| provenance(&s.bank.root)).collect();
+            let figures = stack
+                .iter()
+                .map(|s| lesson::usage::figures(&s.bank.root).map(|(f, _)| f))
+                .collect::<Result<Vec<_>, _>>()?;
+            let rows: Vec<Vec<listing::Listed>> = stack
+                .iter()
+                .zip(provenances.iter().zip(&figures))
+                .map(|(s, (p, f))| listing::list(&s.bank, p.as_ref(), f, query))
+                .collect();
+            let json: Vec<lessons::LessonJson> = stack
+                .iter()
+                .zip(&rows)
+                .flat_map(|(s, rows)| {
+                    lessons::json_list(rows)
+                        .into_iter()
+                        .map(|j| j.with_bank(&s.name))
+                })
+                .collect();
+            println!("{}", serde_json::to_string_pretty(&json)?);
+        }
+    }
+    for s in stack {
+        if let Some(note) = index_md::left_out_note(&index_md::left_out(&s.bank)) {
+            match s.name.as_str() {
+                lesson::layers::FRONT => note!("{note}"),
+                name => note!("{name}: {note}"),
+            }
+        }
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -183,17 +183,36 @@ pub fn distill(
         command: options.judge.clone(),
         message,
     })?;
-    let intake = Intake {
-        origin: Map::from_iter([("run".to_string(), Value::from(run.id.as_str()))]),
-        run: Some(run.outcome),
-        run_id: Some(run.id.clone()),
-    };
-    let gated = gate(&bank, run, &matched, answer, &intake);
+    let gated = gate(&bank, run, &matched, answer, &intake(run));
     if gated.rejection.refused() {
         return Err(DistillError::Gate(gated.rejection));
     }
     drop(bank);
     crate::curate::locked(root, || Ok(apply(root, run, stamp, matched, gated)))?
+}
+
+/// How the candidates of `run` enter the bank.
+fn intake(run: &Run) -> Intake {
+    Intake {
+        origin: Map::from_iter([("run".to_string(), Value::from(run.id.as_str()))]),
+        run: Some(run.outcome),
+        run_id: Some(run.id.clone()),
+    }
+}
+
+/// The write gate on a judge's raw stdout, as [`distill`] applies it once the judge has
+/// answered (`matched`: the slugs the judge was shown): the verdicts and candidates that pass,
+/// and what was refused. Nothing is written. For the fuzz target and tests.
+#[doc(hidden)]
+pub fn gate_answer(
+    bank: &Bank,
+    run: &Run,
+    matched: &[String],
+    stdout: &[u8],
+) -> Result<(Vec<Verdict>, Vec<Prepared>, Rejection), String> {
+    let answer = protocol::parse_answer(stdout)?;
+    let gated = gate(bank, run, matched, answer, &intake(run));
+    Ok((gated.verdicts, gated.prepared, gated.rejection))
 }
 
 /// Under the lock: read the bank again, record the verdicts, admit the candidates, write.

@@ -94,7 +94,7 @@ impl ErrorCode {
             CurateError::NotALesson { .. } | CurateError::InvalidSlug { .. } => {
                 ErrorCode::LessonInvalid
             }
-            CurateError::Refused(_) => ErrorCode::InvalidRequest,
+            CurateError::Refused(_) | CurateError::Included { .. } => ErrorCode::InvalidRequest,
             CurateError::Uneditable { .. } => ErrorCode::LessonInvalid,
             CurateError::Bank(crate::bank::BankError::NotFound(_)) => ErrorCode::BankUnavailable,
             CurateError::Edit(_) => ErrorCode::BankUnavailable,

@@ -81,7 +81,13 @@ pub fn over_budget(answer: &Answer) -> String {
 
 /// A hit as JSON shows it: the path as the other commands show paths, scores to 6 decimals.
 fn for_json(root: &Path, mut h: Hit) -> Hit {
-    h.path = root.join(&h.path).display().to_string();
+    let bank = h.bank.as_deref().filter(|b| *b != crate::layers::FRONT);
+    h.path = match bank {
+        Some(bank) => root.join(bank).join(&h.path),
+        None => root.join(&h.path),
+    }
+    .display()
+    .to_string();
     let round = |v: f64| (v * 1e6).round() / 1e6;
     let s = &mut h.score;
     s.similarity = round(s.similarity);
@@ -290,6 +296,9 @@ fn table(hits: &[Hit]) -> String {
             }
             if h.gates.status != "active" {
                 title.push_str(&format!(" [{}]", h.gates.status));
+            }
+            if let Some(bank) = h.bank.as_deref().filter(|b| *b != crate::layers::FRONT) {
+                title.push_str(&format!(" [bank {bank}]"));
             }
             [
                 (i + 1).to_string(),

@@ -8,6 +8,7 @@ use crate::bank::Status;
 use crate::document::{Body, Document};
 use crate::git::provenance::{LessonStamps, Stamp};
 use crate::index_md::status_text;
+use crate::index_md::IndexEntry;
 use crate::lesson::{Lesson, Target};
 use crate::listing::Listed;
 use crate::usage::Usage;
@@ -16,6 +17,9 @@ use crate::usage::Usage;
 /// field (defaults filled in), its file and its status.
 #[derive(Debug, Serialize)]
 pub struct LessonJson<'a> {
+    /// The bank it is in, when the bank in front includes others (`.` for the front bank).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    bank: Option<String>,
     slug: &'a str,
     title: &'a str,
     trigger: TriggerJson<'a>,
@@ -143,6 +147,7 @@ impl<'a> LessonJson<'a> {
     /// The JSON view of one lesson, whose status the bank derived ([`crate::Bank::status`]).
     pub fn new(doc: &Document, lesson: &'a Lesson, status: Status) -> Self {
         LessonJson {
+            bank: None,
             slug: &lesson.slug.value,
             title: &lesson.title.value,
             trigger: TriggerJson {
@@ -239,6 +244,12 @@ impl<'a> LessonJson<'a> {
                 })
                 .collect(),
         });
+        self
+    }
+
+    /// Name the bank the lesson is in (a layered stack, [`crate::layers`]).
+    pub fn with_bank(mut self, name: &str) -> Self {
+        self.bank = Some(name.to_string());
         self
     }
 
@@ -364,4 +375,28 @@ pub fn usage_line(u: &Usage) -> String {
         u.followed,
         u.helped
     )
+}
+
+/// `lesson list` of a layered stack: [`table`] with a `BANK` column after the slug (`.` for
+/// the bank in front), the banks' rows in the stack's order.
+pub fn table_with_banks(rows: &[(&str, IndexEntry)]) -> String {
+    if rows.is_empty() {
+        return String::new();
+    }
+    let rows: Vec<[String; 7]> = rows
+        .iter()
+        .map(|(bank, e)| {
+            [
+                e.slug.clone(),
+                bank.to_string(),
+                e.outcome.clone(),
+                e.confidence.clone(),
+                format!("{}/{}", e.success_count, e.failure_count),
+                e.status.clone(),
+                e.title.split_whitespace().collect::<Vec<_>>().join(" "),
+            ]
+        })
+        .collect();
+    let header = ["SLUG", "BANK", "OUTCOME", "CONF", "S/F", "STATUS", "TITLE"].map(String::from);
+    super::aligned(&header, &rows)
 }

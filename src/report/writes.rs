@@ -362,3 +362,16 @@ impl LedgerSummary {
         s
     }
 }
+
+/// `lesson promote`'s result: the lesson, the bank it went to, its file there, and where its
+/// file in this bank went.
+pub fn promoted(root: &Path, p: &crate::curate::promote::Promoted) -> Value {
+    json!({
+        "slug": p.slug,
+        "bank": p.bank,
+        "from": rel(root, &p.from),
+        "archived": rel(root, &p.archived),
+        "to": p.to.display().to_string(),
+        "resumed": p.resumed,
+    })
+}

@@ -100,9 +100,12 @@ impl Retriever {
                 kept_as_caution: h.kept_as_caution,
             });
         }
-        let why = self
+        let mut why = self
             .index()
             .explain(&answer.request, self.settings(), slug)?;
+        if !self.layers.is_empty() {
+            why = self.explain_layered(&answer.request, slug, why)?;
+        }
         Ok(match why {
             Explanation::Shown { rank, score, .. } => Explanation::OverBudget {
                 rank,

@@ -32,6 +32,7 @@
 mod answer;
 mod codec;
 pub mod index;
+mod layered;
 pub mod marker;
 pub mod record;
 pub mod render;
@@ -222,6 +223,10 @@ pub struct Gates {
 /// One lesson that applies to the request.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Hit {
+    /// The bank it comes from, when the bank includes others (`[banks] include`): `.` for
+    /// the bank in front, else the included bank's name ([`crate::layers::Layer::name`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bank: Option<String>,
     /// Slug.
     pub slug: String,
     /// Path relative to the bank root.

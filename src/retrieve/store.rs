@@ -107,6 +107,14 @@ pub struct Retriever {
     lock_held: bool,
     /// What the ranking's recency was read from.
     provenance: Option<Arc<crate::git::provenance::Provenance>>,
+    /// An included bank's index: checked against the files and patched in memory only,
+    /// never written (the bank in front may not own it), and searched without its lock.
+    pub(super) read_only: bool,
+    /// The banks this one includes (`[banks] include`), each with its own index; empty for a
+    /// bank that includes none.
+    pub(super) layers: Vec<super::layered::Included>,
+    /// Whether the included banks were checked since the last search.
+    pub(super) layers_checked: bool,
 }
 
 impl Retriever {
@@ -140,6 +148,7 @@ impl Retriever {
     pub fn open(root: &Path) -> Result<Retriever, RetrieveError> {
         let (mut r, why) = Retriever::load(root)?;
         r.refresh_with(why)?;
+        r.open_layers()?;
         Ok(r)
     }
 
@@ -178,6 +187,9 @@ impl Retriever {
             unpersisted: false,
             lock_held: false,
             provenance: None,
+            read_only: false,
+            layers: Vec::new(),
+            layers_checked: false,
         };
         Ok((r, why))
     }
@@ -225,6 +237,15 @@ impl Retriever {
             let log = crate::usage::ShownLog::read(&self.root)?;
             self.settings.usage = Some(Arc::new(log.figures(&self.root)?));
         }
+        if self.layers.is_empty() {
+            self.search_own(request)
+        } else {
+            self.search_layered(request)
+        }
+    }
+
+    /// [`Retriever::search`] of this bank's own index alone.
+    pub(super) fn search_own(&mut self, request: &Request) -> Result<Search, RetrieveError> {
         let mut rebuilds = 0;
         let mut rechecks = 0;
         loop {
@@ -251,7 +272,12 @@ impl Retriever {
         request: &Request,
         stale: &[String],
     ) -> Result<Search, RetrieveError> {
-        let Ok(mut lock) = BankLock::open(&self.root) else {
+        // an included bank's lock is never taken (the front bank may not own it)
+        let lock = match self.read_only {
+            true => None,
+            false => BankLock::open(&self.root).ok(),
+        };
+        let Some(mut lock) = lock else {
             return self.search_checked(request, stale);
         };
         self.unpersisted = true;
@@ -327,17 +353,24 @@ impl Retriever {
     /// in the window is never shown with its old text; the search checks the files and runs
     /// again instead.
     pub fn open_fast(root: &Path) -> Result<Retriever, RetrieveError> {
-        let Some(vouched) = marker::vouched(root) else {
-            return Retriever::open(root);
-        };
+        let mut r = Retriever::open_vouched(root, false)?;
+        r.open_layers()?;
+        Ok(r)
+    }
+
+    /// [`Retriever::open_fast`] of this bank alone; `read_only` for an included bank.
+    pub(super) fn open_vouched(root: &Path, read_only: bool) -> Result<Retriever, RetrieveError> {
         let (mut r, why) = Retriever::load(root)?;
-        if why.is_none() && r.identity() == vouched {
-            r.last = Refresh {
-                generation: vouched.generation,
-                ..Refresh::default()
-            };
-            r.apply_provenance();
-            return Ok(r);
+        r.read_only = read_only;
+        if let Some(vouched) = marker::vouched(root) {
+            if why.is_none() && r.identity() == vouched {
+                r.last = Refresh {
+                    generation: vouched.generation,
+                    ..Refresh::default()
+                };
+                r.apply_provenance();
+                return Ok(r);
+            }
         }
         r.refresh_with(why)?;
         Ok(r)
@@ -428,7 +461,13 @@ impl Retriever {
     /// Check the files (or rebuild), then take the ranking's recency input from the bank's
     /// provenance when it is in git.
     fn refresh_with(&mut self, rebuild: Option<String>) -> Result<(), RetrieveError> {
-        self.refresh_files(rebuild)?;
+        match self.refresh_files(rebuild) {
+            // a section whose checksum fails only when the check reads it: rebuild from the files
+            Err(RetrieveError::Corrupt(damaged)) => {
+                self.refresh_files(Some(damaged.to_string()))?
+            }
+            other => other?,
+        }
         self.apply_provenance();
         Ok(())
     }
@@ -437,9 +476,11 @@ impl Retriever {
     /// cache, which walks only commits it has not seen): the index holds no git state, since
     /// HEAD moves without any file changing. A failure to read history ranks by the ledgers.
     pub(super) fn apply_provenance(&mut self) {
-        let provenance = crate::git::provenance::Provenance::of_bank(&self.root)
-            .ok()
-            .flatten();
+        let provenance = match self.read_only {
+            true => crate::git::provenance::Provenance::of_bank_unwritten(&self.root),
+            false => crate::git::provenance::Provenance::of_bank(&self.root),
+        };
+        let provenance = provenance.ok().flatten();
         self.index.set_provenance(provenance.as_ref());
         self.provenance = provenance.map(Arc::new);
     }
@@ -762,14 +803,14 @@ impl Retriever {
 
     /// Run `write` under the bank lock; false when the bank cannot be locked or written.
     fn persist(&self, write: impl FnOnce(&Path) -> Result<(), edit::EditError>) -> bool {
-        if self.unpersisted {
+        if self.unpersisted || self.read_only {
             return false;
         }
         // the cache ignores itself, in banks that `lesson init` did not set up too
         let ignore_self = || {
             let ignore = state_path(&self.root, crate::layout::GITIGNORE);
             if !ignore.exists() {
-                let _ = std::fs::write(&ignore, "*\n");
+                let _ = edit::write_atomic(&self.root, &ignore, b"*\n");
             }
         };
         if self.lock_held {

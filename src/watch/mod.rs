@@ -630,8 +630,15 @@ impl Watch {
     fn write_index_md(&mut self, path: &Path, batch: &mut Batch) -> Result<bool, WatchError> {
         let before = self.hashes();
         self.retriever.with_lock_held(|r| r.refresh().map(|_| ()))?;
-        let changed = self.changed_since(&before)?;
-        if !changed.is_empty() {
+        let after = self.hashes();
+        let removed = before.keys().any(|p| !after.contains_key(p));
+        let mut changed: Vec<String> = after
+            .into_iter()
+            .filter(|(p, h)| before.get(p) != Some(h))
+            .map(|(p, _)| p)
+            .collect();
+        changed.sort_unstable();
+        if !changed.is_empty() || removed {
             for p in changed {
                 if !batch.changed.contains(&p) {
                     batch.changed.push(p);
@@ -881,6 +888,27 @@ mod tests {
         let written = std::fs::read_to_string(root.join(INDEX_FILE)).unwrap();
         assert!(written.contains("Beta orchid"), "{written}");
         assert!(written.contains("Alpha lily"), "{written}");
+        // and a lesson removed behind the batch is not listed again (nor kept listed when its
+        // own event comes)
+        std::fs::remove_file(root.join("sub/b.md")).unwrap();
+        std::fs::write(root.join("a.md"), lesson("a", "Alpha rose")).unwrap();
+        let batch = w.apply(Pending {
+            paths: HashSet::from([w.real_root.join("a.md")]),
+            rescan: None,
+        });
+        assert!(batch.index_md_written);
+        let written = std::fs::read_to_string(root.join(INDEX_FILE)).unwrap();
+        assert!(!written.contains("Beta orchid"), "{written}");
+        assert!(written.contains("Alpha rose"), "{written}");
+        let batch = w.apply(Pending {
+            paths: HashSet::from([w.real_root.join("sub/b.md")]),
+            rescan: None,
+        });
+        assert!(!batch.index_md_written);
+        assert_eq!(
+            std::fs::read_to_string(root.join(INDEX_FILE)).unwrap(),
+            written
+        );
     }
 
     #[test]

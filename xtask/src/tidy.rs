@@ -12,7 +12,7 @@ const LAYERS: &[&[&str]] = &[
     &["lesson"],
     &["document", "diagnostic", "schema"],
     &["config", "walk", "template"],
-    &["edit"],
+    &["edit", "layers"],
     &["ledger", "git"],
     &["bank", "merge", "usage"],
     &["index_md", "listing"],

@@ -26,6 +26,7 @@ use lesson::curate::add::{self, Intake};
 use lesson::curate::new::NewEvidence;
 use lesson::curate::record;
 use lesson::curate::show::{self, Found};
+use lesson::curate::stack;
 use lesson::layout::bank_relative;
 use lesson::lesson::EvidenceKind;
 use lesson::lint::{self, Selection, Summary};
@@ -288,12 +289,23 @@ impl Lessons {
             let found = show::find_indexed(r, &p.slug, now).map_err(|e| Envelope::of_curate(&e))?;
             Ok((found, r.provenance().cloned()))
         })?;
+        let mut layer: Option<(String, std::path::PathBuf)> = None;
         let (doc, status, archived) = match indexed {
             Some(one) => (one.doc, one.status, false),
             None => {
                 let bank = super::super::load_lessons(root)
                     .map_err(|e| Envelope::new(ErrorCode::BankUnavailable, format!("{e:#}")))?;
-                let (doc, archived) = match show::find(&bank, &p.slug) {
+                let stack = stack::load(bank, super::super::load_lessons)
+                    .map_err(|e| Envelope::new(ErrorCode::BankUnavailable, format!("{e:#}")))?;
+                let (found_in, found) = match show::find_in_stack(&stack, &p.slug) {
+                    Ok(found) => found,
+                    Err(e) => return Err(Envelope::of_curate(&e)),
+                };
+                let bank = &found_in.bank;
+                if stack::is_layered(&stack) {
+                    layer = Some((found_in.name.clone(), bank.root.clone()));
+                }
+                let (doc, archived) = match Ok::<_, lesson::curate::CurateError>(found) {
                     Ok(Found::Live(doc)) => (doc.clone(), false),
                     Ok(Found::Archived(doc)) => (*doc, true),
                     Ok(Found::NotALesson(doc)) => {
@@ -326,6 +338,18 @@ impl Lessons {
                 ),
             ));
         }
+        // a lesson of an included bank: its own bank's provenance and ledger
+        let included = layer
+            .as_ref()
+            .filter(|(name, _)| name != lesson::layers::FRONT);
+        let provenance = match included {
+            Some((_, bank_root)) => lesson::git::provenance::Provenance::of_bank(bank_root)
+                .ok()
+                .flatten()
+                .map(std::sync::Arc::new),
+            None => provenance,
+        };
+        let root = included.map_or(root, |(_, bank_root)| bank_root.as_path());
         let stamps = provenance
             .as_ref()
             .and_then(|prov| prov.get(&bank_relative(root, &doc.source.path)));
@@ -334,6 +358,9 @@ impl Lessons {
             .with_provenance(stamps);
         if archived {
             view = view.with_status("archived");
+        }
+        if let Some((name, _)) = &layer {
+            view = view.with_bank(name);
         }
         let ledger = show::ledger(root, &lesson.slug.value).map_err(|e| Envelope::of_curate(&e))?;
         let log = lesson::usage::ShownLog::read(root)
@@ -363,22 +390,47 @@ impl Lessons {
         let query = p
             .query(bank.now)
             .map_err(|e| Envelope::new(ErrorCode::InvalidRequest, e.to_string()))?;
-        let provenance = lesson::git::provenance::Provenance::of_bank(&bank.root)
-            .ok()
-            .flatten();
-        let (figures, _) = lesson::usage::figures(&bank.root)
-            .map_err(|e| Envelope::new(ErrorCode::BankUnavailable, e.to_string()))?;
-        let rows = lesson::listing::list(&bank, provenance.as_ref(), &figures, &query);
-        let json = lesson::report::lessons::json_list(&rows);
-        let left_out = lesson::index_md::left_out(&bank);
-        Ok(json!({"lessons": json, "left_out": left_out}))
+        let stack = stack::load(bank, super::super::load_lessons)
+            .map_err(|e| Envelope::new(ErrorCode::BankUnavailable, format!("{e:#}")))?;
+        let layered = stack::is_layered(&stack);
+        let mut lessons = Vec::new();
+        let mut left_out = Vec::new();
+        for s in &stack {
+            let provenance = lesson::git::provenance::Provenance::of_bank(&s.bank.root)
+                .ok()
+                .flatten();
+            let (figures, _) = lesson::usage::figures(&s.bank.root)
+                .map_err(|e| Envelope::new(ErrorCode::BankUnavailable, e.to_string()))?;
+            let rows = lesson::listing::list(&s.bank, provenance.as_ref(), &figures, &query);
+            let list = lesson::report::lessons::json_list(&rows);
+            let values = list.into_iter().map(|j| match layered {
+                true => j.with_bank(&s.name),
+                false => j,
+            });
+            for j in values {
+                lessons.push(serde_json::to_value(&j).map_err(|e| internal("the list", e))?);
+            }
+            left_out.extend(lesson::index_md::left_out(&s.bank));
+        }
+        Ok(json!({"lessons": lessons, "left_out": left_out}))
     }
 
     fn do_review(&self) -> Outcome {
         let bank = super::super::load(self.root())
             .map_err(|e| Envelope::new(ErrorCode::BankUnavailable, format!("{e:#}")))?;
-        let findings = lesson::curate::review::review(&bank).map_err(|e| internal("review", e))?;
-        let findings = serde_json::to_value(&findings).map_err(|e| internal("review", e))?;
+        let stack = stack::load(bank, super::super::load)
+            .map_err(|e| Envelope::new(ErrorCode::BankUnavailable, format!("{e:#}")))?;
+        let mut banks = Vec::new();
+        for s in &stack {
+            let found =
+                lesson::curate::review::review(&s.bank).map_err(|e| internal("review", e))?;
+            banks.push((s.name.as_str(), found));
+        }
+        let findings = match stack::is_layered(&stack) {
+            true => lesson::report::review::json_with_banks(&banks),
+            false => serde_json::to_value(&banks[0].1),
+        }
+        .map_err(|e| internal("review", e))?;
         Ok(json!({"findings": findings}))
     }
 

@@ -663,6 +663,7 @@ impl Index {
         declared.sort();
         declared.dedup();
         Ok(Some(Hit {
+            bank: None,
             slug: l.slug.clone(),
             path: path.to_string(),
             title: l.title.clone(),

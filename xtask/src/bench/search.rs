@@ -708,9 +708,9 @@ fn measure_warm(
     if let (Some(median), Some(max)) = (log_times.get(log_times.len() / 2), log_times.last()) {
         notes.push(format!(
             "lesson in-process (warm): logging a search's hits for a run (lesson::usage::log_shown, \
-             what --log adds: the lock, one appended line) took {} median, {} at most, over {} searches",
-            ms(Duration::from_secs_f64(*median)),
-            ms(Duration::from_secs_f64(*max)),
+             what --log adds: the lock, one appended line) took {:.3} ms median, {:.3} ms at most, over {} searches",
+            median * 1e3,
+            max * 1e3,
             log_times.len()
         ));
     }
