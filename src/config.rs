@@ -107,14 +107,44 @@ pub struct DistillConfig {
     /// (a judge that floods the bank is not trusted with any of it).
     #[serde(default = "default_max_candidates_per_run")]
     pub max_candidates: usize,
+    /// Runs whose trajectory has fewer steps than this are skipped (nothing is written, the
+    /// judge is not called): `trajectory` as a list, or an object's `steps` list; a run without
+    /// one has 0 steps. 0 (the default): every run is distilled.
+    #[serde(default)]
+    pub min_steps: usize,
+    /// Candidates whose `confidence` (the judge's rating, AIP-11's 0.5 when absent) is below
+    /// this are dropped, the rest admitted. A gate only: an admitted lesson's stored confidence
+    /// is 0.5 whatever the judge claimed. 0 (the default): none is dropped.
+    #[serde(default)]
+    pub min_confidence: f64,
+    /// What a secret in the judge's answer does: `refuse` (the default) refuses the whole
+    /// answer; `redact` replaces each secret found in a candidate's body and evidence notes
+    /// and in verdict and conflict notes with `[redacted: KIND]` and admits the rest. A secret
+    /// anywhere else, or still found after redaction, refuses the answer either way.
+    #[serde(default)]
+    pub secrets: SecretPolicy,
 }
 
 impl Default for DistillConfig {
     fn default() -> Self {
         DistillConfig {
             max_candidates: default_max_candidates_per_run(),
+            min_steps: 0,
+            min_confidence: 0.0,
+            secrets: SecretPolicy::default(),
         }
     }
+}
+
+/// `[distill] secrets`: what a secret in the judge's answer does.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SecretPolicy {
+    /// Refuse the whole answer (fail closed).
+    #[default]
+    Refuse,
+    /// Replace secrets in bodies and notes with `[redacted: KIND]`, admit the rest.
+    Redact,
 }
 
 fn default_max_candidates_per_run() -> usize {

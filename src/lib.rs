@@ -29,6 +29,7 @@ pub mod layout;
 pub mod ledger;
 pub mod lesson;
 pub mod lint;
+pub mod listing;
 pub mod merge;
 pub mod pr;
 pub mod progress;

@@ -6,12 +6,12 @@ use serde::Serialize;
 
 use crate::bank::Status;
 use crate::document::{Body, Document};
-use crate::git::provenance::{LessonStamps, Provenance, Stamp};
+use crate::git::provenance::{LessonStamps, Stamp};
+use crate::index_md::status_text;
 use crate::index_md::IndexEntry;
 use crate::lesson::{Lesson, Target};
+use crate::listing::Listed;
 use crate::usage::Usage;
-
-use std::collections::HashMap;
 
 /// A lesson as `list --format json` and `show --format json` print it: every frontmatter
 /// field (defaults filled in), its file and its status.
@@ -51,6 +51,19 @@ pub struct LessonJson<'a> {
     /// The newest commit that changed, renamed or moved it.
     #[serde(skip_serializing_if = "Option::is_none")]
     changed: Option<StampJson<'a>>,
+    /// When the lesson was added (RFC 3339, UTC): from git when it is committed, else from its
+    /// ledger (`lesson list` only; absent when it has neither).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    created_at: Option<String>,
+    /// When it last changed, from the same source.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    updated_at: Option<String>,
+    /// `git` or `ledger`: where `created_at` and `updated_at` come from.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    dates_from: Option<&'static str>,
+    /// Who recorded the first event of its ledger (`lesson list` only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    added_by: Option<&'a str>,
     /// The body's title and sections (`lesson show` only).
     #[serde(skip_serializing_if = "Option::is_none")]
     body: Option<BodyJson<'a>>,
@@ -111,38 +124,22 @@ struct TriggerJson<'a> {
     targets: &'a [Target],
 }
 
-/// The bank's lessons as JSON views, sorted by slug (then path), files with errors of their own
-/// left out (as `_index.md` leaves them out), each with its provenance when the bank's is given
-/// and its retrieval figures (`usage`, by slug: [`crate::usage::ShownLog::figures`]; a lesson
-/// missing from it was never shown); `keep` selects by status (`active`, `superseded`,
-/// `expired`). `lesson list --format json` and the MCP `list` tool print this.
-pub fn json_list<'a>(
-    bank: &'a crate::Bank,
-    provenance: Option<&'a Provenance>,
-    usage: &HashMap<String, Usage>,
-    keep: impl Fn(&str) -> bool,
-) -> Vec<LessonJson<'a>> {
-    let mut lessons: Vec<(&Document, &Lesson)> = bank
-        .lessons()
-        .filter(|(doc, _)| !doc.has_file_errors())
-        .collect();
-    lessons.sort_by(|a, b| {
-        (&a.1.slug.value, &a.0.source.path).cmp(&(&b.1.slug.value, &b.0.source.path))
-    });
-    lessons
-        .into_iter()
-        .map(|(doc, lesson)| {
-            let stamps = provenance
-                .and_then(|p| p.get(&crate::layout::bank_relative(&bank.root, &doc.source.path)));
-            let figures = usage
-                .get(lesson.slug.value.as_str())
-                .copied()
-                .unwrap_or_default();
-            LessonJson::new(doc, lesson, bank.status(lesson))
-                .with_provenance(stamps)
-                .with_usage(&figures)
+/// The rows of a listing ([`crate::listing::list`]) as JSON views, in their order, each with its
+/// provenance, dates and author when the listing read them. `lesson list --format json` and the
+/// MCP `list` tool print this.
+pub fn json_list<'a>(rows: &'a [Listed<'a>]) -> Vec<LessonJson<'a>> {
+    rows.iter()
+        .map(|row| {
+            let mut json = LessonJson::new(row.doc, row.lesson, row.status.clone())
+                .with_provenance(row.stamps);
+            if let Some(d) = &row.dates {
+                json.created_at = Some(d.created.to_string());
+                json.updated_at = Some(d.updated.to_string());
+                json.dates_from = Some(d.from.as_str());
+            }
+            json.added_by = row.added_by.as_deref();
+            json.with_usage(&row.usage)
         })
-        .filter(|j| keep(j.status))
         .collect()
 }
 
@@ -191,6 +188,10 @@ impl<'a> LessonJson<'a> {
             utility: None,
             created: None,
             changed: None,
+            created_at: None,
+            updated_at: None,
+            dates_from: None,
+            added_by: None,
             body: None,
         }
     }
@@ -259,11 +260,6 @@ impl<'a> LessonJson<'a> {
     }
 }
 
-/// `lesson list`: an aligned table: slug, outcome, confidence, successes/failures, status, title.
-pub fn table(entries: &[IndexEntry]) -> String {
-    table_with(entries, None)
-}
-
 /// A commit in one short line: `2024-03-01 4f2a9c1 Ann`.
 pub fn stamp_line(stamp: &Stamp) -> String {
     format!(
@@ -287,51 +283,60 @@ pub fn provenance_line(stamps: LessonStamps<'_>) -> String {
     }
 }
 
-/// [`table`], with a `CHANGED` column (the date of the newest commit that changed each lesson)
-/// when the bank is in git; `-` for a lesson not committed yet.
-pub fn table_with(entries: &[IndexEntry], provenance: Option<&Provenance>) -> String {
-    table_with_usage(entries, provenance, None)
-}
-
-/// [`table_with`], with `SHOWN`, `FOLLOWED` and `UTILITY` columns (the retrieval figures,
-/// [`crate::usage`]; `-` for the utility of a lesson never shown) when `usage` is given (the
-/// figures by slug; a lesson missing from it was never shown).
-pub fn table_with_usage(
-    entries: &[IndexEntry],
-    provenance: Option<&Provenance>,
-    usage: Option<&HashMap<String, Usage>>,
+/// `lesson list`'s table of a listing's rows, in their order: slug, outcome, confidence,
+/// successes/failures, status, then `CREATED` and `UPDATED` when the listing read dates (else
+/// `CHANGED`, the newest commit's date, when the bank is in git), `TAGS` (the query's tags each
+/// lesson has) when `tags` is set, `SHOWN`, `FOLLOWED` and `UTILITY` (the retrieval figures,
+/// [`crate::usage`]) when `usage` is set, and the title. `-` stands for a date a lesson does not
+/// have, and for the utility of a lesson never shown.
+pub fn listing_table(
+    rows: &[Listed<'_>],
+    dates: bool,
+    in_git: bool,
+    tags: bool,
+    usage: bool,
 ) -> String {
-    if entries.is_empty() {
+    if rows.is_empty() {
         return String::new();
     }
-    let mut header: Vec<String> = ["SLUG", "OUTCOME", "CONF", "S/F", "STATUS"]
-        .map(String::from)
-        .to_vec();
-    if provenance.is_some() {
-        header.push("CHANGED".into());
+    let day = |t: Option<jiff::Timestamp>| {
+        t.map_or_else(|| "-".to_string(), |t| t.strftime("%Y-%m-%d").to_string())
+    };
+    let mut header = vec!["SLUG", "OUTCOME", "CONF", "S/F", "STATUS"];
+    if dates {
+        header.extend(["CREATED", "UPDATED"]);
+    } else if in_git {
+        header.push("CHANGED");
     }
-    if usage.is_some() {
-        header.extend(["SHOWN", "FOLLOWED", "UTILITY"].map(String::from));
+    if tags {
+        header.push("TAGS");
     }
-    header.push("TITLE".into());
-    let rows: Vec<Vec<String>> = entries
+    if usage {
+        header.extend(["SHOWN", "FOLLOWED", "UTILITY"]);
+    }
+    header.push("TITLE");
+    let table: Vec<Vec<String>> = rows
         .iter()
-        .map(|e| {
+        .map(|r| {
+            let l = r.lesson;
             let mut row = vec![
-                e.slug.clone(),
-                e.outcome.clone(),
-                e.confidence.clone(),
-                format!("{}/{}", e.success_count, e.failure_count),
-                e.status.clone(),
+                l.slug.value.clone(),
+                l.outcome.value.as_str().to_string(),
+                format!("{:.2}", l.confidence()),
+                format!("{}/{}", l.successes(), l.failures()),
+                status_text(&r.status),
             ];
-            if let Some(p) = provenance {
-                row.push(p.get(&e.path).map_or_else(
-                    || "-".to_string(),
-                    |s| s.changed.time.strftime("%Y-%m-%d").to_string(),
-                ));
+            if dates {
+                row.push(day(r.dates.as_ref().map(|d| d.created)));
+                row.push(day(r.dates.as_ref().map(|d| d.updated)));
+            } else if in_git {
+                row.push(day(r.stamps.map(|s| s.changed.time)));
             }
-            if let Some(figures) = usage {
-                let u = figures.get(&e.slug).copied().unwrap_or_default();
+            if tags {
+                row.push(r.matched_tags.join(","));
+            }
+            if usage {
+                let u = &r.usage;
                 row.push(u.shown.to_string());
                 row.push(u.followed.to_string());
                 row.push(
@@ -339,11 +344,18 @@ pub fn table_with_usage(
                         .map_or_else(|| "-".into(), |x| format!("{x:.2}")),
                 );
             }
-            row.push(e.title.split_whitespace().collect::<Vec<_>>().join(" "));
+            row.push(
+                l.title
+                    .value
+                    .split_whitespace()
+                    .collect::<Vec<_>>()
+                    .join(" "),
+            );
             row
         })
         .collect();
-    super::aligned(&header, &rows)
+    let header: Vec<String> = header.into_iter().map(String::from).collect();
+    super::aligned(&header, &table)
 }
 
 /// `lesson show`'s line of retrieval figures: `shown to 3 runs (last 2026-11-26), followed

@@ -258,6 +258,10 @@ pub fn distilled(root: &Path, run: &Run, d: &Distilled) -> Value {
         Distilled::Already { ledger, line, .. } => json!({
             "already": {"ledger": rel(root, ledger), "line": line},
         }),
+        Distilled::TooShort { steps, min_steps } => json!({
+            "already": null,
+            "too_short": {"steps": steps, "min_steps": min_steps},
+        }),
         Distilled::Done(r) => {
             let sources: super::Sources = r.warnings.sources.iter().collect();
             json!({
@@ -272,6 +276,12 @@ pub fn distilled(root: &Path, run: &Run, d: &Distilled) -> Value {
                     "slug": slug, "why": why
                 })).collect::<Vec<_>>(),
                 "admitted": r.admitted.iter().map(|x| admitted(root, x)).collect::<Vec<_>>(),
+                "dropped": r.dropped.iter().map(|(label, why)| json!({
+                    "candidate": label, "why": why
+                })).collect::<Vec<_>>(),
+                "redacted": r.redacted.iter().map(|(label, kind)| json!({
+                    "at": label, "kind": kind
+                })).collect::<Vec<_>>(),
                 "warnings": super::envelope::diagnostics_json(&r.warnings.diagnostics, &sources),
             })
         }

@@ -26,6 +26,7 @@ mod layers;
 mod ledger;
 mod left_out;
 mod lint_defects;
+mod listing;
 mod man;
 #[cfg(feature = "mcp")]
 mod mcp;

@@ -15,7 +15,7 @@ const LAYERS: &[&[&str]] = &[
     &["edit", "layers"],
     &["ledger", "git"],
     &["bank", "merge", "usage"],
-    &["index_md"],
+    &["index_md", "listing"],
     &["lint"],
     &["retrieve"],
     &["dedup"],

@@ -387,25 +387,29 @@ impl Lessons {
     fn do_list(&self, p: params::List) -> Outcome {
         let bank = super::super::load_lessons(self.root())
             .map_err(|e| Envelope::new(ErrorCode::BankUnavailable, format!("{e:#}")))?;
-        let keep = |state: &str| match p.status {
-            params::Status::All => true,
-            params::Status::Active => state == "active",
-            params::Status::Superseded => state == "superseded",
-            params::Status::Expired => state == "expired",
-        };
+        let query = p
+            .query(bank.now)
+            .map_err(|e| Envelope::new(ErrorCode::InvalidRequest, e.to_string()))?;
         let stack = stack::load(bank, super::super::load_lessons)
             .map_err(|e| Envelope::new(ErrorCode::BankUnavailable, format!("{e:#}")))?;
         let layered = stack::is_layered(&stack);
         let mut lessons = Vec::new();
         let mut left_out = Vec::new();
         for s in &stack {
+            let provenance = lesson::git::provenance::Provenance::of_bank(&s.bank.root)
+                .ok()
+                .flatten();
             let (figures, _) = lesson::usage::figures(&s.bank.root)
                 .map_err(|e| Envelope::new(ErrorCode::BankUnavailable, e.to_string()))?;
-            let list = lesson::report::lessons::json_list(&s.bank, None, &figures, keep);
-            lessons.extend(list.into_iter().map(|j| match layered {
+            let rows = lesson::listing::list(&s.bank, provenance.as_ref(), &figures, &query);
+            let list = lesson::report::lessons::json_list(&rows);
+            let values = list.into_iter().map(|j| match layered {
                 true => j.with_bank(&s.name),
                 false => j,
-            }));
+            });
+            for j in values {
+                lessons.push(serde_json::to_value(&j).map_err(|e| internal("the list", e))?);
+            }
             left_out.extend(lesson::index_md::left_out(&s.bank));
         }
         Ok(json!({"lessons": lessons, "left_out": left_out}))
@@ -596,7 +600,7 @@ impl Lessons {
 
     /// `list`.
     #[tool(
-        description = "The bank's lessons (as `lesson list --format json`), optionally by status."
+        description = "The bank's lessons (as `lesson list --format json`), selected by status, dates (since, until), tags, outcomes, origins and author (by), sorted (name, created, updated, tags, shown, utility) and cut (limit)."
     )]
     async fn list(
         &self,

@@ -351,6 +351,22 @@ fn find_secrets(text: &str) -> Vec<(Range<usize>, &'static str)> {
     found
 }
 
+/// `text` with each secret the rule finds replaced by `[redacted: KIND]`, and the kinds
+/// replaced, in order (none: `text` is clean). The caller scans the result again: what this
+/// misses, the rule still refuses.
+pub fn redact(text: &str) -> (String, Vec<&'static str>) {
+    let found = find_secrets(text);
+    let mut out = String::with_capacity(text.len());
+    let mut at = 0;
+    for (range, kind) in &found {
+        out.push_str(&text[at..range.start]);
+        out.push_str(&format!("[redacted: {kind}]"));
+        at = range.end;
+    }
+    out.push_str(&text[at..]);
+    (out, found.into_iter().map(|(_, k)| k).collect())
+}
+
 fn overlaps(a: &Range<usize>, b: &Range<usize>) -> bool {
     a.start < b.end && b.start < a.end
 }
@@ -358,6 +374,20 @@ fn overlaps(a: &Range<usize>, b: &Range<usize>) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn redact_replaces_each_secret_by_its_kind() {
+        let token = format!("ghp_{}", "a1".repeat(18));
+        let text = format!("used {token} and AKIAIOSFODNN7EXAMPLE, then stopped");
+        let (out, kinds) = redact(&text);
+        assert_eq!(
+            out,
+            "used [redacted: GitHub personal access token] and [redacted: AWS access key ID], then stopped"
+        );
+        assert_eq!(kinds, ["GitHub personal access token", "AWS access key ID"]);
+        assert!(find_secrets(&out).is_empty());
+        assert_eq!(redact("clean"), ("clean".to_string(), vec![]));
+    }
 
     fn kinds(text: &str) -> Vec<&'static str> {
         find_secrets(text).into_iter().map(|(_, k)| k).collect()
