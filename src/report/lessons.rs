@@ -377,8 +377,9 @@ pub fn usage_line(u: &Usage) -> String {
     )
 }
 
-/// `lesson list` of a layered stack: [`table`] with a `BANK` column after the slug (`.` for
-/// the bank in front), the banks' rows in the stack's order.
+/// `lesson list` of a layered stack: [`listing_table`]'s columns, less the dates, with a
+/// `BANK` column after the slug (`.` for the bank in front), the banks' rows in the stack's
+/// order.
 pub fn table_with_banks(rows: &[(&str, IndexEntry)]) -> String {
     if rows.is_empty() {
         return String::new();
