@@ -10,7 +10,9 @@ type Error = Box<dyn std::error::Error>;
 pub fn serve(bank: &Path, turns: &[&str], agent: impl Fn(&str) -> bool) -> Result<(), Error> {
     let mut lessons = Retriever::open(bank)?; // once: the index stays open between turns
     for (i, turn) in turns.iter().enumerate() {
+        let run_id = format!("run-{i}");
         let answer = lessons.answer(&Request::new(*turn).role("researcher"))?; // before the turn
+        lessons.log_shown(&answer, &run_id, "my-runtime")?; // retrieval accounting: shown
         let ok = agent(&format!("{}\n{turn}", answer.prompt.text));
         let run = if ok {
             RunOutcome::Success
@@ -19,8 +21,7 @@ pub fn serve(bank: &Path, turns: &[&str], agent: impl Fn(&str) -> bool) -> Resul
         };
         for hit in &answer.hits {
             // after: each lesson shown was followed, in a run that succeeded or failed
-            let outcome =
-                record::Request::new(&hit.slug, Applied::Followed, run, format!("run-{i}"));
+            let outcome = record::Request::new(&hit.slug, Applied::Followed, run, &run_id);
             record::record(bank, &outcome, &Stamp::now("my-runtime"))?;
         }
     }

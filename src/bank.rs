@@ -423,6 +423,31 @@ impl Bank {
         map
     }
 
+    /// Every `(superseded slug, superseding slug)` pair this bank's lessons declare, sorted.
+    pub fn supersession(&self) -> Vec<(String, String)> {
+        let mut pairs: Vec<(String, String)> = self
+            .superseded_by
+            .iter()
+            .flat_map(|(old, by)| by.iter().map(move |b| (old.clone(), b.clone())))
+            .collect();
+        pairs.sort();
+        pairs
+    }
+
+    /// Take lessons of other banks that supersede lessons of this one into its statuses (a
+    /// layered stack, [`crate::layers`]): `old` is then superseded by `by` as if `by` were a
+    /// lesson of this bank.
+    pub fn supersede_from(&mut self, pairs: impl IntoIterator<Item = (String, String)>) {
+        for (old, by) in pairs {
+            let list = self.superseded_by.entry(old.clone()).or_default();
+            if !list.contains(&by) {
+                list.push(by);
+                list.sort();
+            }
+            self.superseded_hashes.insert(name_hash(&old));
+        }
+    }
+
     /// Whether some lesson is superseded by more than one other.
     pub(crate) fn has_lesson_superseded_twice(&self) -> bool {
         self.superseded_by.values().any(|by| by.len() > 1)

@@ -26,6 +26,77 @@ pub struct Config {
     /// `[distill]`
     #[serde(default)]
     pub distill: DistillConfig,
+    /// `[retention]`
+    #[serde(default)]
+    pub retention: RetentionConfig,
+    /// `[banks]`
+    #[serde(default, skip_serializing_if = "BanksConfig::is_empty")]
+    pub banks: BanksConfig,
+}
+
+/// `[retention]`: which lessons `lesson archive --policy` moves out of the live set (never
+/// deleted). Every rule is off unless set; a lesson with `metadata.lesson.pinned: true` is never
+/// archived by policy.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct RetentionConfig {
+    /// Archive a lesson expired for at least this many days.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub archive_expired_after_days: Option<u64>,
+    /// Archive a lesson that has failed more often than it worked (`failure_count >
+    /// success_count`) for at least this many days.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub archive_failure_dominant_after_days: Option<u64>,
+    /// Archive a lesson contradicted in at least this many runs (its ledger's distinct
+    /// `contradicted` outcomes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub archive_contradicted_at: Option<u64>,
+    /// Archive a lesson whose utility (`crate::usage`) is under this after at least
+    /// `min-shown` showings.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub archive_below_utility: Option<f64>,
+    /// The showings `archive-below-utility` waits for.
+    #[serde(default = "default_min_shown")]
+    pub min_shown: u64,
+    /// Flag for review, instead of archiving, a lesson contradicted in at least this many runs
+    /// while it still succeeds more than it fails.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub review_contradicted_at: Option<u64>,
+}
+
+impl Default for RetentionConfig {
+    fn default() -> Self {
+        RetentionConfig {
+            archive_expired_after_days: None,
+            archive_failure_dominant_after_days: None,
+            archive_contradicted_at: None,
+            archive_below_utility: None,
+            min_shown: default_min_shown(),
+            review_contradicted_at: None,
+        }
+    }
+}
+
+fn default_min_shown() -> u64 {
+    10
+}
+
+/// `[banks]`: other banks this one reads beside its own lessons (read-only; every write goes
+/// to this bank). See [`crate::layers`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct BanksConfig {
+    /// The included banks' directories, relative to this bank (or absolute), in the order
+    /// they are read after it.
+    #[serde(default)]
+    pub include: Vec<String>,
+}
+
+impl BanksConfig {
+    /// Whether no bank is included.
+    pub fn is_empty(&self) -> bool {
+        self.include.is_empty()
+    }
 }
 
 /// `[distill]`: the write gate of `lesson distill`.
@@ -36,14 +107,44 @@ pub struct DistillConfig {
     /// (a judge that floods the bank is not trusted with any of it).
     #[serde(default = "default_max_candidates_per_run")]
     pub max_candidates: usize,
+    /// Runs whose trajectory has fewer steps than this are skipped (nothing is written, the
+    /// judge is not called): `trajectory` as a list, or an object's `steps` list; a run without
+    /// one has 0 steps. 0 (the default): every run is distilled.
+    #[serde(default)]
+    pub min_steps: usize,
+    /// Candidates whose `confidence` (the judge's rating, AIP-11's 0.5 when absent) is below
+    /// this are dropped, the rest admitted. A gate only: an admitted lesson's stored confidence
+    /// is 0.5 whatever the judge claimed. 0 (the default): none is dropped.
+    #[serde(default)]
+    pub min_confidence: f64,
+    /// What a secret in the judge's answer does: `refuse` (the default) refuses the whole
+    /// answer; `redact` replaces each secret found in a candidate's body and evidence notes
+    /// and in verdict and conflict notes with `[redacted: KIND]` and admits the rest. A secret
+    /// anywhere else, or still found after redaction, refuses the answer either way.
+    #[serde(default)]
+    pub secrets: SecretPolicy,
 }
 
 impl Default for DistillConfig {
     fn default() -> Self {
         DistillConfig {
             max_candidates: default_max_candidates_per_run(),
+            min_steps: 0,
+            min_confidence: 0.0,
+            secrets: SecretPolicy::default(),
         }
     }
+}
+
+/// `[distill] secrets`: what a secret in the judge's answer does.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SecretPolicy {
+    /// Refuse the whole answer (fail closed).
+    #[default]
+    Refuse,
+    /// Replace secrets in bodies and notes with `[redacted: KIND]`, admit the rest.
+    Redact,
 }
 
 fn default_max_candidates_per_run() -> usize {
@@ -63,6 +164,14 @@ pub struct ReviewConfig {
     /// A lesson with no recorded outcome this many days after it was created is listed.
     #[serde(default = "default_unapplied_days")]
     pub unapplied_days: u64,
+    /// In a bank whose searches are logged: a lesson shown to at least this many runs, none of
+    /// which followed it, is listed (0: never).
+    #[serde(default = "default_shown_never_followed")]
+    pub shown_never_followed: u64,
+    /// In a bank whose searches are logged: a lesson no logged search showed for this many
+    /// days (since it was last shown, else since it entered its ledger) is listed (0: never).
+    #[serde(default = "default_unshown_days")]
+    pub unshown_days: u64,
 }
 
 impl Default for ReviewConfig {
@@ -71,6 +180,8 @@ impl Default for ReviewConfig {
             mixed_min: default_mixed_min(),
             mixed_ratio: default_mixed_ratio(),
             unapplied_days: default_unapplied_days(),
+            shown_never_followed: default_shown_never_followed(),
+            unshown_days: default_unshown_days(),
         }
     }
 }
@@ -93,6 +204,14 @@ fn default_mixed_ratio() -> f64 {
 }
 
 fn default_unapplied_days() -> u64 {
+    90
+}
+
+fn default_shown_never_followed() -> u64 {
+    10
+}
+
+fn default_unshown_days() -> u64 {
     90
 }
 
@@ -166,6 +285,12 @@ pub struct RetrieveConfig {
     /// top K when they match, however low their count factor puts them.
     #[serde(default = "default_max_cautions")]
     pub max_cautions: usize,
+    /// How much the lessons' retrieval figures (`crate::usage`) weigh in ranking, 0 to 1 (0,
+    /// the default: not at all, and a search never reads the retrieval log). Above 0, a
+    /// lesson's score is multiplied by `(1 − w) + w × (helped + 1) / (shown + 2)`: a
+    /// rich-get-richer loop, since what is shown more gets more chances to help.
+    #[serde(default)]
+    pub usage_weight: f64,
     /// `[retrieve.weights]`
     #[serde(default)]
     pub weights: FieldWeights,
@@ -208,6 +333,7 @@ impl Default for RetrieveConfig {
             inferred_tags: InferredTags::default(),
             tag_boost: default_tag_boost(),
             max_cautions: default_max_cautions(),
+            usage_weight: 0.0,
             weights: FieldWeights::default(),
         }
     }
@@ -385,6 +511,19 @@ struct RuleKeysLint {
     rules: BTreeMap<toml::Spanned<String>, toml::Value>,
 }
 
+/// The entries of `[banks] include` with their positions, for an error message.
+#[derive(Deserialize, Default)]
+struct IncludeKeys {
+    #[serde(default)]
+    banks: IncludeKeysBanks,
+}
+
+#[derive(Deserialize, Default)]
+struct IncludeKeysBanks {
+    #[serde(default)]
+    include: Vec<toml::Spanned<String>>,
+}
+
 /// `lesson.toml` could not be read or is invalid.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -447,6 +586,17 @@ impl Config {
             .and_then(|keys| keys.lint.rules.into_keys().find(|k| *k.get_ref() == key))
             .map_or(0, |k| k.span().start);
         invalid_at(text, path, offset, format!("[lint.rules]: {message}"))
+    }
+
+    /// An error at the `index`th entry of `[banks] include` in the configuration text `text`
+    /// (at the table's start when the entry cannot be found).
+    pub fn include_error(text: &str, path: &str, index: usize, message: String) -> ConfigError {
+        let offset = toml::from_str::<IncludeKeys>(text)
+            .ok()
+            .and_then(|keys| keys.banks.include.get(index).map(|k| k.span().start))
+            .or_else(|| text.find("[banks]"))
+            .unwrap_or(0);
+        invalid_at(text, path, offset, format!("[banks] include: {message}"))
     }
 
     /// The resolved configuration as TOML, every default spelled out.

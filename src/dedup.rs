@@ -65,6 +65,12 @@ pub struct Pair {
     pub targets_overlap: bool,
     /// The weighted score the thresholds apply to, 0 to 1.
     pub score: f64,
+    /// In [`pairs_across`]: the bank of `a` (`.` for the bank in front).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub a_bank: Option<String>,
+    /// In [`pairs_across`]: the bank of `b`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub b_bank: Option<String>,
 }
 
 /// Dedup could not run.
@@ -124,6 +130,54 @@ pub fn pairs(bank: &Bank) -> Result<Vec<Pair>, DedupError> {
                     let (x, y) = (i.min(j), i.max(j));
                     compare_features(&features[x], &features[y], &index.weights, config)
                 })
+        })
+        .collect();
+    sort(&mut found);
+    Ok(found)
+}
+
+/// The near-duplicate pairs whose two lessons are in different banks of a layered stack
+/// (`[banks] include`): `banks` in the stack's order, with their names, each bank's live
+/// lessons (statuses as the stack links them), under the front bank's `[dedup]`; `a_bank` and
+/// `b_bank` name the banks of `a` and `b`. Pairs
+/// inside one bank are [`pairs`]'s.
+pub fn pairs_across(banks: &[(&str, &Bank)]) -> Result<Vec<Pair>, DedupError> {
+    let Some((_, front)) = banks.first() else {
+        return Ok(Vec::new());
+    };
+    let config = &front.config.dedup;
+    check(config)?;
+    let mut lessons = Vec::new();
+    let mut owner = Vec::new();
+    for (i, (_, bank)) in banks.iter().enumerate() {
+        for lesson in live_lessons(bank) {
+            lessons.push(lesson);
+            owner.push(i);
+        }
+    }
+    let (features, index) = Index::build(&lessons, config);
+    let mut scratch = index.scratch();
+    let mut across = BTreeSet::new();
+    for (i, f) in features.iter().enumerate() {
+        for j in index.candidates(i, f, config, &mut scratch) {
+            if owner[i] != owner[j] {
+                across.insert((i.min(j), i.max(j)));
+            }
+        }
+    }
+    let mut found: Vec<Pair> = across
+        .into_iter()
+        .filter_map(|(x, y)| {
+            let pair = compare_features(&features[x], &features[y], &index.weights, config)?;
+            let (a, b) = match pair.a == lessons[x].slug.value {
+                true => (owner[x], owner[y]),
+                false => (owner[y], owner[x]),
+            };
+            Some(Pair {
+                a_bank: Some(banks[a].0.to_string()),
+                b_bank: Some(banks[b].0.to_string()),
+                ..pair
+            })
         })
         .collect();
     sort(&mut found);
@@ -217,6 +271,8 @@ fn compare_features(
         shared_tags: a.tags.intersection(&b.tags).cloned().collect(),
         targets_overlap,
         score,
+        a_bank: None,
+        b_bank: None,
     })
 }
 
@@ -253,6 +309,7 @@ fn sort(found: &mut [Pair]) {
     for p in found.iter_mut() {
         if p.b < p.a {
             std::mem::swap(&mut p.a, &mut p.b);
+            std::mem::swap(&mut p.a_bank, &mut p.b_bank);
         }
     }
     found.sort_by(order);

@@ -76,6 +76,7 @@ impl record::Request {
                 reference: run_ref.into(),
                 note: None,
             },
+            retrieval: None,
         }
     }
 }

@@ -56,7 +56,7 @@ pub enum IndexError {
 }
 
 /// One lesson as the index shows it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct IndexEntry {
     /// The lesson's slug.
     pub slug: String,
@@ -80,6 +80,43 @@ pub struct IndexEntry {
     pub state: &'static str,
     /// The slugs of the lessons that supersede this one, sorted.
     pub superseded_by: Vec<String>,
+    /// Retrieval figures ([`crate::usage`]), filled in only for a template that names one of
+    /// them ([`USAGE_VARIABLES`]); 0 and none otherwise. Runs whose logged searches showed it.
+    pub shown: u64,
+    /// When a logged search last showed it (RFC 3339, UTC).
+    pub last_shown: Option<String>,
+    /// Runs among those that followed it.
+    pub followed: u64,
+    /// Followed runs that succeeded.
+    pub helped: u64,
+    /// `helped / shown` (4 decimals), none while never shown.
+    pub utility: Option<f64>,
+}
+
+/// The variables of each lesson an `_index.md` template can use for its retrieval figures.
+/// The built-in template uses none (a logged search would make `_index.md`, which goes into
+/// git, stale); a bank's own template that names one of them is given the figures of the
+/// retrieval log as it is when `_index.md` is rendered (`lesson index`, a writer, a watcher's
+/// change of lessons), never by a search.
+pub const USAGE_VARIABLES: [&str; 5] = ["shown", "last_shown", "followed", "helped", "utility"];
+
+/// Fill in `entries`' retrieval figures from the bank at `root` when `template` names one.
+fn fill_usage(root: &Path, template: &Template, entries: &mut [IndexEntry]) {
+    if !USAGE_VARIABLES.iter().any(|v| template.mentions(v)) {
+        return;
+    }
+    let Ok((figures, _)) = crate::usage::figures(root) else {
+        return;
+    };
+    for e in entries {
+        if let Some(u) = figures.get(&e.slug) {
+            e.shown = u.shown;
+            e.last_shown = u.last_shown.map(|t| t.to_string());
+            e.followed = u.followed;
+            e.helped = u.helped;
+            e.utility = u.utility().map(|x| (x * 1e4).round() / 1e4);
+        }
+    }
 }
 
 /// How many lessons there are, by status.
@@ -263,6 +300,11 @@ impl<'a> Row<'a> {
             status: status_text(&self.status),
             state: self.status.label(),
             superseded_by,
+            shown: 0,
+            last_shown: None,
+            followed: 0,
+            helped: 0,
+            utility: None,
         }
     }
 }
@@ -273,6 +315,7 @@ impl<'a> Row<'a> {
 pub struct Scanned {
     rows: Vec<Row<'static>>,
     left_out: Vec<String>,
+    root: std::path::PathBuf,
 }
 
 impl Scanned {
@@ -298,7 +341,7 @@ impl Scanned {
 
     /// Render `_index.md` with `template`.
     pub fn render(&self, template: &Template) -> Result<Rendered, IndexError> {
-        render_rows(template, &self.rows)
+        render_rows(&self.root, template, &self.rows)
     }
 }
 
@@ -382,7 +425,15 @@ pub fn scan_with(
     sort(&mut rows);
     let mut left_out: Vec<String> = errors.into_iter().map(|row| row.path).collect();
     left_out.sort();
-    Ok((bank, Scanned { rows, left_out }))
+    let root = root.to_path_buf();
+    Ok((
+        bank,
+        Scanned {
+            rows,
+            left_out,
+            root,
+        },
+    ))
 }
 
 /// `[slug](path)` as an entry's `link`: the slug escaped for link text, the path
@@ -551,13 +602,13 @@ pub fn render_with(bank: &Bank, template: &Template) -> Result<String, IndexErro
 
 fn render_parts_with(bank: &Bank, template: &Template) -> Result<Rendered, IndexError> {
     let rows = rows(bank);
-    let rendered = render_rows(template, &rows);
+    let rendered = render_rows(&bank.root, template, &rows);
     // a large bank's rows are many small strings: they are let go side by side
     rows.into_par_iter().for_each(drop);
     rendered
 }
 
-fn render_rows(template: &Template, rows: &[Row]) -> Result<Rendered, IndexError> {
+fn render_rows(root: &Path, template: &Template, rows: &[Row]) -> Result<Rendered, IndexError> {
     if builtin(template) {
         return Ok(render_builtin(rows));
     }
@@ -575,7 +626,7 @@ fn render_rows(template: &Template, rows: &[Row]) -> Result<Rendered, IndexError
             .into_entry()
         })
         .collect();
-    let text = render_entries(template, entries, false)?;
+    let text = render_entries_at(root, template, entries, false)?;
     Ok(Rendered { pieces: vec![text] })
 }
 
@@ -591,6 +642,27 @@ pub fn render_entries(
     lessons: Vec<IndexEntry>,
     direct: bool,
 ) -> Result<String, IndexError> {
+    if direct && builtin(template) {
+        return Ok(render_builtin(&lessons).into_string());
+    }
+    let counts = counts(&lessons);
+    Ok(template.render(Context {
+        lessons: minijinja::Value::from_object(Lazy(lessons)),
+        counts,
+    })?)
+}
+
+/// [`render_entries`] for the bank at `root`: a template that names a retrieval figure
+/// ([`USAGE_VARIABLES`]) is given them from the bank's retrieval log.
+pub fn render_entries_at(
+    root: &Path,
+    template: &Template,
+    mut lessons: Vec<IndexEntry>,
+    direct: bool,
+) -> Result<String, IndexError> {
+    if !builtin(template) {
+        fill_usage(root, template, &mut lessons);
+    }
     if direct && builtin(template) {
         return Ok(render_builtin(&lessons).into_string());
     }

@@ -8,6 +8,7 @@
 //!   <slug>.md               one lesson (also in subdirectories)
 //!   _archive/<slug>.md      lessons moved out of the live set, never deleted
 //!   _log/<slug>.jsonl       ledgers: append-only events
+//!   _log/_shown.jsonl       what logged searches showed, one line a search (`usage`)
 //!   templates/              the bank's template overrides
 //!   .gitignore              written by `lesson init`: ignores .lesson/
 //!   .gitattributes          written by `lesson init`: ledgers merge by union
@@ -30,6 +31,10 @@ pub const INDEX_FILE: &str = "_index.md";
 pub const ARCHIVE_DIR: &str = "_archive";
 /// Ledgers, one `<slug>.jsonl` a lesson.
 pub const LOG_DIR: &str = "_log";
+/// In [`LOG_DIR`]: the retrieval log, one line for each search logged for a run (`lesson
+/// search --log RUN`). Its name starts with `_`, which no slug does, so it is no lesson's
+/// ledger; it matches the ledgers' `_log/*.jsonl merge=union` attribute.
+pub const SHOWN_LOG: &str = "_shown.jsonl";
 /// The bank's template overrides (`templates/<name>`).
 pub const TEMPLATES_DIR: &str = "templates";
 /// Written by `lesson init` (and in `.lesson/`): what git ignores.
@@ -75,6 +80,20 @@ pub fn archive_path(root: &Path, slug: &str) -> PathBuf {
 /// A lesson's ledger: `<root>/_log/<slug>.jsonl`.
 pub fn log_path(root: &Path, slug: &str) -> PathBuf {
     root.join(LOG_DIR).join(format!("{slug}.jsonl"))
+}
+
+/// The retrieval log: `<root>/_log/_shown.jsonl`.
+pub fn shown_log_path(root: &Path) -> PathBuf {
+    root.join(LOG_DIR).join(SHOWN_LOG)
+}
+
+/// Whether a bank-relative path (`/`-separated) is a lesson's ledger, `_log/<slug>.jsonl`:
+/// not the retrieval log, nor anything in a subdirectory of `_log/`.
+pub fn is_ledger_path(rel: &str) -> bool {
+    rel.strip_prefix(LOG_DIR)
+        .and_then(|r| r.strip_prefix('/'))
+        .and_then(|r| r.strip_suffix(".jsonl"))
+        .is_some_and(|name| !name.is_empty() && !name.contains('/') && !name.starts_with('_'))
 }
 
 /// A file of the local state: `<root>/.lesson/<name>`.

@@ -139,6 +139,21 @@ pub struct OutcomeEvent {
     pub delta: Delta,
     /// The run (or other record) it was observed in.
     pub evidence: EvidenceRef,
+    /// The run whose logged search showed the lesson (`lesson record --run RUN`), when it is
+    /// not the evidence's `ref`; see [`OutcomeEvent::linked_run`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retrieval: Option<String>,
+}
+
+impl OutcomeEvent {
+    /// The run this outcome answers, for retrieval accounting ([`crate::usage`]): its
+    /// `retrieval` when it has one, else its evidence's `ref` (`lesson record --evidence
+    /// run:R` and `lesson distill`'s verdicts cite the run itself).
+    pub fn linked_run(&self) -> &str {
+        self.retrieval
+            .as_deref()
+            .unwrap_or(&self.evidence.reference)
+    }
 }
 
 /// A `merged` event. In the ledger of a lesson that absorbed a duplicate candidate (`lesson
@@ -186,6 +201,14 @@ pub enum EventKind {
     Archived {
         /// Where it went, relative to the bank.
         to: String,
+        /// The `[retention]` rule that archived it (`lesson archive --policy`).
+        rule: Option<String>,
+    },
+    /// The lesson was promoted into another bank (`lesson promote`), whose ledger of it starts
+    /// with an `imported` event citing this one ([`Event::promoted_from`]).
+    Promoted {
+        /// The other bank, relative to this one.
+        bank: String,
     },
     /// An event this version does not know (kept, ignored).
     Other(String),
@@ -203,6 +226,7 @@ impl EventKind {
             EventKind::Merged(_) => "merged",
             EventKind::Conflict { .. } => "conflict",
             EventKind::Archived { .. } => "archived",
+            EventKind::Promoted { .. } => "promoted",
             EventKind::Other(name) => name,
         }
     }
@@ -217,12 +241,18 @@ impl EventKind {
                 ("success_count", json(&c.success_count)),
                 ("failure_count", json(&c.failure_count)),
             ],
-            EventKind::Outcome(o) => vec![
-                ("applied", json(&o.applied)),
-                ("run", json(&o.run)),
-                ("delta", json(&o.delta)),
-                ("evidence", json(&o.evidence)),
-            ],
+            EventKind::Outcome(o) => {
+                let mut fields = vec![
+                    ("applied", json(&o.applied)),
+                    ("run", json(&o.run)),
+                    ("delta", json(&o.delta)),
+                    ("evidence", json(&o.evidence)),
+                ];
+                if let Some(retrieval) = &o.retrieval {
+                    fields.push(("retrieval", json(retrieval)));
+                }
+                fields
+            }
             EventKind::Evidence(e) => vec![("evidence", json(e))],
             EventKind::Superseded { superseded_by } => vec![("superseded_by", json(superseded_by))],
             EventKind::Merged(m) => {
@@ -245,7 +275,14 @@ impl EventKind {
                 }
                 fields
             }
-            EventKind::Archived { to } => vec![("to", json(to))],
+            EventKind::Archived { to, rule } => {
+                let mut fields = vec![("to", json(to))];
+                if let Some(rule) = rule {
+                    fields.push(("rule", json(rule)));
+                }
+                fields
+            }
+            EventKind::Promoted { bank } => vec![("bank", json(bank))],
             EventKind::Other(_) => Vec::new(),
         }
     }
@@ -271,6 +308,12 @@ impl EventKind {
         #[derive(Deserialize)]
         struct Archived {
             to: String,
+            #[serde(default)]
+            rule: Option<String>,
+        }
+        #[derive(Deserialize)]
+        struct Promoted {
+            bank: String,
         }
         Ok(match name {
             "created" => EventKind::Created(field(object)?),
@@ -300,8 +343,15 @@ impl EventKind {
                     note: c.note,
                 }
             }
-            "archived" => EventKind::Archived {
-                to: field::<Archived>(object)?.to,
+            "archived" => {
+                let a: Archived = field(object)?;
+                EventKind::Archived {
+                    to: a.to,
+                    rule: a.rule,
+                }
+            }
+            "promoted" => EventKind::Promoted {
+                bank: field::<Promoted>(object)?.bank,
             },
             other => EventKind::Other(other.to_string()),
         })
@@ -319,6 +369,19 @@ pub struct Event {
     pub kind: EventKind,
     /// The run `lesson distill` recorded it for, if any.
     pub run_id: Option<String>,
+    /// On the `imported` event that starts the ledger of a promoted lesson (`lesson
+    /// promote`): the bank and lesson it came from.
+    pub promoted_from: Option<PromotedFrom>,
+}
+
+/// Where a promoted lesson came from: the source bank (relative to the bank it was promoted
+/// into) and its slug there.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PromotedFrom {
+    /// The source bank, relative to this one.
+    pub bank: String,
+    /// The lesson's slug there.
+    pub slug: String,
 }
 
 impl Event {
@@ -330,7 +393,14 @@ impl Event {
             by: by.to_string(),
             kind,
             run_id: None,
+            promoted_from: None,
         }
+    }
+
+    /// The same event, citing the lesson it was promoted from.
+    pub fn with_promoted_from(mut self, from: PromotedFrom) -> Event {
+        self.promoted_from = Some(from);
+        self
     }
 
     /// The same event, marked as recorded for the run `run_id`.
@@ -349,6 +419,10 @@ impl Event {
         );
         for (name, value) in self.kind.fields() {
             line.push_str(&format!(",\"{name}\":{value}"));
+        }
+        if let Some(from) = &self.promoted_from {
+            let from = serde_json::to_string(from).expect("ledger types serialize");
+            line.push_str(&format!(",\"promoted_from\":{from}"));
         }
         if let Some(run_id) = &self.run_id {
             line.push_str(&format!(",\"run_id\":{}", Value::from(run_id.as_str())));
@@ -403,6 +477,12 @@ impl Event {
             Some(Value::String(s)) => Some(s.clone()),
             Some(_) => return Err("`run_id` is not a string".into()),
         };
+        let promoted_from = match map.get("promoted_from") {
+            None | Some(Value::Null) => None,
+            Some(v) => Some(
+                serde_json::from_value(v.clone()).map_err(|e| format!("`promoted_from`: {e}"))?,
+            ),
+        };
         let kind = EventKind::parse(&name, value)
             .map_err(|e| format!("not a valid `{name}` event: {e}"))?;
         Ok(Event {
@@ -410,6 +490,7 @@ impl Event {
             by,
             kind,
             run_id,
+            promoted_from,
         })
     }
 }
@@ -430,7 +511,10 @@ struct Known {
     superseded_by: Option<String>,
     into: Option<String>,
     to: Option<String>,
+    rule: Option<String>,
+    retrieval: Option<String>,
     run_id: Option<String>,
+    promoted_from: Option<PromotedFrom>,
 }
 
 impl Known {
@@ -455,6 +539,7 @@ impl Known {
                     run: self.run?,
                     delta,
                     evidence: self.evidence?,
+                    retrieval: self.retrieval,
                 })
             }
             "evidence" => EventKind::Evidence(self.evidence?),
@@ -465,7 +550,10 @@ impl Known {
                 into: Some(self.into?),
                 ..Merge::default()
             }),
-            "archived" => EventKind::Archived { to: self.to? },
+            "archived" => EventKind::Archived {
+                to: self.to?,
+                rule: self.rule,
+            },
             _ => return None,
         };
         Some(Event {
@@ -473,6 +561,7 @@ impl Known {
             by: self.by,
             kind,
             run_id: self.run_id,
+            promoted_from: self.promoted_from,
         })
     }
 }
@@ -730,7 +819,8 @@ fn run_key(e: &EvidenceRef) -> (&str, &str) {
     (&e.kind, &e.reference)
 }
 
-/// Every ledger file of the bank: `_log/*.jsonl`, sorted.
+/// Every ledger file of the bank: `_log/*.jsonl`, sorted; not the retrieval log
+/// (`_log/_shown.jsonl`, [`crate::layout::SHOWN_LOG`]), whose name no slug can have.
 pub fn ledger_files(root: &Path) -> Vec<PathBuf> {
     let Ok(dir) = std::fs::read_dir(root.join(LOG_DIR)) else {
         return Vec::new();
@@ -739,6 +829,10 @@ pub fn ledger_files(root: &Path) -> Vec<PathBuf> {
         .filter_map(Result::ok)
         .map(|e| e.path())
         .filter(|p| p.extension().is_some_and(|x| x == "jsonl") && p.is_file())
+        .filter(|p| {
+            !p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with('_'))
+        })
         .collect();
     files.sort();
     files
@@ -769,6 +863,7 @@ mod tests {
                     reference: "r\"1".into(),
                     note: Some("a note: with \u{e9}".into()),
                 },
+                retrieval: None,
             }),
             EventKind::Evidence(EvidenceRef {
                 kind: "work-item".into(),
@@ -801,7 +896,23 @@ mod tests {
             },
             EventKind::Archived {
                 to: "_archive/x.md".into(),
+                rule: None,
             },
+            EventKind::Archived {
+                to: "_archive/y.md".into(),
+                rule: Some("archive-contradicted-at".into()),
+            },
+            EventKind::Outcome(OutcomeEvent {
+                applied: Applied::Followed,
+                run: RunOutcome::Failure,
+                delta: Delta::default(),
+                evidence: EvidenceRef {
+                    kind: "work-item".into(),
+                    reference: "pr-1".into(),
+                    note: None,
+                },
+                retrieval: Some("r_9".into()),
+            }),
         ];
         for kind in events {
             let event = Event::new(at(), "ana@host", kind);
@@ -839,6 +950,7 @@ mod tests {
                     reference: "r1".into(),
                     note: None,
                 },
+                retrieval: None,
             }),
         );
         assert_eq!(
@@ -885,6 +997,7 @@ mod tests {
                 reference: "r".into(),
                 note: None,
             },
+            retrieval: None,
         }));
         let text = format!(
             "{imported}{}\n\r\n{outcome}{{\"at\":\"2026-11-22T12:00:00Z\",\"event\":\"future\",\"by\":\"x\"}}\n{{\"event\":\"outcome\",\"at\":\"2026-11-22T12:00:00Z\",\"delta\":{{\"success\":5,\"failure\":0}}}}\n{}",
@@ -928,6 +1041,7 @@ mod tests {
                     reference: r.into(),
                     note: None,
                 },
+                retrieval: None,
             }),
         )
         .to_line()

@@ -346,6 +346,10 @@ pub struct Lesson {
     /// `metadata.lesson.conflicts_with`: retrieval marks the pair when both are returned.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub conflicts_with: Vec<Spanned<String>>,
+    /// `metadata.lesson.pinned: true`: the retention policy (`lesson archive --policy`) never
+    /// archives it.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub pinned: bool,
 }
 
 impl Lesson {
@@ -401,11 +405,12 @@ impl Lesson {
                     span: s.span,
                 })
             }),
-            conflicts_with: yaml
-                .get(root, "metadata")
-                .and_then(|(_, metadata)| yaml.get(metadata, "lesson"))
-                .map(|(_, ours)| strings(yaml, ours, "conflicts_with"))
+            conflicts_with: ours(yaml, root)
+                .map(|ours| strings(yaml, ours, "conflicts_with"))
                 .unwrap_or_default(),
+            pinned: ours(yaml, root)
+                .and_then(|ours| yaml.get(ours, "pinned"))
+                .is_some_and(|(_, v)| matches!(yaml.scalar(v), Some(Scalar::Bool(true)))),
         })
     }
 
@@ -450,6 +455,12 @@ pub fn string(yaml: &Yaml, map: NodeId, key: &str) -> Option<Spanned<String>> {
         }),
         _ => None,
     }
+}
+
+/// `metadata.lesson`, the bank's own keys.
+fn ours(yaml: &Yaml, root: NodeId) -> Option<NodeId> {
+    let (_, metadata) = yaml.get(root, "metadata")?;
+    yaml.get(metadata, "lesson").map(|(_, ours)| ours)
 }
 
 fn strings(yaml: &Yaml, map: NodeId, key: &str) -> Vec<Spanned<String>> {

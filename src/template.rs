@@ -72,6 +72,11 @@ impl Template {
         self.source == text
     }
 
+    /// Whether the template's text contains `word` anywhere (a variable it may use).
+    pub fn mentions(&self, word: &str) -> bool {
+        self.source.contains(word)
+    }
+
     /// The built-in template, ignoring any override.
     pub fn builtin(name: &'static str, builtin: &str) -> Template {
         Template {

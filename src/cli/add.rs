@@ -65,18 +65,7 @@ pub fn run(root: &Path, args: AddArgs) -> anyhow::Result<ExitCode> {
     });
     let added = match added {
         Ok(added) => added,
-        Err(e @ AddError::Rejected(_)) if json => {
-            super::print_json(&lesson::report::envelope::Envelope::of_add(&e).to_value())?;
-            eprintln!("error: {e}");
-            return Ok(ExitCode::from(1));
-        }
-        Err(AddError::Rejected(rejection)) => {
-            print_rejection(&rejection);
-            eprintln!("error: {rejection}");
-            return Ok(ExitCode::from(1));
-        }
-        Err(e @ AddError::PartlyWritten(_)) => return Err(e.into()),
-        Err(e) => return Err(anyhow::Error::new(e).context("nothing was written")),
+        Err(e) => return refused(e, json),
     };
     if json {
         let result = lesson::report::writes::added(root, &added);
@@ -94,6 +83,25 @@ pub fn run(root: &Path, args: AddArgs) -> anyhow::Result<ExitCode> {
         status!("nothing changed");
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// A gate's refusal: AIP-11's envelope (with `json`) or the findings, exit 1; any other
+/// error is the command's (exit 2).
+pub fn refused(e: AddError, json: bool) -> anyhow::Result<ExitCode> {
+    match e {
+        e @ AddError::Rejected(_) if json => {
+            super::print_json(&lesson::report::envelope::Envelope::of_add(&e).to_value())?;
+            eprintln!("error: {e}");
+            Ok(ExitCode::from(1))
+        }
+        AddError::Rejected(rejection) => {
+            print_rejection(&rejection);
+            eprintln!("error: {rejection}");
+            Ok(ExitCode::from(1))
+        }
+        e @ AddError::PartlyWritten(_) => Err(e.into()),
+        e => Err(anyhow::Error::new(e).context("nothing was written")),
+    }
 }
 
 /// One line about one candidate.

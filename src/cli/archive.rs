@@ -14,6 +14,10 @@ pub struct ArchiveArgs {
     /// Archive every expired lesson
     #[arg(long)]
     expired: bool,
+    /// Archive every lesson the retention policy names ([retention] in lesson.toml; a lesson
+    /// with metadata.lesson.pinned: true never)
+    #[arg(long)]
+    policy: bool,
     /// Print what would move; change nothing
     #[arg(long)]
     dry_run: bool,
@@ -24,13 +28,14 @@ pub struct ArchiveArgs {
 
 /// Run `lesson archive`.
 pub fn run(root: &Path, args: ArchiveArgs) -> anyhow::Result<ExitCode> {
-    if args.slugs.is_empty() && !args.expired {
-        anyhow::bail!("name the lessons to archive, or pass --expired");
+    if args.slugs.is_empty() && !args.expired && !args.policy {
+        anyhow::bail!("name the lessons to archive, or pass --expired or --policy");
     }
     let stamp = super::stamp(root, None)?;
     let selection = Selection {
         slugs: args.slugs,
         expired: args.expired,
+        policy: args.policy,
     };
     let (moves, journal) = lesson::edit::journal::recording(|| {
         archive::archive(root, &selection, &stamp, args.dry_run)
@@ -43,7 +48,15 @@ pub fn run(root: &Path, args: ArchiveArgs) -> anyhow::Result<ExitCode> {
     }
     let verb = if args.dry_run { "would move " } else { "" };
     for m in &moves {
-        status!("{verb}{} -> {}", m.from.display(), m.to.display());
+        match &m.rule {
+            Some((rule, why)) => status!(
+                "{verb}{} -> {} ({}: {why})",
+                m.from.display(),
+                m.to.display(),
+                rule.key()
+            ),
+            None => status!("{verb}{} -> {}", m.from.display(), m.to.display()),
+        }
         for old in &m.reactivated {
             note!(
                 "note: `{old}` is active again: `{}` was the last lesson superseding it",

@@ -87,6 +87,14 @@ pub fn run(root: &Path, args: DistillArgs) -> anyhow::Result<ExitCode> {
             );
             return Ok(ExitCode::SUCCESS);
         }
+        Ok(Distilled::TooShort { steps, min_steps }) => {
+            status!(
+                "run {} has {steps} step{} in its trajectory, fewer than `[distill] min-steps` = {min_steps}; skipped, nothing written",
+                run.id,
+                if steps == 1 { "" } else { "s" }
+            );
+            return Ok(ExitCode::SUCCESS);
+        }
         Ok(Distilled::Done(report)) => report,
         Err(DistillError::Gate(rejection)) => {
             print_rejection(&rejection);
@@ -129,6 +137,12 @@ pub fn run(root: &Path, args: DistillArgs) -> anyhow::Result<ExitCode> {
     }
     for (slug, why) in &report.skipped {
         eprintln!("warning: verdict on `{slug}` not recorded: {why}");
+    }
+    for (label, why) in &report.dropped {
+        note!("{label}: dropped: {why}");
+    }
+    for (label, kind) in &report.redacted {
+        note!("{label}: a possible {kind} was redacted (`[distill] secrets = \"redact\"`)");
     }
     for a in &report.admitted {
         status!("{}", admitted_line(a, ""));

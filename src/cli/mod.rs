@@ -52,6 +52,7 @@ mod mcp;
 mod merge_file;
 mod new;
 mod progress;
+mod promote;
 mod record;
 mod review;
 mod rule;
@@ -122,6 +123,9 @@ enum Command {
     Supersede(supersede::SupersedeArgs),
     /// Move lessons to `_archive/` (never deleted)
     Archive(archive::ArchiveArgs),
+    /// Move a lesson into another bank (an included one, say) through that bank's `add` gate;
+    /// this bank keeps it in `_archive/`
+    Promote(promote::PromoteArgs),
     /// The lessons that apply to a request, for an agent's prompt
     Search(search::SearchArgs),
     /// List pairs of lessons that look like near-duplicates (advisory: exits 0)
@@ -198,6 +202,7 @@ fn dispatch(args: Args) -> anyhow::Result<ExitCode> {
         Command::Review(a) => review::run(&bank_dir(args.dir)?, a),
         Command::Supersede(a) => supersede::run(&bank_dir(args.dir)?, a),
         Command::Archive(a) => archive::run(&bank_dir(args.dir)?, a),
+        Command::Promote(a) => promote::run(&bank_dir(args.dir)?, a),
         Command::Search(a) => search::run(&bank_dir(args.dir)?, a),
         Command::Dedup(a) => dedup::run(&bank_dir(args.dir)?, a),
         Command::Add(a) => add::run(&bank_dir(args.dir)?, a),

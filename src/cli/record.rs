@@ -8,6 +8,7 @@ use clap::{ArgGroup, Args, ValueEnum};
 use lesson::curate::new::{parse_evidence, NewEvidence};
 use lesson::curate::record::{self, Request};
 use lesson::ledger::{Applied, RunOutcome};
+use lesson::lesson::EvidenceKind;
 
 /// Flags of `lesson record`.
 #[derive(Debug, Args)]
@@ -25,9 +26,13 @@ pub struct RecordArgs {
     #[arg(long, value_enum, value_name = "OUTCOME")]
     run_outcome: RunArg,
     /// The run (or other record) the outcome was observed in: KIND:REF[:NOTE], KIND one of run,
-    /// conversation, work-item, audit, wiki-page
-    #[arg(long, value_name = "KIND:REF[:NOTE]", value_parser = parse_evidence)]
-    evidence: NewEvidence,
+    /// conversation, work-item, audit, wiki-page (default with --run: run:RUN)
+    #[arg(long, value_name = "KIND:REF[:NOTE]", value_parser = parse_evidence, required_unless_present = "run")]
+    evidence: Option<NewEvidence>,
+    /// The run whose logged search (`lesson search --log RUN`) showed the lesson: the outcome
+    /// counts for its retrieval figures (followed, helped)
+    #[arg(long, value_name = "RUN")]
+    run: Option<String>,
     /// Who records it (default: $LESSON_BY, else $USER@hostname)
     #[arg(long, value_name = "ID")]
     by: Option<String>,
@@ -58,11 +63,21 @@ pub fn run(root: &Path, args: RecordArgs) -> anyhow::Result<ExitCode> {
         RunArg::Failure => RunOutcome::Failure,
     };
     let stamp = super::stamp(root, args.by)?;
+    let evidence = match (args.evidence, &args.run) {
+        (Some(evidence), _) => evidence,
+        (None, Some(id)) => NewEvidence {
+            kind: EvidenceKind::Run,
+            reference: id.clone(),
+            note: None,
+        },
+        (None, None) => anyhow::bail!("give --evidence KIND:REF, or --run RUN"),
+    };
     let req = Request {
         slug: args.slug,
         applied,
         run,
-        evidence: args.evidence,
+        evidence,
+        retrieval: args.run,
     };
     let (done, journal) = lesson::edit::journal::recording(|| {
         record::record_with(root, &req, &args.conflicts_with, &stamp)

@@ -71,6 +71,14 @@ pub struct SearchArgs {
     /// Expired lessons are candidates too (archival reads)
     #[arg(long)]
     include_expired: bool,
+    /// Log the lessons shown for run RUN: one line appended to the bank's `_log/_shown.jsonl`
+    /// (retrieval accounting: `lesson show` and `list` count them; `lesson record --run RUN`
+    /// links an outcome to it)
+    #[arg(long, value_name = "RUN", conflicts_with = "explain")]
+    log: Option<String>,
+    /// Who logs the search, with --log (default: $LESSON_BY, else $USER@hostname)
+    #[arg(long, value_name = "ID", requires = "log")]
+    by: Option<String>,
 }
 
 /// Run `lesson search`.
@@ -107,7 +115,16 @@ pub fn run(root: &Path, args: SearchArgs) -> anyhow::Result<ExitCode> {
         }
         return Ok(ExitCode::SUCCESS);
     }
+    if let Some(run) = &args.log {
+        lesson::usage::check_run(run)?;
+    }
     let answer = retriever.answer(&request)?;
+    if let Some(run) = &args.log {
+        let stamp = super::stamp(root, args.by)?;
+        retriever
+            .log_shown(&answer, run, &stamp.by)
+            .context("cannot log the search")?;
+    }
     if args.format != Format::Json && !answer.held_back.is_empty() {
         let n = answer.held_back.len();
         let lessons = if n == 1 { "lesson" } else { "lessons" };

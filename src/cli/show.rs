@@ -6,9 +6,11 @@ use std::process::ExitCode;
 use clap::Args;
 
 use lesson::curate::show::{self, Found};
+use lesson::curate::stack;
 use lesson::document::Document;
 use lesson::git::provenance::Provenance;
 use lesson::report::lessons::{self, LessonJson};
+use lesson::usage::ShownLog;
 
 use super::list::OutputFormat;
 
@@ -26,18 +28,22 @@ pub struct ShowArgs {
 pub fn run(root: &Path, args: ShowArgs) -> anyhow::Result<ExitCode> {
     let bank = super::load_lessons(root)?;
     let json = args.format == OutputFormat::Json;
+    let stack = stack::load(bank, super::load_lessons)?;
+    let (layer, found) = show::find_in_stack(&stack, &args.slug)?;
+    let bank = &layer.bank;
+    let name = stack::is_layered(&stack).then_some(layer.name.as_str());
     let provenance = super::list::provenance(&bank.root);
-    let found = show::find(&bank, &args.slug)?;
     let p = provenance.as_ref();
+    let print_lesson = |doc: &Document, status| print_lesson(bank, doc, json, status, p, name);
     match found {
-        Found::Live(doc) => print_lesson(&bank, doc, json, None, p)?,
+        Found::Live(doc) => print_lesson(doc, None)?,
         Found::Archived(doc) => {
             note!(
                 "note: `{}` is archived ({}): not in the live set, never retrieved",
                 args.slug,
                 doc.source.path.display()
             );
-            print_lesson(&bank, &doc, json, Some("archived"), p)?;
+            print_lesson(&doc, Some("archived"))?;
         }
         // a file named like the slug that does not parse as a lesson: its text can be shown
         Found::NotALesson(doc) if !json && doc.read_problem.is_none() => {
@@ -61,16 +67,26 @@ fn print_lesson(
     json: bool,
     status: Option<&'static str>,
     provenance: Option<&Provenance>,
+    bank_name: Option<&str>,
 ) -> anyhow::Result<()> {
     let stamps =
         provenance.and_then(|p| p.get(&super::list::bank_relative(&bank.root, &doc.source.path)));
+    let log = ShownLog::read(&bank.root)?;
+    let usage = match &doc.lesson {
+        Some(lesson) => log.usage_of(&bank.root, &lesson.slug.value)?,
+        None => Default::default(),
+    };
     match (&doc.lesson, json) {
         (Some(lesson), true) => {
             let mut view = LessonJson::new(doc, lesson, bank.status(lesson))
                 .with_body(doc)
-                .with_provenance(stamps);
+                .with_provenance(stamps)
+                .with_usage(&usage);
             if let Some(label) = status {
                 view = view.with_status(label);
+            }
+            if let Some(name) = bank_name {
+                view = view.with_bank(name);
             }
             println!("{}", serde_json::to_string_pretty(&view)?);
         }
@@ -81,8 +97,14 @@ fn print_lesson(
         ),
         (_, false) => {
             println!("{}", doc.source.path.display());
+            if let Some(name) = bank_name.filter(|n| *n != lesson::layers::FRONT) {
+                println!("bank: {name} (included, read-only)");
+            }
             if let Some(s) = stamps {
                 println!("{}", lessons::provenance_line(s));
+            }
+            if log.exists && doc.lesson.is_some() {
+                println!("{}", lessons::usage_line(&usage));
             }
             print!("{}", doc.source.text);
         }

@@ -3,6 +3,7 @@
 
 use std::path::PathBuf;
 
+use super::retention::{self, Rule, Verdict};
 use super::{archive_path, find, lesson_of, locked, with_import, ARCHIVE_DIR};
 use super::{CurateError, Stamp};
 use crate::bank::{Bank, Overlay};
@@ -15,6 +16,8 @@ pub struct Selection {
     pub slugs: Vec<String>,
     /// And every expired lesson.
     pub expired: bool,
+    /// And every lesson the retention policy (`[retention]`, [`super::retention`]) archives.
+    pub policy: bool,
 }
 
 /// One lesson moved (or, in a dry run, to move).
@@ -28,6 +31,8 @@ pub struct Move {
     pub to: PathBuf,
     /// Lessons it alone superseded: with it gone they are active again.
     pub reactivated: Vec<String>,
+    /// The retention rule that archives it (`--policy`), and why.
+    pub rule: Option<(Rule, String)>,
 }
 
 /// What archiving `selection` would move; checks every destination first.
@@ -44,6 +49,18 @@ pub fn plan(bank: &Bank, selection: &Selection) -> Result<Vec<Move>, CurateError
             if lesson.is_expired(bank.now) && !slugs.iter().any(|s| s == slug) {
                 slugs.push(slug.to_string());
             }
+        }
+    }
+    let mut rules: Vec<(String, Rule, String)> = Vec::new();
+    if selection.policy {
+        for (slug, verdict) in policy(bank)? {
+            if !verdict.rule.archives() {
+                continue;
+            }
+            if !slugs.contains(&slug) {
+                slugs.push(slug.clone());
+            }
+            rules.push((slug, verdict.rule, verdict.why));
         }
     }
     let mut moves = Vec::new();
@@ -71,9 +88,48 @@ pub fn plan(bank: &Bank, selection: &Selection) -> Result<Vec<Move>, CurateError
             from: doc.source.path.clone(),
             to,
             reactivated,
+            rule: rules
+                .iter()
+                .find(|(s, ..)| s == slug)
+                .map(|(_, rule, why)| (*rule, why.clone())),
         });
     }
     Ok(moves)
+}
+
+/// The retention policy's verdicts on the bank's live, unsuperseded lessons, by slug: the
+/// lessons `--policy` archives (a rule that [`Rule::archives`]) and those it flags for review.
+/// Reads each lesson's ledger and the retrieval log; nothing when no rule is set.
+pub fn policy(bank: &Bank) -> Result<Vec<(String, Verdict)>, CurateError> {
+    let config = &bank.config.retention;
+    if !retention::is_set(config) {
+        return Ok(Vec::new());
+    }
+    let log = crate::usage::ShownLog::read(&bank.root).map_err(usage_error)?;
+    let mut out = Vec::new();
+    for (slug, (_, lesson)) in bank.by_slug() {
+        if matches!(bank.status(lesson), crate::bank::Status::Superseded(_)) {
+            continue;
+        }
+        if crate::lesson::slug_problem(slug).is_some() {
+            continue;
+        }
+        let ledger = Ledger::read(&bank.root, slug)?;
+        let usage = log.usage(slug, &ledger);
+        if let Some(v) = retention::verdict(config, lesson, &ledger, &usage, bank.now) {
+            out.push((slug.to_string(), v));
+        }
+    }
+    Ok(out)
+}
+
+/// A retrieval-log error as a curation error.
+fn usage_error(e: crate::usage::UsageError) -> CurateError {
+    match e {
+        crate::usage::UsageError::Edit(e) => CurateError::Edit(e),
+        crate::usage::UsageError::Ledger(e) => CurateError::Ledger(e),
+        other => CurateError::Refused(other.to_string()),
+    }
 }
 
 /// Archive the selected lessons, holding the bank's lock; returns what moved. With `dry_run`,
@@ -118,7 +174,8 @@ pub fn archive(
             let lesson = lesson_of(&bank.documents[find(&bank, &m.slug)?]);
             let mut ledger = Ledger::read(root, &m.slug)?;
             let to = format!("{ARCHIVE_DIR}/{}.md", m.slug);
-            let events = with_import(&ledger, lesson, stamp, EventKind::Archived { to });
+            let rule = m.rule.as_ref().map(|(r, _)| r.key().to_string());
+            let events = with_import(&ledger, lesson, stamp, EventKind::Archived { to, rule });
             ledger.append(root, &events)?;
             crate::edit::move_file(root, &m.from, &m.to)?;
         }

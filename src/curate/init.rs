@@ -34,6 +34,29 @@ pub const INIT_CONFIG: &str = r#"# lesson.toml: the configuration of this lesson
 # mixed-ratio = 0.5
 # A lesson with no recorded outcome this many days after it was created is listed for review.
 # unapplied-days = 90
+# With logged searches (`lesson search --log RUN`): a lesson shown to this many runs and followed
+# in none, and one no logged search showed for this many days, are listed (0: never).
+# shown-never-followed = 10
+# unshown-days = 90
+
+[distill]
+# The gates of `lesson distill` (see the README): at most max-candidates per run (more refuses
+# the answer); runs whose trajectory has fewer than min-steps steps are skipped; candidates the
+# judge rates below min-confidence are dropped (an admitted lesson is stored at 0.5 whatever
+# the rating); with secrets set to "redact", secrets in bodies and notes become
+# `[redacted: KIND]` instead of refusing the answer.
+# max-candidates = 5
+# min-steps = 0
+# min-confidence = 0.0
+# secrets = "refuse"
+
+[retention]
+# `lesson archive --policy` moves the lessons these rules name to _archive/. Every rule is off
+# until set: archive-expired-after-days, archive-failure-dominant-after-days,
+# archive-contradicted-at, archive-below-utility (after min-shown showings) and
+# review-contradicted-at (see the README). A lesson with `metadata.lesson.pinned: true` never
+# moves.
+# min-shown = 10
 "#;
 
 /// The lines `.gitattributes` of a bank needs: ledgers merge by union (built into git), lesson

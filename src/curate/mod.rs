@@ -12,9 +12,12 @@ pub mod add;
 pub mod archive;
 pub mod init;
 pub mod new;
+pub mod promote;
 pub mod record;
+pub mod retention;
 pub mod review;
 pub mod show;
+pub mod stack;
 pub mod supersede;
 
 use std::path::Path;
@@ -41,6 +44,16 @@ pub enum CurateError {
         slug: String,
         /// ` (did you mean `x`?)` or empty.
         hint: String,
+    },
+    /// The lesson is in a bank this one includes, which it only reads.
+    #[error("lesson `{slug}` is in the included bank {bank}, which this bank only reads; change it there (--dir {path}), or `lesson promote` lessons into it")]
+    Included {
+        /// The slug.
+        slug: String,
+        /// The included bank's name.
+        bank: String,
+        /// Its directory.
+        path: String,
     },
     /// The lesson was moved to `_archive/`.
     #[error("lesson `{slug}` is archived ({path}); archived lessons are not changed")]
@@ -179,6 +192,20 @@ fn not_found(bank: &Bank, slug: &str) -> CurateError {
             slug: slug.to_string(),
             path: archived.display().to_string(),
         };
+    }
+    // a lesson of an included bank is read, never written, through this one
+    if slug_problem(slug).is_none() {
+        let layers = crate::layers::resolve(&bank.root, &bank.config).unwrap_or_default();
+        if let Some(layer) = layers
+            .iter()
+            .find(|l| crate::layout::lesson_path(&l.root, slug).is_file())
+        {
+            return CurateError::Included {
+                slug: slug.to_string(),
+                bank: layer.name.clone(),
+                path: layer.root.display().to_string(),
+            };
+        }
     }
     let hint = bank
         .by_slug()

@@ -26,6 +26,11 @@ pub struct Request {
     /// Where it was observed. For a failed run a missing note is filled in ("followed; the run
     /// failed"): nothing else in the lesson would say what the item stands for.
     pub evidence: NewEvidence,
+    /// The run whose logged search showed the lesson (`lesson record --run RUN`, see
+    /// [`crate::usage`]), when the evidence cites something else: the ledger's outcome then
+    /// carries it as `retrieval`. `None` (or the evidence's own `ref`) links the outcome to the
+    /// run its evidence names.
+    pub retrieval: Option<String>,
 }
 
 /// What `record` did.
@@ -102,6 +107,9 @@ pub fn record_with(
     conflicts_with: &[String],
     stamp: &Stamp,
 ) -> Result<Recorded, CurateError> {
+    if let Some(run) = &req.retrieval {
+        crate::usage::check_run(run).map_err(|e| CurateError::Refused(e.to_string()))?;
+    }
     if !conflicts_with.is_empty() && req.applied != Applied::Contradicted {
         return Err(CurateError::Refused(
             "a conflict is recorded with a contradiction (--contradicted)".into(),
@@ -211,6 +219,10 @@ pub fn plan(
         run: req.run,
         delta,
         evidence: evidence.clone(),
+        retrieval: req
+            .retrieval
+            .clone()
+            .filter(|r| *r != req.evidence.reference),
     };
     let already = already_recorded(ledger, &outcome)?;
     let before = lesson.counts();

@@ -12,6 +12,8 @@ use crate::dedup::{self, DedupError};
 use crate::ledger::{Counts, EventKind, Ledger, LedgerError, LOG_DIR};
 use crate::lesson::{slug_problem, Outcome};
 
+use super::retention;
+
 /// Why a lesson needs a look.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -29,6 +31,13 @@ pub enum Reason {
     NeverApplied,
     /// It and another lesson look like near-duplicates (`[dedup]`).
     NearDuplicate,
+    /// Shown to at least `[review] shown-never-followed` runs, none of which followed it.
+    ShownNeverFollowed,
+    /// No logged search showed it for `[review] unshown-days`.
+    Unshown,
+    /// The retention policy (`[retention]`) archives it at the next `lesson archive --policy`,
+    /// or flags it for review (`review-contradicted-at`): `rule` says which.
+    Retention,
 }
 
 impl Reason {
@@ -41,6 +50,9 @@ impl Reason {
             Reason::ImportedCounts => "imported-counts",
             Reason::NeverApplied => "never-applied",
             Reason::NearDuplicate => "near-duplicate",
+            Reason::ShownNeverFollowed => "shown-never-followed",
+            Reason::Unshown => "unshown",
+            Reason::Retention => "retention",
         }
     }
 }
@@ -75,6 +87,18 @@ pub struct Finding {
     /// slug, once per pair).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub duplicate_of: Option<String>,
+    /// For `shown-never-followed` and `unshown`: the runs logged searches showed it to.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shown: Option<u64>,
+    /// For `unshown`: when a logged search last showed it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_shown: Option<String>,
+    /// For `retention`: the `[retention]` rule.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rule: Option<&'static str>,
+    /// For `retention`: whether `lesson archive --policy` archives it (else it is flagged).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub archive: Option<bool>,
 }
 
 /// The `imported` event an `imported-counts` finding is about.
@@ -103,6 +127,9 @@ pub enum ReviewError {
     /// Near-duplicates could not be looked for.
     #[error(transparent)]
     Dedup(#[from] DedupError),
+    /// The retrieval log could not be read.
+    #[error(transparent)]
+    Usage(#[from] crate::usage::UsageError),
 }
 
 const DAY: i64 = 86_400;
@@ -110,6 +137,8 @@ const DAY: i64 = 86_400;
 /// Every finding, by reason, then slug.
 pub fn review(bank: &Bank) -> Result<Vec<Finding>, ReviewError> {
     let config = &bank.config.review;
+    let retention_on = retention::is_set(&bank.config.retention);
+    let log = crate::usage::ShownLog::read(&bank.root)?;
     let mut out = Vec::new();
     let lessons = bank.by_slug();
     for pair in dedup::pairs(bank)? {
@@ -136,6 +165,10 @@ pub fn review(bank: &Bank) -> Result<Vec<Finding>, ReviewError> {
             since: None,
             imported: None,
             duplicate_of: Some(pair.b),
+            shown: None,
+            last_shown: None,
+            rule: None,
+            archive: None,
         });
     }
     for (slug, (doc, lesson)) in lessons {
@@ -156,6 +189,10 @@ pub fn review(bank: &Bank) -> Result<Vec<Finding>, ReviewError> {
             since: None,
             imported: None,
             duplicate_of: None,
+            shown: None,
+            last_shown: None,
+            rule: None,
+            archive: None,
         };
         if f > s {
             out.push(finding(
@@ -190,6 +227,59 @@ pub fn review(bank: &Bank) -> Result<Vec<Finding>, ReviewError> {
             continue;
         }
         let ledger = Ledger::read(&bank.root, slug)?;
+        let usage = log.usage(slug, &ledger);
+        if let Some(v) = retention_on
+            .then(|| retention::verdict(&bank.config.retention, lesson, &ledger, &usage, bank.now))
+            .flatten()
+        {
+            let what = if v.rule.archives() {
+                "`lesson archive --policy` archives it"
+            } else {
+                "flagged for review"
+            };
+            out.push(Finding {
+                rule: Some(v.rule.key()),
+                archive: Some(v.rule.archives()),
+                ..finding(
+                    Reason::Retention,
+                    format!("{what} ({}): {}", v.rule.key(), v.why),
+                )
+            });
+        }
+        if log.exists {
+            let n = config.shown_never_followed;
+            if n > 0 && usage.shown >= n && usage.followed == 0 {
+                out.push(Finding {
+                    shown: Some(usage.shown),
+                    ..finding(
+                        Reason::ShownNeverFollowed,
+                        format!(
+                            "shown to {}, followed in none: is it useful where it is shown? sharpen its trigger, or archive it",
+                            retention::runs(usage.shown)
+                        ),
+                    )
+                });
+            }
+            let since = usage.last_shown.or_else(|| ledger.since());
+            if let Some(since) = since.filter(|_| config.unshown_days > 0) {
+                let days = (bank.now.as_second() - since.as_second()).div_euclid(DAY);
+                if days >= 0 && days as u64 >= config.unshown_days {
+                    let date = since.to_zoned(jiff::tz::TimeZone::UTC).date();
+                    let what = match usage.last_shown {
+                        Some(_) => format!("last shown {date}"),
+                        None => format!("never shown; entered the ledger {date}"),
+                    };
+                    out.push(Finding {
+                        shown: Some(usage.shown),
+                        last_shown: usage.last_shown.map(|t| t.to_string()),
+                        ..finding(
+                            Reason::Unshown,
+                            format!("no logged search showed it in {days} days ({what}): does any request still meet its trigger?"),
+                        )
+                    });
+                }
+            }
+        }
         if let Some((imported, date)) = imported_counts(&ledger, slug) {
             out.push(Finding {
                 message: format!(

@@ -53,6 +53,36 @@ pub fn find<'a>(bank: &'a Bank, slug: &str) -> Result<Found<'a>, CurateError> {
     Err(super::not_found(bank, slug))
 }
 
+/// The lesson with `slug` in a layered stack ([`super::stack`]): the first bank's that has it
+/// live, else the front bank's archived lesson or file that is not a lesson, else the first
+/// included bank's archived one. A slug no bank has is the front bank's error.
+pub fn find_in_stack<'a>(
+    stack: &'a [super::stack::Stacked],
+    slug: &str,
+) -> Result<(&'a super::stack::Stacked, Found<'a>), CurateError> {
+    let mut fallback = None;
+    let mut error = None;
+    for (i, layer) in stack.iter().enumerate() {
+        match find(&layer.bank, slug) {
+            Ok(Found::Live(doc)) => return Ok((layer, Found::Live(doc))),
+            Ok(Found::NotALesson(_)) if i > 0 => {}
+            Ok(other) => {
+                fallback.get_or_insert((layer, other));
+            }
+            Err(e @ (CurateError::NotFound { .. } | CurateError::Included { .. })) => {
+                error.get_or_insert(e);
+            }
+            Err(e) if i == 0 => return Err(e),
+            Err(_) => {}
+        }
+    }
+    match (fallback, error) {
+        (Some(found), _) => Ok(found),
+        (None, Some(e)) => Err(e),
+        (None, None) => Err(super::not_found(&stack[0].bank, slug)),
+    }
+}
+
 /// The ledger of the lesson `slug` in the bank at `root` (empty when it has none), for a view
 /// of the lesson (`lesson mcp`'s `get`).
 pub fn ledger(root: &std::path::Path, slug: &str) -> Result<crate::ledger::Ledger, CurateError> {

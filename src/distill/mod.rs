@@ -9,7 +9,11 @@
 //! 3. **Write gate**, fail closed: every candidate valid (schema, lint, no secrets, no
 //!    suppressions, no `supersedes`), each citing the run, at most `[distill] max-candidates`;
 //!    verdicts only on lessons the judge was shown, notes one line and free of secrets. One
-//!    failure and nothing at all is written.
+//!    failure and nothing at all is written. The bank's `[distill]` gates come first: a run
+//!    whose trajectory is shorter than `min-steps` is skipped before the judge is called
+//!    ([`Distilled::TooShort`]), candidates rated below `min-confidence` are dropped (the rest
+//!    admitted), and under `secrets = "redact"` secrets in bodies and notes are replaced by
+//!    `[redacted: KIND]` before the gate scans the answer (anything it still finds refuses).
 //! 4. **Dedup and admit** as `lesson add` does ([`crate::curate::add`]). A candidate the judge
 //!    flags as conflicting with existing lessons is kept beside them, never merged: the new
 //!    lesson lists them under `metadata.lesson.conflicts_with` and both ledgers get a
@@ -31,6 +35,7 @@ use std::time::Duration;
 use serde_json::{Map, Value};
 
 use crate::bank::{Bank, Overlay};
+use crate::config::SecretPolicy;
 use crate::curate::add::{self, AddError, Admitted, Batch, Candidate, Intake, Prepared, Rejection};
 use crate::curate::new::NewEvidence;
 use crate::curate::record::{Recorded, Request};
@@ -102,6 +107,14 @@ pub enum Distilled {
         /// The line.
         line: usize,
     },
+    /// The run's trajectory is shorter than `[distill] min-steps`: nothing was done, the judge
+    /// was not called.
+    TooShort {
+        /// The trajectory's steps.
+        steps: usize,
+        /// `[distill] min-steps`.
+        min_steps: usize,
+    },
     /// The run was distilled now.
     Done(Report),
 }
@@ -118,6 +131,12 @@ pub struct Report {
     pub skipped: Vec<(String, String)>,
     /// What became of each candidate.
     pub admitted: Vec<Admitted>,
+    /// Candidates dropped by `[distill] min-confidence`: their label (`judge:candidates[i]`)
+    /// and why.
+    pub dropped: Vec<(String, String)>,
+    /// Secrets replaced under `[distill] secrets = "redact"`: where (a label such as
+    /// `judge:candidates[0].body`) and their kind.
+    pub redacted: Vec<(String, &'static str)>,
     /// Warnings on the candidates.
     pub warnings: Rejection,
     /// Whether anything was written.
@@ -133,6 +152,11 @@ pub fn distill(
 ) -> Result<Distilled, DistillError> {
     let bank =
         crate::lint::load_with(root, &Overlay::new(), stamp.at).map_err(CurateError::from)?;
+    let min_steps = bank.config.distill.min_steps;
+    let steps = run.steps();
+    if steps < min_steps {
+        return Ok(Distilled::TooShort { steps, min_steps });
+    }
     if let Some((ledger, line)) = distilled_in(root, &run.id)? {
         return Ok(Distilled::Already {
             run_id: run.id.clone(),
@@ -159,21 +183,36 @@ pub fn distill(
         command: options.judge.clone(),
         message,
     })?;
-    let intake = Intake {
+    let gated = gate(&bank, run, &matched, answer, &intake(run));
+    if gated.rejection.refused() {
+        return Err(DistillError::Gate(gated.rejection));
+    }
+    drop(bank);
+    crate::curate::locked(root, || Ok(apply(root, run, stamp, matched, gated)))?
+}
+
+/// How the candidates of `run` enter the bank.
+fn intake(run: &Run) -> Intake {
+    Intake {
         origin: Map::from_iter([("run".to_string(), Value::from(run.id.as_str()))]),
         run: Some(run.outcome),
         run_id: Some(run.id.clone()),
-    };
-    let (verdicts, prepared, rejection) = gate(&bank, run, &matched, answer, &intake);
-    if rejection.refused() {
-        return Err(DistillError::Gate(rejection));
     }
-    drop(bank);
-    crate::curate::locked(root, || {
-        Ok(apply(
-            root, run, stamp, matched, &verdicts, &prepared, rejection,
-        ))
-    })?
+}
+
+/// The write gate on a judge's raw stdout, as [`distill`] applies it once the judge has
+/// answered (`matched`: the slugs the judge was shown): the verdicts and candidates that pass,
+/// and what was refused. Nothing is written. For the fuzz target and tests.
+#[doc(hidden)]
+pub fn gate_answer(
+    bank: &Bank,
+    run: &Run,
+    matched: &[String],
+    stdout: &[u8],
+) -> Result<(Vec<Verdict>, Vec<Prepared>, Rejection), String> {
+    let answer = protocol::parse_answer(stdout)?;
+    let gated = gate(bank, run, matched, answer, &intake(run));
+    Ok((gated.verdicts, gated.prepared, gated.rejection))
 }
 
 /// Under the lock: read the bank again, record the verdicts, admit the candidates, write.
@@ -182,10 +221,15 @@ fn apply(
     run: &Run,
     stamp: &Stamp,
     matched: Vec<String>,
-    verdicts: &[Verdict],
-    prepared: &[Prepared],
-    warnings: Rejection,
+    gated: Gated,
 ) -> Result<Distilled, DistillError> {
+    let Gated {
+        verdicts,
+        prepared,
+        rejection: warnings,
+        dropped,
+        redacted,
+    } = gated;
     // another distill of the same run may have won the race for the lock
     if let Some((ledger, line)) = distilled_in(root, &run.id)? {
         return Ok(Distilled::Already {
@@ -199,7 +243,7 @@ fn apply(
     let mut batch = Batch::new(bank, stamp.clone(), Some(run.id.clone()));
     let mut recorded = Vec::new();
     let mut skipped = Vec::new();
-    for v in verdicts {
+    for v in &verdicts {
         let req = Request {
             slug: v.slug.clone(),
             applied: v.applied,
@@ -209,6 +253,8 @@ fn apply(
                 reference: run.id.clone(),
                 note: v.note.clone(),
             },
+            // the evidence cites the run: its logged searches are linked through it
+            retrieval: None,
         };
         match batch.record(&req) {
             Ok(r) => recorded.push((v.clone(), r)),
@@ -223,7 +269,7 @@ fn apply(
         }
     }
     let mut admitted = Vec::new();
-    for p in prepared {
+    for p in &prepared {
         admitted.push(batch.admit(p)?);
     }
     let changed = !batch.is_empty();
@@ -237,6 +283,8 @@ fn apply(
         recorded,
         skipped,
         admitted,
+        dropped,
+        redacted,
         warnings,
         changed,
     }))
@@ -313,15 +361,80 @@ fn matched(bank: &Bank, run: &Run) -> Vec<protocol::ShownLesson> {
         .collect()
 }
 
+/// What passed the write gate.
+struct Gated {
+    /// The verdicts (their notes redacted when asked).
+    verdicts: Vec<Verdict>,
+    /// The candidates that pass, prepared for admission.
+    prepared: Vec<Prepared>,
+    /// Every reason to refuse, and the warnings.
+    rejection: Rejection,
+    /// Candidates dropped by `min-confidence`, and why.
+    dropped: Vec<(String, String)>,
+    /// Secrets redacted: where, and their kind.
+    redacted: Vec<(String, &'static str)>,
+}
+
+/// Under `secrets = "redact"`: `text` with its secrets replaced, each one noted in `redacted`
+/// under `label`.
+fn redact_into(text: &mut String, label: &str, redacted: &mut Vec<(String, &'static str)>) {
+    let (clean, kinds) = crate::lint::rules::secret::redact(text);
+    if !kinds.is_empty() {
+        *text = clean;
+        redacted.extend(kinds.into_iter().map(|k| (label.to_string(), k)));
+    }
+}
+
+/// A candidate's body and evidence notes with their secrets redacted (fields that are not
+/// text are left to the gate's validation).
+fn redact_candidate(
+    object: &mut Map<String, Value>,
+    label: &str,
+    redacted: &mut Vec<(String, &'static str)>,
+) {
+    if let Some(Value::String(body)) = object.get_mut("body") {
+        redact_into(body, &format!("{label}.body"), redacted);
+    }
+    if let Some(Value::Array(items)) = object.get_mut("evidence") {
+        for (j, item) in items.iter_mut().enumerate() {
+            if let Some(Value::String(note)) = item.get_mut("note") {
+                redact_into(note, &format!("{label}.evidence[{j}].note"), redacted);
+            }
+        }
+    }
+    if let Some(Value::Array(items)) = object.get_mut("conflicts_with") {
+        for (j, item) in items.iter_mut().enumerate() {
+            if let Some(Value::String(note)) = item.get_mut("note") {
+                redact_into(note, &format!("{label}.conflicts_with[{j}].note"), redacted);
+            }
+        }
+    }
+}
+
+/// The confidence a candidate claims: its `confidence` when it is a number, else AIP-11's
+/// default for a first sighting.
+fn claimed_confidence(object: &Map<String, Value>) -> f64 {
+    object
+        .get("confidence")
+        .and_then(Value::as_f64)
+        .unwrap_or(crate::lesson::DEFAULT_CONFIDENCE)
+}
+
 /// The write gate: the verdicts and candidates that pass, and every reason to refuse.
-fn gate(
-    bank: &Bank,
-    run: &Run,
-    matched: &[String],
-    answer: Answer,
-    intake: &Intake,
-) -> (Vec<Verdict>, Vec<Prepared>, Rejection) {
+fn gate(bank: &Bank, run: &Run, matched: &[String], answer: Answer, intake: &Intake) -> Gated {
     let mut out = Rejection::default();
+    let policy = &bank.config.distill;
+    let redact = policy.secrets == SecretPolicy::Redact;
+    let mut redacted = Vec::new();
+    let mut dropped = Vec::new();
+    let mut answer = answer;
+    if redact {
+        for (i, v) in answer.verdicts.iter_mut().enumerate() {
+            if let Some(note) = &mut v.note {
+                redact_into(note, &format!("judge:verdicts[{i}].note"), &mut redacted);
+            }
+        }
+    }
     let mut judged = HashSet::new();
     for (i, v) in answer.verdicts.iter().enumerate() {
         let label = format!("judge:verdicts[{i}]");
@@ -364,6 +477,20 @@ fn gate(
             );
             continue;
         };
+        let claimed = claimed_confidence(&object);
+        if claimed < policy.min_confidence {
+            dropped.push((
+                label,
+                format!(
+                    "the judge rates it {claimed}, below `[distill] min-confidence` = {}",
+                    policy.min_confidence
+                ),
+            ));
+            continue;
+        }
+        if redact {
+            redact_candidate(&mut object, &label, &mut redacted);
+        }
         let conflicts = match conflicts(object.remove("conflicts_with")) {
             Ok(c) => c,
             Err(message) => {
@@ -415,7 +542,13 @@ fn gate(
         }
         prepared.push(p);
     }
-    (answer.verdicts, prepared, out)
+    Gated {
+        verdicts: answer.verdicts,
+        prepared,
+        rejection: out,
+        dropped,
+        redacted,
+    }
 }
 
 /// `conflicts_with`: absent, or a list of slugs / `{slug, note}`.

@@ -111,6 +111,16 @@ impl Run {
         })
     }
 
+    /// The steps of the run's trajectory: the length of `trajectory` when it is a list, or of
+    /// its `steps` when it is an object with a `steps` list; 0 without one.
+    pub fn steps(&self) -> usize {
+        match self.raw.get("trajectory") {
+            Some(Value::Array(steps)) => steps.len(),
+            Some(Value::Object(t)) => t.get("steps").and_then(Value::as_array).map_or(0, Vec::len),
+            _ => 0,
+        }
+    }
+
     /// `KIND:ID`, as lessons cite the run.
     pub fn cited(&self) -> String {
         format!("{}:{}", self.kind.as_str(), self.id)

@@ -2,7 +2,7 @@
 //! code, for bodies written in plain markdown.
 //!
 //! It gives up (returns `None`, and the caller runs pulldown-cmark) on anything whose headings a
-//! line scanner could misread: tabs, blockquotes, HTML (and so comments), lines that could
+//! line scanner could misread: tabs, a `\r` that is not part of a `\r\n`, blockquotes, HTML (and so comments), lines that could
 //! underline a setext heading, indented or list-nested `#` lines, indented fences, and headings with
 //! inline markup, escapes or a closing sequence. For what it accepts it finds exactly the headings
 //! pulldown-cmark finds, with the same ranges: a differential test checks this.
@@ -28,6 +28,7 @@ pub(super) fn scan(text: &str, start: usize) -> Option<Vec<Heading>> {
     if memchr::memchr2(b'\t', b'<', body).is_some() {
         return None;
     }
+    let has_cr = memchr::memchr(b'\r', body).is_some();
     let mut headings = Vec::new();
     let mut fence: Option<(u8, usize)> = None;
     let mut pos = 0;
@@ -38,6 +39,10 @@ pub(super) fn scan(text: &str, start: usize) -> Option<Vec<Heading>> {
             end -= 1;
         }
         let line = &body[pos..end];
+        // a lone `\r` ends a line for pulldown-cmark (found by the `parse` fuzz target)
+        if has_cr && memchr::memchr(b'\r', line).is_some() {
+            return None;
+        }
         let indent = line.iter().take_while(|&&b| b == b' ').count();
         let rest = &line[indent..];
         if let Some((ch, len)) = fence {

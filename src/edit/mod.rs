@@ -6,6 +6,7 @@
 //! the next writer removes such leftovers as soon as it holds the lock (no live writer can own
 //! one then), so they never accumulate and never reach git.
 
+mod fault;
 pub mod frontmatter;
 pub mod journal;
 
@@ -26,6 +27,17 @@ pub enum EditError {
         /// The path asked for.
         path: String,
         /// The bank root.
+        bank: String,
+    },
+    /// The target lies in another bank (a directory below the root holding its own
+    /// `lesson.toml`): an included bank is read, never written through the bank in front.
+    #[error("refusing to write {path}: it is in the bank {other}, not in {bank}; run the command there (--dir {other}) or `lesson promote` into it")]
+    OtherBank {
+        /// The path asked for.
+        path: String,
+        /// The bank it lies in.
+        other: String,
+        /// The bank written.
         bank: String,
     },
     /// An I/O error, with the path involved.
@@ -64,6 +76,7 @@ pub fn checked_target(bank: &Path, path: &Path) -> Result<PathBuf, EditError> {
     if !parent_real.starts_with(&bank_real) {
         return Err(outside());
     }
+    not_in_another_bank(bank, &bank_real, &parent_real, path)?;
     let target = parent_real.join(name);
     if target
         .symlink_metadata()
@@ -72,6 +85,29 @@ pub fn checked_target(bank: &Path, path: &Path) -> Result<PathBuf, EditError> {
         return Err(outside());
     }
     Ok(target)
+}
+
+/// Refuse `path`, in the directory `dir_real` inside the bank, when a directory between the
+/// bank's root and it holds a `lesson.toml`: it is then in another bank (an included bank
+/// nested in this one's tree is read, never written through it).
+fn not_in_another_bank(
+    bank: &Path,
+    bank_real: &Path,
+    dir_real: &Path,
+    path: &Path,
+) -> Result<(), EditError> {
+    match dir_real
+        .ancestors()
+        .take_while(|a| *a != bank_real)
+        .find(|a| a.join(crate::layout::CONFIG_FILE).is_file())
+    {
+        Some(other) => Err(EditError::OtherBank {
+            path: path.display().to_string(),
+            other: other.display().to_string(),
+            bank: bank.display().to_string(),
+        }),
+        None => Ok(()),
+    }
 }
 
 /// Check every path a command will write before it writes the first: a refused target (a
@@ -89,9 +125,13 @@ pub fn check_targets<'a>(
         // a file in a directory the write will create (`_log/` of a bank without ledgers):
         // the nearest directory that exists must be inside the bank
         let existing = path.ancestors().skip(1).find(|a| a.exists());
-        let inside = existing
-            .and_then(|a| a.canonicalize().ok())
+        let real = existing.and_then(|a| a.canonicalize().ok());
+        let inside = real
+            .as_ref()
             .is_some_and(|real| real.starts_with(&bank_real));
+        if let Some(real) = real.as_ref().filter(|_| inside) {
+            not_in_another_bank(bank, &bank_real, real, path)?;
+        }
         if !inside {
             return Err(EditError::OutsideBank {
                 path: path.display().to_string(),
@@ -116,8 +156,11 @@ pub fn write_atomic(bank: &Path, path: &Path, contents: &[u8]) -> Result<(), Edi
         builder.permissions(std::fs::Permissions::from_mode(0o666));
     }
     let mut tmp = builder.tempfile_in(dir).map_err(io(dir))?;
+    fault::point("write_atomic: temp file created");
     tmp.write_all(contents).map_err(io(path))?;
+    fault::point("write_atomic: temp file written");
     tmp.as_file().sync_all().map_err(io(path))?;
+    fault::point("write_atomic: temp file synced");
     let existed = match std::fs::metadata(&target) {
         Ok(meta) => {
             // keep the mode of the file we replace
@@ -130,6 +173,7 @@ pub fn write_atomic(bank: &Path, path: &Path, contents: &[u8]) -> Result<(), Edi
         path: path.display().to_string(),
         source: e.error,
     })?;
+    fault::point("write_atomic: renamed into place");
     journal::note(|| journal::Change::Written {
         path: path.to_path_buf(),
         created: !existed,
@@ -142,6 +186,18 @@ pub fn write_atomic(bank: &Path, path: &Path, contents: &[u8]) -> Result<(), Edi
 /// was cut short), a `\n` goes first, so the new lines start on a line of their own. Returns
 /// whether that repair was needed. The caller holds the bank's lock.
 pub fn append(bank: &Path, path: &Path, lines: &[u8]) -> Result<bool, EditError> {
+    append_with(bank, path, lines, true)
+}
+
+/// [`append`], fsynced only when `durable`: the retrieval log (`crate::usage`) is appended on
+/// the search path, where a lost line costs one count and waiting for the disk costs every
+/// search.
+pub fn append_with(
+    bank: &Path,
+    path: &Path,
+    lines: &[u8],
+    durable: bool,
+) -> Result<bool, EditError> {
     let target = checked_target(bank, path)?;
     let created = !target.exists();
     let mut file = File::options()
@@ -163,8 +219,18 @@ pub fn append(bank: &Path, path: &Path, lines: &[u8]) -> Result<bool, EditError>
         buf.push(b'\n');
     }
     buf.extend_from_slice(lines);
+    fault::point("append: before the write");
+    if buf.len() > 1 {
+        // a write torn in the middle of a line (what a kill during a large write can leave)
+        fault::point_with("append: half a line written", || {
+            let _ = file.write_all(&buf[..buf.len() / 2]);
+        });
+    }
     file.write_all(&buf).map_err(io(path))?;
-    file.sync_data().map_err(io(path))?;
+    fault::point("append: written");
+    if durable {
+        file.sync_data().map_err(io(path))?;
+    }
     if created {
         sync_dir(target.parent().expect("checked target has a parent"));
     }
@@ -201,7 +267,9 @@ pub fn move_file(bank: &Path, from: &Path, to: &Path) -> Result<(), EditError> {
             ),
         });
     }
+    fault::point("move_file: before the rename");
     std::fs::rename(&source, &target).map_err(io(from))?;
+    fault::point("move_file: renamed");
     for dir in [target.parent(), source.parent()].into_iter().flatten() {
         sync_dir(dir);
     }
@@ -251,10 +319,11 @@ pub struct BankLock {
 
 impl BankLock {
     /// Open `.lesson/lock`, creating `.lesson/` on first use (`lesson init` git-ignores it).
+    /// A `.lesson/` or a lock file that resolves outside the bank (a symlink) is refused.
     pub fn open(bank: &Path) -> Result<BankLock, EditError> {
         let dir = bank.join(STATE_DIR);
         std::fs::create_dir_all(&dir).map_err(io(&dir))?;
-        let path = dir.join(crate::layout::BANK_LOCK_FILE);
+        let path = checked_target(bank, &dir.join(crate::layout::BANK_LOCK_FILE))?;
         let file = File::options()
             .create(true)
             .truncate(false)

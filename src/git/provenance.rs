@@ -132,6 +132,16 @@ impl Provenance {
 
     /// [`Provenance::of_bank`], with how much of history it walked.
     pub fn of_bank_walked(root: &Path) -> Result<Option<(Provenance, Walked)>, GitError> {
+        Provenance::of_bank_cached(root, true)
+    }
+
+    /// [`Provenance::of_bank`] without writing the cache: for a bank that is only read (an
+    /// included bank of a layered search).
+    pub fn of_bank_unwritten(root: &Path) -> Result<Option<Provenance>, GitError> {
+        Ok(Provenance::of_bank_cached(root, false)?.map(|(p, _)| p))
+    }
+
+    fn of_bank_cached(root: &Path, write: bool) -> Result<Option<(Provenance, Walked)>, GitError> {
         let repo = match BankRepo::open(root) {
             Ok(repo) => repo,
             Err(GitError::NotARepository(_) | GitError::Bare(_) | GitError::Outside { .. }) => {
@@ -165,7 +175,9 @@ impl Provenance {
         let (provenance, walked) = walk(&repo.repo, &repo.prefix, head, base)?;
         // a cache: keyed by its content (HEAD and prefix), any complete version is right, and
         // the rename is atomic; a bank that cannot be written is read all the same
-        let _ = write_cache(root, &provenance);
+        if write {
+            let _ = write_cache(root, &provenance);
+        }
         Ok(Some((provenance, walked)))
     }
 

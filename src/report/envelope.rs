@@ -94,7 +94,7 @@ impl ErrorCode {
             CurateError::NotALesson { .. } | CurateError::InvalidSlug { .. } => {
                 ErrorCode::LessonInvalid
             }
-            CurateError::Refused(_) => ErrorCode::InvalidRequest,
+            CurateError::Refused(_) | CurateError::Included { .. } => ErrorCode::InvalidRequest,
             CurateError::Uneditable { .. } => ErrorCode::LessonInvalid,
             CurateError::Bank(crate::bank::BankError::NotFound(_)) => ErrorCode::BankUnavailable,
             CurateError::Edit(_) => ErrorCode::BankUnavailable,
@@ -121,6 +121,10 @@ impl ErrorCode {
             RetrieveError::Bank(crate::bank::BankError::NotFound(_)) => ErrorCode::BankUnavailable,
             RetrieveError::Template(_) => ErrorCode::Internal,
             RetrieveError::Bank(_) | RetrieveError::Corrupt(_) => ErrorCode::Internal,
+            RetrieveError::Usage(crate::usage::UsageError::InvalidRun { .. }) => {
+                ErrorCode::InvalidRequest
+            }
+            RetrieveError::Usage(_) => ErrorCode::BankUnavailable,
         }
     }
 }

@@ -81,7 +81,13 @@ pub fn over_budget(answer: &Answer) -> String {
 
 /// A hit as JSON shows it: the path as the other commands show paths, scores to 6 decimals.
 fn for_json(root: &Path, mut h: Hit) -> Hit {
-    h.path = root.join(&h.path).display().to_string();
+    let bank = h.bank.as_deref().filter(|b| *b != crate::layers::FRONT);
+    h.path = match bank {
+        Some(bank) => root.join(bank).join(&h.path),
+        None => root.join(&h.path),
+    }
+    .display()
+    .to_string();
     let round = |v: f64| (v * 1e6).round() / 1e6;
     let s = &mut h.score;
     s.similarity = round(s.similarity);
@@ -89,6 +95,7 @@ fn for_json(root: &Path, mut h: Hit) -> Hit {
     s.count_factor = round(s.count_factor);
     s.recency = round(s.recency);
     s.tag_boost = round(s.tag_boost);
+    s.usage = s.usage.map(round);
     s.score = round(s.score);
     h
 }
@@ -202,8 +209,12 @@ pub fn explanation_text(slug: &str, why: &Explanation) -> String {
 
 /// A score as the product of its parts.
 fn parts(s: &ScoreParts) -> String {
+    let usage = s
+        .usage
+        .map(|u| format!(" × usage {u:.2}"))
+        .unwrap_or_default();
     format!(
-        "score {:.3} = similarity {:.3} × confidence {:.2} × count factor {:.2} × recency {:.2} × tag boost {:.2}",
+        "score {:.3} = similarity {:.3} × confidence {:.2} × count factor {:.2} × recency {:.2} × tag boost {:.2}{usage}",
         s.score, s.similarity, s.confidence, s.count_factor, s.recency, s.tag_boost
     )
 }
@@ -285,6 +296,9 @@ fn table(hits: &[Hit]) -> String {
             }
             if h.gates.status != "active" {
                 title.push_str(&format!(" [{}]", h.gates.status));
+            }
+            if let Some(bank) = h.bank.as_deref().filter(|b| *b != crate::layers::FRONT) {
+                title.push_str(&format!(" [bank {bank}]"));
             }
             [
                 (i + 1).to_string(),

@@ -133,19 +133,20 @@ fn edit_positions(
 
 /// An aligned table for people: every column but the last padded to its widest cell (counted
 /// in characters) and two spaces, the last as it is, lines trimmed at the end.
-pub(crate) fn aligned<const N: usize>(header: &[String; N], rows: &[[String; N]]) -> String {
-    let mut widths = [0usize; N];
-    for row in std::iter::once(header).chain(rows) {
+pub(crate) fn aligned<R: AsRef<[String]>>(header: &[String], rows: &[R]) -> String {
+    let n = header.len();
+    let mut widths = vec![0usize; n];
+    for row in std::iter::once(header).chain(rows.iter().map(AsRef::as_ref)) {
         for (w, cell) in widths.iter_mut().zip(row) {
             *w = (*w).max(cell.chars().count());
         }
     }
     let mut out = String::new();
-    for row in std::iter::once(header).chain(rows) {
+    for row in std::iter::once(header).chain(rows.iter().map(AsRef::as_ref)) {
         let mut line = String::new();
         for (i, cell) in row.iter().enumerate() {
             line.push_str(cell);
-            if i + 1 < N {
+            if i + 1 < n {
                 line.push_str(&" ".repeat(widths[i] - cell.chars().count() + 2));
             }
         }

@@ -26,8 +26,16 @@ pub fn line(pair: &Pair) -> String {
     } else {
         format!(", tags: {}", pair.shared_tags.join(", "))
     };
+    let named = |slug: &str, bank: &Option<String>| match bank {
+        Some(bank) => format!("{slug} ({bank})"),
+        None => slug.to_string(),
+    };
     format!(
         "{} ~ {}  score {:.2} (slug {:.2}, text {:.2}{tags})",
-        pair.a, pair.b, pair.score, pair.slug_similarity, pair.text_similarity
+        named(&pair.a, &pair.a_bank),
+        named(&pair.b, &pair.b_bank),
+        pair.score,
+        pair.slug_similarity,
+        pair.text_similarity
     )
 }

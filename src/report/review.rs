@@ -28,6 +28,9 @@ pub fn text(findings: &[Finding]) -> String {
         Reason::ImportedCounts,
         Reason::NeverApplied,
         Reason::NearDuplicate,
+        Reason::ShownNeverFollowed,
+        Reason::Unshown,
+        Reason::Retention,
     ] {
         let n = findings.iter().filter(|f| f.reason == reason).count();
         if n > 0 {
@@ -41,4 +44,20 @@ pub fn text(findings: &[Finding]) -> String {
         parts.join(", ")
     ));
     out
+}
+
+/// `lesson review --format json` of a layered stack: every bank's findings, each with a
+/// `bank` field (`.` for the bank in front), in the stack's order.
+pub fn json_with_banks(banks: &[(&str, Vec<Finding>)]) -> serde_json::Result<serde_json::Value> {
+    let mut out = Vec::new();
+    for (bank, findings) in banks {
+        for f in findings {
+            let mut value = serde_json::to_value(f)?;
+            if let Some(map) = value.as_object_mut() {
+                map.insert("bank".into(), (*bank).into());
+            }
+            out.push(value);
+        }
+    }
+    Ok(serde_json::Value::Array(out))
 }

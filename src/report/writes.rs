@@ -232,12 +232,20 @@ pub fn superseded(root: &Path, new: &str, s: &Superseded) -> Value {
 /// and the lessons it alone superseded, active again.
 pub fn archived(root: &Path, moves: &[Move]) -> Value {
     json!({
-        "moved": moves.iter().map(|m| json!({
-            "slug": m.slug,
-            "from": rel(root, &m.from),
-            "to": rel(root, &m.to),
-            "reactivated": m.reactivated,
-        })).collect::<Vec<_>>(),
+        "moved": moves.iter().map(|m| {
+            let mut one = json!({
+                "slug": m.slug,
+                "from": rel(root, &m.from),
+                "to": rel(root, &m.to),
+                "reactivated": m.reactivated,
+            });
+            // `--policy`: the rule that archives it, and why
+            if let Some((rule, why)) = &m.rule {
+                one["rule"] = Value::from(rule.key());
+                one["why"] = Value::from(why.as_str());
+            }
+            one
+        }).collect::<Vec<_>>(),
     })
 }
 
@@ -249,6 +257,10 @@ pub fn distilled(root: &Path, run: &Run, d: &Distilled) -> Value {
     let mut out = match d {
         Distilled::Already { ledger, line, .. } => json!({
             "already": {"ledger": rel(root, ledger), "line": line},
+        }),
+        Distilled::TooShort { steps, min_steps } => json!({
+            "already": null,
+            "too_short": {"steps": steps, "min_steps": min_steps},
         }),
         Distilled::Done(r) => {
             let sources: super::Sources = r.warnings.sources.iter().collect();
@@ -264,6 +276,12 @@ pub fn distilled(root: &Path, run: &Run, d: &Distilled) -> Value {
                     "slug": slug, "why": why
                 })).collect::<Vec<_>>(),
                 "admitted": r.admitted.iter().map(|x| admitted(root, x)).collect::<Vec<_>>(),
+                "dropped": r.dropped.iter().map(|(label, why)| json!({
+                    "candidate": label, "why": why
+                })).collect::<Vec<_>>(),
+                "redacted": r.redacted.iter().map(|(label, kind)| json!({
+                    "at": label, "kind": kind
+                })).collect::<Vec<_>>(),
                 "warnings": super::envelope::diagnostics_json(&r.warnings.diagnostics, &sources),
             })
         }
@@ -343,4 +361,17 @@ impl LedgerSummary {
         }
         s
     }
+}
+
+/// `lesson promote`'s result: the lesson, the bank it went to, its file there, and where its
+/// file in this bank went.
+pub fn promoted(root: &Path, p: &crate::curate::promote::Promoted) -> Value {
+    json!({
+        "slug": p.slug,
+        "bank": p.bank,
+        "from": rel(root, &p.from),
+        "archived": rel(root, &p.archived),
+        "to": p.to.display().to_string(),
+        "resumed": p.resumed,
+    })
 }

@@ -74,6 +74,20 @@ impl Retriever {
         })
     }
 
+    /// Log that `answer` was shown for run `run` (`lesson search --log RUN`): one line naming
+    /// its hits, appended to the bank's retrieval log (see [`crate::usage`]) at the request's
+    /// `now`, recorded by `by`. Nothing is written when it has no hit (`Ok(false)`).
+    pub fn log_shown(&self, answer: &Answer, run: &str, by: &str) -> Result<bool, RetrieveError> {
+        let slugs: Vec<&str> = answer.hits.iter().map(|h| h.slug.as_str()).collect();
+        Ok(crate::usage::log_shown(
+            self.root(),
+            run,
+            &slugs,
+            answer.request.now,
+            by,
+        )?)
+    }
+
     /// Why the lesson `slug` is or is not in the answer to `request`: the gate or threshold
     /// that excludes it, else its rank and score parts (and whether the budget cut it).
     pub fn explain(&mut self, request: &Request, slug: &str) -> Result<Explanation, RetrieveError> {
@@ -86,9 +100,12 @@ impl Retriever {
                 kept_as_caution: h.kept_as_caution,
             });
         }
-        let why = self
+        let mut why = self
             .index()
             .explain(&answer.request, self.settings(), slug)?;
+        if !self.layers.is_empty() {
+            why = self.explain_layered(&answer.request, slug, why)?;
+        }
         Ok(match why {
             Explanation::Shown { rank, score, .. } => Explanation::OverBudget {
                 rank,

@@ -32,6 +32,7 @@
 mod answer;
 mod codec;
 pub mod index;
+mod layered;
 pub mod marker;
 pub mod record;
 pub mod render;
@@ -178,6 +179,10 @@ pub struct ScoreParts {
     /// `[retrieve] tag-boost` when the lesson carries a tag found among the request's words
     /// (with `inferred-tags = "boost"`), else 1.
     pub tag_boost: f64,
+    /// With `[retrieve] usage-weight` above 0: the factor of the lesson's retrieval figures
+    /// ([`crate::usage::Usage::rank_factor`]); none when the weight is 0 (the default).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub usage: Option<f64>,
     /// The product.
     pub score: f64,
 }
@@ -218,6 +223,10 @@ pub struct Gates {
 /// One lesson that applies to the request.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Hit {
+    /// The bank it comes from, when the bank includes others (`[banks] include`): `.` for
+    /// the bank in front, else the included bank's name ([`crate::layers::Layer::name`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bank: Option<String>,
     /// Slug.
     pub slug: String,
     /// Path relative to the bank root.

@@ -107,6 +107,9 @@ pub struct PromptLesson<'a> {
     pub tags: &'a [String],
     /// Path relative to the bank.
     pub path: &'a str,
+    /// The bank it comes from when the bank in front includes others (`[banks] include`):
+    /// `.` for the front bank; none otherwise. The built-in template does not show it.
+    pub bank: Option<&'a str>,
     /// The score.
     pub score: f64,
 }
@@ -152,6 +155,7 @@ impl<'a> Context<'a> {
                 conflicts_above: peers(h, Some(i)),
                 tags: &h.tags,
                 path: &h.path,
+                bank: h.bank.as_deref(),
                 score: h.score.score,
             })
             .collect();

@@ -51,6 +51,12 @@ pub struct Settings {
     pub tag_boost: f64,
     /// Matching cautions kept among the top K, at most.
     pub max_cautions: usize,
+    /// `[retrieve] usage-weight`, 0 to 1: how much the lessons' retrieval figures weigh (0,
+    /// the default: not at all).
+    pub usage_weight: f64,
+    /// The retrieval figures of the lessons a logged search showed, by slug, when the weight
+    /// is above 0 ([`crate::retrieve::Retriever`] reads them for each search).
+    pub usage: Option<std::sync::Arc<std::collections::HashMap<String, crate::usage::Usage>>>,
 }
 
 impl Default for Settings {
@@ -78,6 +84,12 @@ impl Settings {
                 1.0
             },
             max_cautions: c.max_cautions,
+            usage_weight: if c.usage_weight.is_finite() {
+                c.usage_weight.clamp(0.0, 1.0)
+            } else {
+                0.0
+            },
+            usage: None,
         }
     }
 }

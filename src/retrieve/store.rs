@@ -66,6 +66,9 @@ pub enum RetrieveError {
     /// The bank's prompt template does not load or render.
     #[error(transparent)]
     Template(#[from] crate::template::TemplateError),
+    /// The retrieval log could not be read or written.
+    #[error(transparent)]
+    Usage(#[from] crate::usage::UsageError),
 }
 
 /// What a refresh did.
@@ -99,8 +102,19 @@ pub struct Retriever {
     last: Refresh,
     /// Set while the bank lock is held by this retriever: nothing is written then.
     unpersisted: bool,
+    /// Set while the caller holds the bank lock ([`Retriever::holding`]): the index is
+    /// written without taking it again.
+    lock_held: bool,
     /// What the ranking's recency was read from.
     provenance: Option<Arc<crate::git::provenance::Provenance>>,
+    /// An included bank's index: checked against the files and patched in memory only,
+    /// never written (the bank in front may not own it), and searched without its lock.
+    pub(super) read_only: bool,
+    /// The banks this one includes (`[banks] include`), each with its own index; empty for a
+    /// bank that includes none.
+    pub(super) layers: Vec<super::layered::Included>,
+    /// Whether the included banks were checked since the last search.
+    pub(super) layers_checked: bool,
 }
 
 impl Retriever {
@@ -134,6 +148,7 @@ impl Retriever {
     pub fn open(root: &Path) -> Result<Retriever, RetrieveError> {
         let (mut r, why) = Retriever::load(root)?;
         r.refresh_with(why)?;
+        r.open_layers()?;
         Ok(r)
     }
 
@@ -170,7 +185,11 @@ impl Retriever {
             index,
             last: Refresh::default(),
             unpersisted: false,
+            lock_held: false,
             provenance: None,
+            read_only: false,
+            layers: Vec::new(),
+            layers_checked: false,
         };
         Ok((r, why))
     }
@@ -213,6 +232,20 @@ impl Retriever {
     /// searched once more under the bank lock, so that a write through `lesson` (which takes
     /// it) cannot drop them from the answer.
     pub fn search(&mut self, request: &Request) -> Result<Search, RetrieveError> {
+        if self.settings.usage_weight > 0.0 {
+            // `[retrieve] usage-weight`: the retrieval figures as they are now
+            let log = crate::usage::ShownLog::read(&self.root)?;
+            self.settings.usage = Some(Arc::new(log.figures(&self.root)?));
+        }
+        if self.layers.is_empty() {
+            self.search_own(request)
+        } else {
+            self.search_layered(request)
+        }
+    }
+
+    /// [`Retriever::search`] of this bank's own index alone.
+    pub(super) fn search_own(&mut self, request: &Request) -> Result<Search, RetrieveError> {
         let mut rebuilds = 0;
         let mut rechecks = 0;
         loop {
@@ -239,22 +272,49 @@ impl Retriever {
         request: &Request,
         stale: &[String],
     ) -> Result<Search, RetrieveError> {
-        let Ok(mut lock) = BankLock::open(&self.root) else {
-            self.refresh_paths(stale)?;
-            return Ok(self.index.search(request, &self.settings)?);
+        // an included bank's lock is never taken (the front bank may not own it)
+        let lock = match self.read_only {
+            true => None,
+            false => BankLock::open(&self.root).ok(),
+        };
+        let Some(mut lock) = lock else {
+            return self.search_checked(request, stale);
         };
         self.unpersisted = true;
-        let found = lock.with_unswept(|| {
-            self.refresh_paths(stale)?;
-            Ok::<_, RetrieveError>(self.index.search(request, &self.settings)?)
-        });
+        let found = lock.with_unswept(|| self.search_checked(request, stale));
         self.unpersisted = false;
         match found {
             Ok(found) => found,
             // the lock could not be taken: as good as the files allow
-            Err(_) => {
-                self.refresh_paths(stale)?;
-                Ok(self.index.search(request, &self.settings)?)
+            Err(_) => self.search_checked(request, stale),
+        }
+    }
+
+    /// Check `stale`, search, and check again the files of any new hit found changed, until
+    /// a search finds no file it has not checked changed. Under the bank lock no writer
+    /// through `lesson` changes a file once checked, so this ends with every hit current;
+    /// the checks re-ranked the docs, and the new top K may hold a file a writer changed
+    /// before the lock was taken. A file still changing (an editor, which takes no lock)
+    /// is checked once and its hit left out.
+    fn search_checked(
+        &mut self,
+        request: &Request,
+        stale: &[String],
+    ) -> Result<Search, RetrieveError> {
+        let mut checked: HashSet<String> = HashSet::new();
+        let mut todo: Vec<String> = stale.to_vec();
+        loop {
+            self.refresh_paths(&todo)?;
+            checked.extend(todo);
+            let found = self.index.search(request, &self.settings)?;
+            todo = found
+                .stale
+                .iter()
+                .filter(|p| !checked.contains(*p))
+                .cloned()
+                .collect();
+            if todo.is_empty() {
+                return Ok(found);
             }
         }
     }
@@ -293,17 +353,24 @@ impl Retriever {
     /// in the window is never shown with its old text; the search checks the files and runs
     /// again instead.
     pub fn open_fast(root: &Path) -> Result<Retriever, RetrieveError> {
-        let Some(vouched) = marker::vouched(root) else {
-            return Retriever::open(root);
-        };
+        let mut r = Retriever::open_vouched(root, false)?;
+        r.open_layers()?;
+        Ok(r)
+    }
+
+    /// [`Retriever::open_fast`] of this bank alone; `read_only` for an included bank.
+    pub(super) fn open_vouched(root: &Path, read_only: bool) -> Result<Retriever, RetrieveError> {
         let (mut r, why) = Retriever::load(root)?;
-        if why.is_none() && r.identity() == vouched {
-            r.last = Refresh {
-                generation: vouched.generation,
-                ..Refresh::default()
-            };
-            r.apply_provenance();
-            return Ok(r);
+        r.read_only = read_only;
+        if let Some(vouched) = marker::vouched(root) {
+            if why.is_none() && r.identity() == vouched {
+                r.last = Refresh {
+                    generation: vouched.generation,
+                    ..Refresh::default()
+                };
+                r.apply_provenance();
+                return Ok(r);
+            }
         }
         r.refresh_with(why)?;
         Ok(r)
@@ -394,7 +461,13 @@ impl Retriever {
     /// Check the files (or rebuild), then take the ranking's recency input from the bank's
     /// provenance when it is in git.
     fn refresh_with(&mut self, rebuild: Option<String>) -> Result<(), RetrieveError> {
-        self.refresh_files(rebuild)?;
+        match self.refresh_files(rebuild) {
+            // a section whose checksum fails only when the check reads it: rebuild from the files
+            Err(RetrieveError::Corrupt(damaged)) => {
+                self.refresh_files(Some(damaged.to_string()))?
+            }
+            other => other?,
+        }
         self.apply_provenance();
         Ok(())
     }
@@ -403,9 +476,11 @@ impl Retriever {
     /// cache, which walks only commits it has not seen): the index holds no git state, since
     /// HEAD moves without any file changing. A failure to read history ranks by the ledgers.
     pub(super) fn apply_provenance(&mut self) {
-        let provenance = crate::git::provenance::Provenance::of_bank(&self.root)
-            .ok()
-            .flatten();
+        let provenance = match self.read_only {
+            true => crate::git::provenance::Provenance::of_bank_unwritten(&self.root),
+            false => crate::git::provenance::Provenance::of_bank(&self.root),
+        };
+        let provenance = provenance.ok().flatten();
         self.index.set_provenance(provenance.as_ref());
         self.provenance = provenance.map(Arc::new);
     }
@@ -714,21 +789,45 @@ impl Retriever {
         Ok(())
     }
 
+    /// Run `f` on this retriever while the caller holds the bank lock: what `f` refreshes is
+    /// written to `.lesson/` without taking the lock again (a second lock would wait for the
+    /// first). A writer that renders from the index (`lesson watch` writing `_index.md`)
+    /// checks the files this way under its lock, so that no write made before it took the
+    /// lock is missing from what it writes.
+    pub fn with_lock_held<T>(&mut self, f: impl FnOnce(&mut Retriever) -> T) -> T {
+        self.lock_held = true;
+        let out = f(self);
+        self.lock_held = false;
+        out
+    }
+
     /// Run `write` under the bank lock; false when the bank cannot be locked or written.
     fn persist(&self, write: impl FnOnce(&Path) -> Result<(), edit::EditError>) -> bool {
-        if self.unpersisted {
+        if self.unpersisted || self.read_only {
             return false;
+        }
+        // the cache ignores itself, in banks that `lesson init` did not set up too
+        let ignore_self = || {
+            let ignore = state_path(&self.root, crate::layout::GITIGNORE);
+            if !ignore.exists() {
+                let _ = edit::write_atomic(&self.root, &ignore, b"*\n");
+            }
+        };
+        if self.lock_held {
+            ignore_self();
+            return write(&self.root).is_ok();
         }
         let Ok(mut lock) = BankLock::open(&self.root) else {
             return false;
         };
-        // the cache ignores itself, in banks that `lesson init` did not set up too
-        let ignore = state_path(&self.root, crate::layout::GITIGNORE);
-        if !ignore.exists() {
-            let _ = std::fs::write(&ignore, "*\n");
-        }
         // index files are written in `.lesson/`, where the lock's temp-file sweep never looks
-        matches!(lock.with_unswept(|| write(&self.root)), Ok(Ok(())))
+        matches!(
+            lock.with_unswept(|| {
+                ignore_self();
+                write(&self.root)
+            }),
+            Ok(Ok(()))
+        )
     }
 }
 

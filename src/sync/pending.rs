@@ -233,6 +233,7 @@ pub fn message(_repo: &BankRepo, _head: Option<&git2::Commit<'_>>, changes: &[Ch
                 c.before.as_deref().unwrap_or("").lines().collect();
             for line in c.text.lines().filter(|l| !old.contains(l)) {
                 let kind = match Event::parse(line).map(|e| e.kind.name().to_string()) {
+                    Ok(k) if k == "shown" => "search",
                     Ok(k) if k == "outcome" => "record",
                     Ok(k) if k == "created" || k == "imported" => "add",
                     Ok(k) if k == "merged" => "merge",
@@ -243,7 +244,9 @@ pub fn message(_repo: &BankRepo, _head: Option<&git2::Commit<'_>>, changes: &[Ch
                 };
                 *kinds.entry(kind).or_default() += 1;
             }
-            note(slug, &mut slugs);
+            if crate::layout::is_ledger_path(rel) {
+                note(slug, &mut slugs);
+            }
         } else if let Some(stem) = rel.strip_suffix(".md").filter(|_| rel != "_index.md") {
             let slug = stem.rsplit('/').next().unwrap_or(stem);
             note(slug, &mut slugs);

@@ -205,7 +205,7 @@ pub fn merge(
             let changed: BTreeSet<String> = files
                 .iter()
                 .filter(|(rel, bytes)| {
-                    rel.starts_with("_log/") && ours_files.get(*rel) != Some(*bytes)
+                    crate::layout::is_ledger_path(rel) && ours_files.get(*rel) != Some(*bytes)
                 })
                 .map(|(rel, _)| slug_of(rel))
                 .collect();
@@ -470,7 +470,7 @@ fn derive_changed(
     wanted.insert(index_file.clone());
     let ledgers: BTreeSet<String> = changed
         .iter()
-        .filter(|p| p.starts_with("_log/") && p.ends_with(".jsonl"))
+        .filter(|p| crate::layout::is_ledger_path(p))
         .map(|p| slug_of(p))
         .collect();
     for slug in &ledgers {

@@ -58,6 +58,11 @@ pub fn entries(index: &Index, now: jiff::Timestamp) -> Result<Vec<IndexEntry>, C
                 status: index_md::status_text(&status),
                 state: status.label(),
                 superseded_by,
+                shown: 0,
+                last_shown: None,
+                followed: 0,
+                helped: 0,
+                utility: None,
             }
         })
         .collect();

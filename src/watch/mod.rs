@@ -519,8 +519,8 @@ impl Watch {
                 listing = listing.max(Listing::Lessons);
             }
         }
-        self.vouch(batch);
         self.sync_index_md(listing, batch)?;
+        self.vouch(batch);
         batch.diagnostics = self.lint(&batch.changed);
         Ok(())
     }
@@ -602,13 +602,62 @@ impl Watch {
     /// changed calls for: when only the file changed (a hand edit, our own write), the last
     /// rendering stands; changed lessons recompute the entries, rendered again only when they
     /// differ; a changed template renders again.
+    ///
+    /// A rendering that differs from the file is written under the bank lock, after the files
+    /// are checked again under it: a writer through `lesson` (which patches `_index.md`
+    /// itself, under the same lock) may have changed a lesson since this batch's events, and
+    /// its row must not be put back as it was.
     fn sync_index_md(&mut self, what: Listing, batch: &mut Batch) -> Result<(), WatchError> {
         if what == Listing::Unchanged {
             return Ok(());
         }
         let path = self.root.join(INDEX_FILE);
         let on_disk = std::fs::read_to_string(&path).ok();
-        let (entries, text) = match (what, self.listing.take()) {
+        let (entries, text) = self.render(what)?;
+        if on_disk.as_ref() == Some(&text) {
+            self.listing = Some((entries, text));
+            return Ok(());
+        }
+        self.listing = Some((entries, text));
+        let mut lock = BankLock::open(&self.root)?;
+        let written = lock.with(|| self.write_index_md(&path, batch))??;
+        batch.index_md_written |= written;
+        Ok(())
+    }
+
+    /// Check the files again and write `_index.md` when its rendering differs from the file;
+    /// the caller holds the bank lock.
+    fn write_index_md(&mut self, path: &Path, batch: &mut Batch) -> Result<bool, WatchError> {
+        let before = self.hashes();
+        self.retriever.with_lock_held(|r| r.refresh().map(|_| ()))?;
+        let after = self.hashes();
+        let removed = before.keys().any(|p| !after.contains_key(p));
+        let mut changed: Vec<String> = after
+            .into_iter()
+            .filter(|(p, h)| before.get(p) != Some(h))
+            .map(|(p, _)| p)
+            .collect();
+        changed.sort_unstable();
+        if !changed.is_empty() || removed {
+            for p in changed {
+                if !batch.changed.contains(&p) {
+                    batch.changed.push(p);
+                }
+            }
+            let rendered = self.render(Listing::Lessons)?;
+            self.listing = Some(rendered);
+        }
+        let text = &self.listing.as_ref().expect("rendered by the caller").1;
+        if std::fs::read_to_string(path).ok().as_ref() == Some(text) {
+            return Ok(false);
+        }
+        edit::write_atomic(&self.root, path, text.as_bytes())?;
+        Ok(true)
+    }
+
+    /// The entries and text of `_index.md` for what changed (see [`Watch::sync_index_md`]).
+    fn render(&mut self, what: Listing) -> Result<(Vec<IndexEntry>, String), WatchError> {
+        Ok(match (what, self.listing.take()) {
             (Listing::File, Some(last)) => last,
             (what, last) => {
                 let now = self.options.clock.now();
@@ -623,19 +672,12 @@ impl Watch {
                             index_md::BUILTIN_TEMPLATE,
                         )
                         .map_err(IndexError::from)?;
-                        index_md::render_entries(&template, entries.clone(), true)?
+                        index_md::render_entries_at(&self.root, &template, entries.clone(), true)?
                     }
                 };
                 (entries, text)
             }
-        };
-        if on_disk.as_ref() != Some(&text) {
-            let mut lock = BankLock::open(&self.root)?;
-            lock.with(|| edit::write_atomic(&self.root, &path, text.as_bytes()))??;
-            batch.index_md_written = true;
-        }
-        self.listing = Some((entries, text));
-        Ok(())
+        })
     }
 
     /// The file rules' findings on each changed file (read and parsed again in full).
@@ -801,8 +843,6 @@ mod tests {
         let tmp = bank();
         let root = tmp.path();
         let mut w = quiet_watch(root);
-        // changed behind the watcher's back, and not named: not seen (events are the hints)
-        std::fs::write(root.join("sub/b.md"), lesson("b", "Beta orchid")).unwrap();
         std::fs::write(root.join("a.md"), lesson("a", "Alpha orchid")).unwrap();
         let batch = w.apply(Pending {
             paths: HashSet::from([w.real_root.join("a.md"), w.real_root.join(".a.md.swp")]),
@@ -814,6 +854,8 @@ mod tests {
         assert_eq!(found(&w, "orchid"), ["a"]);
         // the title changed: _index.md follows
         assert!(batch.index_md_written);
+        // changed behind the watcher's back, and not named: not seen (events are the hints)
+        std::fs::write(root.join("sub/b.md"), lesson("b", "Beta orchid")).unwrap();
         // a body-only edit leaves the listing as it was
         let text = lesson("a", "Alpha orchid") + "\nMore words on the tulip.\n";
         std::fs::write(root.join("a.md"), text).unwrap();
@@ -823,7 +865,50 @@ mod tests {
         });
         assert_eq!(batch.changed, ["a.md"]);
         assert_eq!(found(&w, "tulip"), ["a"]);
+        assert_eq!(found(&w, "orchid"), ["a"]);
         assert!(!batch.index_md_written);
+    }
+
+    #[test]
+    fn index_md_is_written_from_the_files_as_they_are_under_the_lock() {
+        let tmp = bank();
+        let root = tmp.path();
+        let mut w = quiet_watch(root);
+        // a writer changed b (and, through `lesson`, would have patched its row) after the
+        // events of this batch: the rendering must not put b's old row back
+        std::fs::write(root.join("sub/b.md"), lesson("b", "Beta orchid")).unwrap();
+        std::fs::write(root.join("a.md"), lesson("a", "Alpha lily")).unwrap();
+        let batch = w.apply(Pending {
+            paths: HashSet::from([w.real_root.join("a.md")]),
+            rescan: None,
+        });
+        assert!(batch.index_md_written);
+        assert_eq!(batch.changed, ["a.md", "sub/b.md"]);
+        assert_eq!(found(&w, "orchid"), ["b"]);
+        let written = std::fs::read_to_string(root.join(INDEX_FILE)).unwrap();
+        assert!(written.contains("Beta orchid"), "{written}");
+        assert!(written.contains("Alpha lily"), "{written}");
+        // and a lesson removed behind the batch is not listed again (nor kept listed when its
+        // own event comes)
+        std::fs::remove_file(root.join("sub/b.md")).unwrap();
+        std::fs::write(root.join("a.md"), lesson("a", "Alpha rose")).unwrap();
+        let batch = w.apply(Pending {
+            paths: HashSet::from([w.real_root.join("a.md")]),
+            rescan: None,
+        });
+        assert!(batch.index_md_written);
+        let written = std::fs::read_to_string(root.join(INDEX_FILE)).unwrap();
+        assert!(!written.contains("Beta orchid"), "{written}");
+        assert!(written.contains("Alpha rose"), "{written}");
+        let batch = w.apply(Pending {
+            paths: HashSet::from([w.real_root.join("sub/b.md")]),
+            rescan: None,
+        });
+        assert!(!batch.index_md_written);
+        assert_eq!(
+            std::fs::read_to_string(root.join(INDEX_FILE)).unwrap(),
+            written
+        );
     }
 
     #[test]

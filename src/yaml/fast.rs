@@ -46,11 +46,28 @@ struct Parser<'a> {
     items: Vec<NodeId>,
 }
 
+/// Whether `bytes` hold a character YAML does not allow in a document (saphyr's "unprintable
+/// character": a control other than tab and line endings, DEL, C1 controls, U+FFFE, U+FFFF) or
+/// a Unicode line or paragraph separator: the full parser says what it makes of them.
+fn unprintable(bytes: &[u8]) -> bool {
+    let control = |b: u8| (b < 0x20 && !matches!(b, b'\n' | b'\r' | b'\t')) || b == 0x7f;
+    if bytes.iter().any(|&b| control(b)) {
+        return true;
+    }
+    // the rest are rare: the lead bytes of their encodings first
+    memchr::memchr3(0xC2, 0xE2, 0xEF, bytes).is_some()
+        && (bytes.windows(2).any(|w| matches!(w, [0xC2, 0x80..=0x9F]))
+            || bytes
+                .windows(3)
+                .any(|w| matches!(w, [0xEF, 0xBF, 0xBE | 0xBF] | [0xE2, 0x80, 0xA8 | 0xA9])))
+}
+
 /// Parse `content` (which starts at byte `base` of the file) when it is in the fast subset.
 pub fn parse(content: &str, base: usize) -> Option<Yaml> {
     let bytes = content.as_bytes();
     if memchr::memchr3(b'\t', b'#', b'\\', bytes).is_some()
         || (memchr::memchr(0xEF, bytes).is_some() && content.contains('\u{feff}'))
+        || unprintable(bytes)
     {
         return None;
     }
@@ -410,5 +427,21 @@ mod tests {
             yaml.get(root, "c").map(|(_, v)| yaml.str(v)),
             Some(Some("d"))
         );
+    }
+
+    /// Found by the `parse` fuzz target: a NUL byte in a plain scalar was read here, where
+    /// saphyr refuses it ("found unprintable character").
+    #[test]
+    fn unprintable_characters_go_to_the_full_parser() {
+        for c in [
+            '\0', '\u{1}', '\u{7f}', '\u{85}', '\u{9f}', '\u{fffe}', '\u{ffff}', '\u{2028}',
+        ] {
+            let text = format!("a: b{c}c\n");
+            assert_eq!(parse(&text, 0), None, "{c:?}");
+        }
+        for c in ['\u{a0}', '\u{e9}', '\u{2027}', '\u{fffd}', '\u{1f600}'] {
+            let text = format!("a: b{c}c\n");
+            assert!(parse(&text, 0).is_some(), "{c:?}");
+        }
     }
 }

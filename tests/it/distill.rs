@@ -216,3 +216,128 @@ fn a_run_recorded_by_hand_is_not_recorded_twice() {
     }
     insta::assert_snapshot!(out);
 }
+
+// --- [distill] gates (issue 17) -----------------------------------------------------------
+
+/// A sandbox whose `lesson.toml` ends with `[distill]` and `keys`.
+fn gated(outcome: &str, keys: &str) -> Sandbox {
+    let s = sandbox(outcome);
+    let path = s.bank().join("lesson.toml");
+    let mut toml = std::fs::read_to_string(&path).unwrap();
+    toml.push_str(&format!("\n[distill]\n{keys}\n"));
+    std::fs::write(&path, toml).unwrap();
+    // the index records the configuration's bytes nowhere: it stays current
+    s
+}
+
+#[test]
+fn a_run_shorter_than_min_steps_is_skipped_cleanly() {
+    // the run's trajectory has 4 steps
+    let s = gated("success", "min-steps = 5");
+    let before = s.tree();
+    let text = distill(&s, "followed new", &[]);
+    let json = distill(&s, "followed new", &["--format", "json"]);
+    assert_eq!((text.code, json.code), (0, 0), "{text}{json}");
+    assert!(s.tree() == before, "{}", diff(&before, &s.tree()));
+    assert!(s.judge_calls().is_empty(), "the judge is not called");
+    insta::assert_snapshot!(format!("{text}{json}"));
+
+    // at the threshold the run is distilled
+    let s = gated("success", "min-steps = 4");
+    let run = distill(&s, "followed", &[]);
+    assert_eq!(run.code, 0, "{run}");
+    assert_eq!(s.judge_calls().len(), 1);
+    assert!(run.stdout.contains("counts"), "{run}");
+
+    // a trajectory that is an object with `steps`, and a run without one
+    for (trajectory, skipped) in [
+        (r#""trajectory": {"steps": [1, 2, 3, 4, 5]}"#, false),
+        (r#""trajectory": "one long string""#, true),
+        (r#""notes": "no trajectory""#, true),
+    ] {
+        let s = gated("success", "min-steps = 5");
+        s.write(
+            "run.json",
+            &format!(r#"{{"id": "{RUN_ID}", "outcome": "success", "request": "Retry calls to the shared service", {trajectory}}}"#),
+        );
+        let run = distill(&s, "followed", &[]);
+        assert_eq!(run.code, 0, "{run}");
+        assert_eq!(
+            run.stdout.contains("skipped"),
+            skipped,
+            "{trajectory}: {run}"
+        );
+        assert_eq!(s.judge_calls().is_empty(), skipped, "{trajectory}");
+    }
+}
+
+#[test]
+fn min_confidence_drops_low_rated_candidates_and_stores_half() {
+    // `new` is rated 0.97, `unsure` 0.3, `duplicate` not at all (AIP-11's 0.5)
+    let s = gated("success", "min-confidence = 0.6");
+    let before = s.tree();
+    let run = distill(&s, "followed new unsure duplicate", &[]);
+    assert_eq!(run.code, 0, "{run}");
+    let lesson = std::fs::read_to_string(s.bank().join("cap-retry-attempts.md")).unwrap();
+    assert!(
+        lesson.contains("confidence: 0.5\n"),
+        "the claim is a gate, never a value: {lesson}"
+    );
+    assert!(!s.bank().join("maybe-retry-twice.md").exists());
+    assert!(!s.bank().join("jitter-the-retries.md").exists());
+    let lint = s.run(&["lint"]);
+    assert_eq!(lint.code, 0, "{lint}");
+    let json = gated("success", "min-confidence = 0.6");
+    let json = distill(&json, "unsure", &["--format", "json"]);
+    assert_eq!(json.code, 0, "{json}");
+    let value: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
+    assert_eq!(
+        value["result"]["dropped"][0]["candidate"], "judge:candidates[0]",
+        "{value}"
+    );
+    insta::assert_snapshot!(format!("{run}--- diff\n{}", diff(&before, &s.tree())));
+}
+
+#[test]
+fn redact_replaces_secrets_in_bodies_and_notes_and_admits_the_rest() {
+    let s = gated("success", r#"secrets = "redact""#);
+    let before = s.tree();
+    let run = distill(&s, "secret-note secret secret-body", &[]);
+    assert_eq!(run.code, 0, "{run}");
+    let after = s.tree();
+    for (path, bytes) in &after {
+        let text = String::from_utf8_lossy(bytes);
+        assert!(!text.contains("ghp_"), "{} keeps the token", path.display());
+    }
+    let body = std::fs::read_to_string(s.bank().join("rotate-leaked-tokens.md")).unwrap();
+    assert!(
+        body.contains("The run printed [redacted: GitHub personal access token]; revoke it"),
+        "{body}"
+    );
+    let lint = s.run(&["lint"]);
+    assert_eq!(lint.code, 0, "{lint}");
+    insta::assert_snapshot!(format!("{run}--- diff\n{}", diff(&before, &after)));
+}
+
+#[test]
+fn redact_still_refuses_a_secret_it_does_not_redact_and_refuse_is_the_default() {
+    for keys in [r#"secrets = "redact""#, r#"secrets = "refuse""#, ""] {
+        for modes in ["secret-title", "followed secret"] {
+            if keys.contains("redact") && modes.contains("followed") {
+                continue;
+            }
+            let s = gated("success", keys);
+            let before = s.tree();
+            let run = distill(&s, modes, &[]);
+            assert_eq!(run.code, 1, "[distill] {keys}, {modes}: {run}");
+            assert!(run.stderr.contains("D005"), "{run}");
+            assert!(s.tree() == before, "{}", diff(&before, &s.tree()));
+        }
+    }
+    let s = gated("success", r#"secrets = "ignore""#);
+    let run = distill(&s, "followed", &[]);
+    assert_eq!(
+        run.code, 2,
+        "an unknown policy is a configuration error: {run}"
+    );
+}

@@ -72,6 +72,7 @@ fn record_case(slug: &str, applied: Applied, run: RunOutcome, evidence: &str) ->
             applied,
             run,
             evidence: parse_evidence(evidence).unwrap(),
+            retrieval: None,
         };
         record(root, &req, &stamp()).unwrap();
     })
@@ -149,6 +150,7 @@ fn running_a_writer_twice_changes_nothing_the_second_time() {
         applied: Applied::Followed,
         run: RunOutcome::Success,
         evidence: parse_evidence("run:r_once").unwrap(),
+        retrieval: None,
     };
     let first = supersede(&root, &old, "retry-with-jitter", &stamp()).unwrap();
     assert!(first.changed());

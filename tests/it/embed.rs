@@ -89,6 +89,13 @@ fn the_readme_loop_searches_and_records() {
         std::fs::read_to_string(dir.path().join("_log/cite-the-source-url.jsonl")).unwrap();
     assert_eq!(ledger.lines().count(), 2, "{ledger}");
     assert!(ledger.contains("\"outcome\""), "{ledger}");
+    // the turn that showed it was logged (the other showed nothing): shown 1, followed 1, helped 1
+    let shown = std::fs::read_to_string(dir.path().join("_log/_shown.jsonl")).unwrap();
+    assert_eq!(shown.lines().count(), 1, "{shown}");
+    let log = lesson::usage::ShownLog::read(dir.path()).unwrap();
+    let usage = log.usage_of(dir.path(), "cite-the-source-url").unwrap();
+    assert_eq!((usage.shown, usage.followed, usage.helped), (1, 1, 1));
+    assert_eq!(usage.utility(), Some(1.0));
 }
 
 /// `define_lesson` takes the gate a file takes: a lesson with an invalid slug and no evidence

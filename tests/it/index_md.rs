@@ -185,6 +185,7 @@ mod props {
                 status,
                 state,
                 superseded_by: Vec::new(),
+                ..IndexEntry::default()
             })
     }
 

@@ -710,3 +710,53 @@ fn get_reads_one_lesson_with_its_status_and_provenance() {
         "{err}"
     );
 }
+
+#[test]
+fn a_search_with_a_run_id_is_logged_and_a_record_with_it_counts_as_followed() {
+    let s = Sandbox::with_indexed_bank(BANK);
+    let root = s.bank();
+    let mut server = Server::start(&root);
+    let found = server.ok(
+        "search",
+        json!({"request": QUERY, "role": "reviewer", "k": 2, "run_id": "r_mcp"}),
+    );
+    let hits = found["hits"].as_array().unwrap();
+    assert!(!hits.is_empty(), "{found}");
+    let slug = hits[0]["slug"].as_str().unwrap().to_string();
+    let log = std::fs::read_to_string(root.join("_log/_shown.jsonl")).unwrap();
+    assert_eq!(log.lines().count(), 1, "one line for the search: {log}");
+    assert!(log.contains("\"run\":\"r_mcp\""), "{log}");
+    // an unusable run id is refused, and nothing is logged
+    let (refused, is_error) = server.call("search", json!({"request": QUERY, "run_id": ""}));
+    assert!(is_error, "{refused}");
+    assert_eq!(refused["error"]["code"], "invalid_request", "{refused}");
+    server.ok(
+        "record",
+        json!({"slug": slug, "applied": "followed", "run_outcome": "success",
+               "evidence": {"kind": "work-item", "ref": "pr-1"}, "run_id": "r_mcp"}),
+    );
+    let got = server.ok("get", json!({"slug": slug}));
+    let view = &got["lesson"];
+    assert_eq!(
+        (
+            &view["shown"],
+            &view["followed"],
+            &view["helped"],
+            &view["utility"]
+        ),
+        (&json!(1), &json!(1), &json!(1), &json!(1.0)),
+        "{got}"
+    );
+    let listed = server.ok("list", json!({}));
+    let row = listed["lessons"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["slug"] == slug.as_str())
+        .unwrap();
+    assert_eq!(row["shown"], 1, "{row}");
+    assert_eq!(
+        std::fs::read_to_string(root.join("_log/_shown.jsonl")).unwrap(),
+        log
+    );
+}

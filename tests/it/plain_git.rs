@@ -573,3 +573,59 @@ fn lint_fix_writes_the_count_of_distinct_runs_never_an_inflated_one() {
     let fixed = std::fs::read_to_string(&path).unwrap();
     assert!(fixed.contains("success_count: 1\n"), "{fixed}");
 }
+
+#[test]
+fn two_clones_that_log_searches_merge_without_conflict() {
+    let w = World::new();
+    let a = w.clone("a", "install");
+    let b = w.clone("b", "install");
+    let search = |clone: &Path, by: &str, now: &str, run: &str| {
+        let out = w.lesson_by(
+            clone,
+            by,
+            now,
+            &["search", "do the retry thing", "--log", run],
+        );
+        assert!(out.status.success(), "search: {}", text(&out));
+        w.git(clone, &["add", "-A", "lessons"]);
+        w.git(clone, &["commit", "-qm", &format!("search {run}")]);
+    };
+    // the first round adds the log on both sides (an add/add), the second appends on both
+    for round in 0..2 {
+        search(&a, "ana@a", "2026-11-23T08:00:00Z", &format!("ra{round}"));
+        w.push(&a);
+        search(&b, "bo@b", "2026-11-23T09:00:00Z", &format!("rb{round}"));
+        let (merged, out, unmerged) = w.pull(&b);
+        assert!(merged && unmerged.is_empty(), "round {round}: {out}");
+        w.push(&b);
+        let (merged, out, _) = w.pull(&a);
+        assert!(merged, "round {round}: {out}");
+    }
+    let log = w.read(&a, "_log/_shown.jsonl");
+    assert_eq!(log, w.read(&b, "_log/_shown.jsonl"));
+    let mut runs: Vec<&str> = log
+        .lines()
+        .map(|l| {
+            l.split("\"run\":\"")
+                .nth(1)
+                .unwrap()
+                .split('"')
+                .next()
+                .unwrap()
+        })
+        .collect();
+    runs.sort_unstable();
+    assert_eq!(runs, ["ra0", "ra1", "rb0", "rb1"], "{log}");
+    assert_no_markers(&a);
+    let lint = w.lint(&a, &[]);
+    assert!(lint.status.success(), "{}", text(&lint));
+    let list = w.lesson_by(&a, "x", NOW, &["list", "--format", "json"]);
+    let list: serde_json::Value = serde_json::from_slice(&list.stdout).unwrap();
+    let retry = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["slug"] == "retry")
+        .unwrap();
+    assert_eq!(retry["shown"], 4, "{retry}");
+}

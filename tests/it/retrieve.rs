@@ -813,6 +813,64 @@ fn a_hit_is_never_dropped_while_locked_writers_keep_rewriting_its_file() {
     }
 }
 
+#[test]
+fn the_top_k_stays_whole_while_locked_writers_reorder_it() {
+    use lesson::edit::{write_atomic, BankLock};
+    use std::sync::atomic::{AtomicBool, Ordering};
+    // two lessons the request matches, k = 1: each write swaps which ranks first, so the
+    // files checked again under the lock bring the other, also rewritten, into the top K
+    let slugs = ["hammer-nails-flush", "hammer-nails-straight"];
+    let tmp = bank(&[
+        (
+            "hammer-nails-flush.md",
+            lesson(slugs[0], "Hammer the nails flush", ""),
+        ),
+        (
+            "hammer-nails-straight.md",
+            lesson(slugs[1], "Hammer the nails straight", ""),
+        ),
+    ]);
+    let root = tmp.path().to_path_buf();
+    let request = Request::new("hammer the nails").now(now()).k(1);
+    let mut retriever = Retriever::open(&root).unwrap();
+    let stop = AtomicBool::new(false);
+    let outcomes: Vec<Result<usize, String>> = std::thread::scope(|scope| {
+        let writer = scope.spawn(|| {
+            let mut i = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                i += 1;
+                let mut lock = BankLock::open(&root).unwrap();
+                lock.with(|| {
+                    for (n, slug) in slugs.iter().enumerate() {
+                        let high = (i + n as u64).is_multiple_of(2);
+                        let extra = format!("confidence: {}\n", if high { "0.9" } else { "0.2" });
+                        let title = ["Hammer the nails flush", "Hammer the nails straight"][n];
+                        let text = lesson(slug, title, &extra);
+                        write_atomic(&root, &root.join(format!("{slug}.md")), text.as_bytes())
+                            .unwrap();
+                    }
+                })
+                .unwrap();
+            }
+            i
+        });
+        let outcomes = (0..400)
+            .map(|_| {
+                retriever
+                    .search(&request)
+                    .map(|s| s.hits.len())
+                    .map_err(|e| e.to_string())
+            })
+            .collect();
+        stop.store(true, Ordering::Relaxed);
+        assert!(writer.join().unwrap() > 0);
+        outcomes
+    });
+    for found in outcomes {
+        assert_eq!(found, Ok(1));
+    }
+}
+
 // --- the property ----------------------------------------------------------------------------
 
 /// What happens to the bank, or to the process searching it.

@@ -15,6 +15,9 @@ line, so a test can see what the judge was sent and whether it was called), then
     too-many                  six valid candidates (the default cap is 5)
     secret                    a candidate whose evidence note holds a GitHub token
     secret-note               a verdict whose note holds a GitHub token
+    secret-body               a candidate whose body holds a GitHub token
+    secret-title              a candidate whose title holds a GitHub token
+    unsure                    a candidate the judge rates at confidence 0.3
     stranger                  a verdict on a lesson it was not shown
     record-meanwhile          runs `lesson record` on `retry-with-jitter` while judging (it
                               would block, and the judge time out, if distill held the lock)
@@ -118,6 +121,19 @@ def main():
             for i in range(6):
                 candidates.append(candidate(
                     cite, f"retry-lesson-{i}", f"Retry lesson {i}.", f"Retry situation number {i}."))
+        elif mode == "secret-body":
+            candidates.append(candidate(
+                cite, "rotate-leaked-tokens", "Rotate a token that leaked into a log.",
+                "A token shows up in a run's output.",
+                body_of("Rotate a token that leaked into a log.",
+                        f"The run printed {TOKEN}; revoke it and issue a new one.")))
+        elif mode == "secret-title":
+            candidates.append(candidate(
+                cite, "never-print-tokens", f"Never print {TOKEN}.", "Printing a token."))
+        elif mode == "unsure":
+            candidates.append(candidate(
+                cite, "maybe-retry-twice", "Maybe retry twice.", "A call fails once.",
+                confidence=0.3))
         elif mode == "secret":
             c = candidate(cite, "log-every-retry", "Log every retry.", "Retrying anything.")
             c["evidence"][0]["note"] = f"retried with {TOKEN}"

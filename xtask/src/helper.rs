@@ -10,9 +10,11 @@
 //! xtask bench-helper lesson-warm BANK K RUNS QUERY...
 //!                                                open BANK with the lesson library once, run
 //!                                                every query once untimed, then RUNS timed
-//!                                                rounds; print the timings as JSON
+//!                                                rounds (each followed by the append of
+//!                                                `--log`); print the timings as JSON
 //! xtask bench-helper lesson-warm-exhaustive BANK K RUNS QUERY...
 //!                                                the same, every query scoring every posting
+//!                                                (no append)
 //! xtask bench-helper tantivy-warm DIR K RUNS QUERY...
 //!                                                the same with tantivy: the searcher opened
 //!                                                once and kept open
@@ -125,7 +127,7 @@ fn lesson_warm(
         Retriever::open(bank).with_context(|| format!("cannot open {}", bank.display()))?;
     let open = start.elapsed();
     let request = |q: &str| Request::new(q).k(k).now(now);
-    warm_rounds(open, runs, queries, |q| {
+    let search = |q: &str| -> anyhow::Result<(std::time::Duration, Vec<String>)> {
         let request = request(q);
         let start = Instant::now();
         let found = if exhaustive {
@@ -136,7 +138,17 @@ fn lesson_warm(
         };
         let took = start.elapsed();
         Ok((took, found.hits.iter().map(|h| h.slug.clone()).collect()))
-    })
+    };
+    // what `--log RUN` adds to a search: one locked append of the hits shown
+    let log_shown: Option<LogShown<'_>> = (!exhaustive).then(|| {
+        Box::new(move |run: &str, hits: &[String]| {
+            let slugs: Vec<&str> = hits.iter().map(String::as_str).collect();
+            let start = Instant::now();
+            lesson::usage::log_shown(bank, run, &slugs, now, "bench")?;
+            Ok(start.elapsed())
+        }) as LogShown<'_>
+    });
+    warm_rounds(open, runs, queries, search, log_shown)
 }
 
 /// tantivy's warm query, as [`lesson_warm`] times lesson's: the index opened once (timed),
@@ -147,31 +159,43 @@ fn tantivy_warm(dir: &Path, k: usize, runs: usize, queries: &[String]) -> anyhow
     let start = Instant::now();
     let searcher = bm25::Searcher::open(dir)?;
     let open = start.elapsed();
-    warm_rounds(open, runs, queries, |q| {
+    let search = |q: &str| -> anyhow::Result<(std::time::Duration, Vec<String>)> {
         let start = Instant::now();
         let hits = searcher.search(q, k)?;
         let took = start.elapsed();
         Ok((took, hits.into_iter().map(|h| h.id).collect()))
-    })
+    };
+    warm_rounds(open, runs, queries, search, None)
 }
 
+/// The append `--log RUN` adds after a search (run id, the hits shown), timing itself.
+type LogShown<'a> = Box<dyn FnMut(&str, &[String]) -> anyhow::Result<std::time::Duration> + 'a>;
+
 /// Every query once untimed, then `runs` timed rounds of `search` (which times itself and
-/// gives the hits' ids); prints `{"open_s", "queries": [{"query", "hits", "top", "runs_s"}]}`.
+/// gives the hits' ids), each followed by `log_shown` when given; prints `{"open_s",
+/// "queries": [{"query", "hits", "top", "runs_s", "log_s"}]}`.
 fn warm_rounds(
     open: std::time::Duration,
     runs: usize,
     queries: &[String],
     mut search: impl FnMut(&str) -> anyhow::Result<(std::time::Duration, Vec<String>)>,
+    mut log_shown: Option<LogShown<'_>>,
 ) -> anyhow::Result<()> {
     let mut results = Vec::with_capacity(queries.len());
     for q in queries {
         let (_, hits) = search(q)?;
         results.push((hits.len(), hits.into_iter().next(), Vec::new()));
     }
-    for _ in 0..runs {
-        for (q, (_, _, times)) in queries.iter().zip(&mut results) {
+    let mut logs: Vec<Vec<Json>> = vec![Vec::new(); queries.len()];
+    for round in 0..runs {
+        for (qi, (q, (_, _, times))) in queries.iter().zip(&mut results).enumerate() {
             let (took, hits) = search(q)?;
             times.push(Json::Num(took.as_secs_f64()));
+            if let Some(log) = log_shown.as_mut() {
+                logs[qi].push(Json::Num(
+                    log(&format!("warm-{round}-{qi}"), &hits)?.as_secs_f64(),
+                ));
+            }
             std::hint::black_box(hits);
         }
     }
@@ -183,12 +207,14 @@ fn warm_rounds(
                 queries
                     .iter()
                     .zip(results)
-                    .map(|(q, (hits, top, times))| {
+                    .zip(logs)
+                    .map(|((q, (hits, top, times)), log)| {
                         Json::Obj(vec![
                             ("query", Json::str(q)),
                             ("hits", Json::Int(hits as u64)),
                             ("top", top.map_or(Json::Null, |t| Json::str(&t))),
                             ("runs_s", Json::Arr(times)),
+                            ("log_s", Json::Arr(log)),
                         ])
                     })
                     .collect(),

@@ -14,6 +14,10 @@
 //! - `cargo xtask mcp-check`: the official MCP Python SDK's client against `lesson mcp`; `cargo
 //!   xtask mcp-load [--servers 8] [--calls 100]`: concurrent servers, a watcher, figures (see
 //!   `mcp.rs`).
+//! - `cargo xtask fuzz [TARGET] [--seconds N]`: the cargo-fuzz targets of `fuzz/` on nightly,
+//!   from a seed corpus laid out at run time (see `fuzz.rs`).
+//! - `cargo xtask stress`: the long variants of the hostile-input tests, with wall times and
+//!   peak RSS (see `stress.rs`).
 
 // Without the `baselines` feature (as `cargo test --workspace` builds it) the baseline code is
 // compiled out and what only it uses is unused.
@@ -23,11 +27,13 @@ mod baseline;
 mod bench;
 mod eval;
 mod eval_dedup;
+mod fuzz;
 #[cfg(feature = "baselines")]
 mod helper;
 mod man;
 mod mcp;
 mod precommit;
+mod stress;
 #[cfg(test)]
 mod tidy;
 
@@ -41,6 +47,8 @@ Usage: cargo xtask bench [TARGET] [--sizes N[,N...]] [--runs N]
        cargo xtask mcp-load [--servers N] [--calls N]
        cargo xtask pre-commit-check
        cargo xtask man [--check]
+       cargo xtask fuzz [TARGET] [--seconds N]
+       cargo xtask stress
 
 Bench targets (default: all):
   lint    `lesson lint` and `lesson index` against the cat and rg floors
@@ -65,6 +73,11 @@ eval-dedup: DIR holds the corpora (default: $LESSON_CORPORA_DIR, else ../shared/
 
 mcp-check: the official MCP Python SDK (pip install mcp, in a temporary virtualenv) talks to
   `lesson mcp` on a copy of lessons/: tools, a resource, the lessons_for prompt
+fuzz: the cargo-fuzz targets (parse, ledger, merge, add, judge, index; default: all), each
+  for --seconds N (default: 60), from a seed corpus of tests/fuzz/, the fixtures and the
+  shared corpora; needs nightly (skips with a message without it), installs cargo-fuzz
+stress: the long hostile-input tests (a 100 MB file, a 1,000,000-line frontmatter, a 50 MB
+  line, 100,000 empty files) in a release build, with each command's wall time and peak RSS
 mcp-load: N `lesson mcp` processes (default 8) x N record calls each (default 100) on one bank,
   `lesson watch` running, a search after each record: calls/s, p50/p99 latencies";
 
@@ -83,6 +96,8 @@ fn main() -> anyhow::Result<()> {
         Some("mcp-load") => mcp::load(&parse_mcp_load(&args[1..])?),
         Some("pre-commit-check") => precommit::run(),
         Some("man") => man::run(&args[1..]),
+        Some("fuzz") => fuzz::run(&parse_fuzz(&args[1..])?),
+        Some("stress") => stress::run(),
         #[cfg(feature = "baselines")]
         Some("bench-helper") => helper::run(&args[1..]),
         #[cfg(not(feature = "baselines"))]
@@ -93,6 +108,25 @@ fn main() -> anyhow::Result<()> {
         }
         Some(other) => bail!("unknown task `{other}`\n\n{USAGE}"),
     }
+}
+
+/// Parse the flags of `cargo xtask fuzz`.
+fn parse_fuzz(args: &[String]) -> anyhow::Result<fuzz::Options> {
+    let mut options = fuzz::Options {
+        target: None,
+        seconds: 60,
+    };
+    let mut args = args.iter();
+    while let Some(arg) = args.next() {
+        let (flag, inline) = split_flag(arg);
+        match flag {
+            "--seconds" => options.seconds = positive(flag, &flag_value(flag, inline, &mut args)?)?,
+            _ if flag.starts_with('-') => bail!("unknown option `{flag}`\n\n{USAGE}"),
+            name if options.target.is_none() => options.target = Some(name.to_string()),
+            name => bail!("one fuzz target at a time (`{name}`)\n\n{USAGE}"),
+        }
+    }
+    Ok(options)
 }
 
 /// Parse the flags of `cargo xtask bench`.
@@ -259,6 +293,19 @@ mod tests {
 
     fn strings(args: &[&str]) -> Vec<String> {
         args.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn fuzz_flags_parse() {
+        let parsed = parse_fuzz(&strings(&["index", "--seconds=5"])).unwrap();
+        let want = fuzz::Options {
+            target: Some("index".into()),
+            seconds: 5,
+        };
+        assert_eq!(parsed, want);
+        assert_eq!(parse_fuzz(&[]).unwrap().seconds, 60);
+        assert!(parse_fuzz(&strings(&["parse", "ledger"])).is_err());
+        assert!(parse_fuzz(&strings(&["--seconds", "0"])).is_err());
     }
 
     #[test]

@@ -4,6 +4,8 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
 
+use lesson::listing::{Query, QueryError};
+
 /// `search`: the lessons that apply to a request, as `lesson search` finds them.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -26,6 +28,9 @@ pub struct Search {
     /// Expired lessons are candidates too (archival reads).
     #[serde(default)]
     pub include_expired: bool,
+    /// The run the lessons are shown for: the search is logged in the bank's retrieval log
+    /// (`lesson search --log RUN`), so that `record` with this run links its outcome to it.
+    pub run_id: Option<String>,
 }
 
 /// `get`: one lesson.
@@ -55,13 +60,83 @@ pub enum Status {
     All,
 }
 
-/// `list`: the bank's lessons, as `lesson list --format json`.
+/// A lesson's outcome.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Outcome {
+    /// Learned from a run that succeeded.
+    Success,
+    /// Learned from a run that failed.
+    Failure,
+    /// Both.
+    Mixed,
+}
+
+/// Which date `since` and `until` test.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum DateField {
+    /// When the lesson was added (git's first commit of its file, else its ledger's oldest
+    /// event).
+    #[default]
+    Created,
+    /// When it last changed (git's newest commit, else its ledger's newest event).
+    Updated,
+}
+
+/// The order of `list`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Sort {
+    /// By slug.
+    #[default]
+    Name,
+    /// Newest created first.
+    Created,
+    /// Most recently updated first.
+    Updated,
+    /// Most of `tags` shared first, then most recently updated.
+    Tags,
+    /// Shown to the most runs first (logged searches).
+    Shown,
+    /// Highest utility first, never shown last.
+    Utility,
+}
+
+/// `list`: the bank's lessons, as `lesson list --format json` with the same filters.
 #[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct List {
     /// Only lessons with this status (default: all).
     #[serde(default)]
     pub status: Status,
+    /// Only lessons whose `date` is at or after this: `today`, `yesterday`, `7d` (also `h`,
+    /// `w`), a date (`2026-11-20`, UTC) or an RFC 3339 timestamp.
+    pub since: Option<String>,
+    /// Only lessons whose `date` is before the end of this (a date includes its whole day).
+    pub until: Option<String>,
+    /// The date `since` and `until` test (default: created).
+    #[serde(default)]
+    pub date: DateField,
+    /// Only lessons with at least one of these tags.
+    #[serde(default)]
+    pub tags: Vec<String>,
+    /// Only lessons with one of these outcomes.
+    #[serde(default)]
+    pub outcomes: Vec<Outcome>,
+    /// Only lessons from one of these sources: an evidence kind (`run`, `conversation`,
+    /// `work-item`, `audit`, `wiki-page`), `KIND:REF`, or a REF alone (an evidence ref, or
+    /// `metadata.lesson.origin.source` or `.run`); REF may be a glob.
+    #[serde(default)]
+    pub origins: Vec<String>,
+    /// Only lessons whose ledger's first event was recorded by one of these ids (globs).
+    #[serde(default)]
+    pub by: Vec<String>,
+    /// The order (default: name).
+    #[serde(default)]
+    pub sort: Sort,
+    /// At most this many lessons (after sorting).
+    pub limit: Option<usize>,
 }
 
 /// No arguments.
@@ -114,6 +189,9 @@ pub struct Record {
     pub run_outcome: RunOutcome,
     /// The run (or other record) the outcome was observed in.
     pub evidence: Evidence,
+    /// The run whose logged search (`search` with `run_id`) showed the lesson, when the
+    /// evidence cites something else (`lesson record --run RUN`).
+    pub run_id: Option<String>,
     /// Who records it (default: as `lesson record`: $LESSON_BY, else $USER@hostname).
     pub by: Option<String>,
 }
@@ -158,4 +236,52 @@ pub struct LessonsFor {
     pub role: Option<String>,
     /// Tags, comma-separated.
     pub tags: Option<String>,
+}
+
+impl List {
+    /// The library's query for these parameters, relative dates read at `now` (every row with
+    /// its dates and author, as `lesson list --format json`).
+    pub fn query(self, now: jiff::Timestamp) -> Result<Query, QueryError> {
+        use lesson::listing as l;
+        let query = Query {
+            status: match self.status {
+                Status::All => l::StatusFilter::All,
+                Status::Active => l::StatusFilter::Active,
+                Status::Superseded => l::StatusFilter::Superseded,
+                Status::Expired => l::StatusFilter::Expired,
+            },
+            date: match self.date {
+                DateField::Created => l::DateField::Created,
+                DateField::Updated => l::DateField::Updated,
+            },
+            tags: self.tags,
+            outcomes: self
+                .outcomes
+                .into_iter()
+                .map(|o| match o {
+                    Outcome::Success => lesson::lesson::Outcome::Success,
+                    Outcome::Failure => lesson::lesson::Outcome::Failure,
+                    Outcome::Mixed => lesson::lesson::Outcome::Mixed,
+                })
+                .collect(),
+            sort: match self.sort {
+                Sort::Name => l::Sort::Name,
+                Sort::Created => l::Sort::Created,
+                Sort::Updated => l::Sort::Updated,
+                Sort::Tags => l::Sort::Tags,
+                Sort::Shown => l::Sort::Shown,
+                Sort::Utility => l::Sort::Utility,
+            },
+            limit: self.limit,
+            dates: true,
+            ..Query::default()
+        };
+        let text = l::QueryText {
+            since: self.since.as_deref(),
+            until: self.until.as_deref(),
+            origins: &self.origins,
+            by: &self.by,
+        };
+        query.with_text(text, now)
+    }
 }

@@ -26,6 +26,7 @@ use lesson::curate::add::{self, Intake};
 use lesson::curate::new::NewEvidence;
 use lesson::curate::record;
 use lesson::curate::show::{self, Found};
+use lesson::curate::stack;
 use lesson::layout::bank_relative;
 use lesson::lesson::EvidenceKind;
 use lesson::lint::{self, Selection, Summary};
@@ -256,8 +257,19 @@ impl Lessons {
             now,
         };
         let root = self.root().to_path_buf();
+        let logger = match &p.run_id {
+            Some(run) => {
+                lesson::usage::check_run(run).map_err(|e| invalid(e.to_string()))?;
+                Some(super::super::stamp(&root, None).map_err(from_anyhow)?.by)
+            }
+            None => None,
+        };
         self.with_retriever(|r| {
             let answer = r.answer(&request).map_err(|e| Envelope::of_retrieve(&e))?;
+            if let (Some(run), Some(by)) = (&p.run_id, &logger) {
+                r.log_shown(&answer, run, by)
+                    .map_err(|e| Envelope::of_retrieve(&e))?;
+            }
             let text = lesson::report::hits::json(&answer, &root)
                 .map_err(|e| internal("the answer", e))?;
             let mut value: Value =
@@ -277,12 +289,23 @@ impl Lessons {
             let found = show::find_indexed(r, &p.slug, now).map_err(|e| Envelope::of_curate(&e))?;
             Ok((found, r.provenance().cloned()))
         })?;
+        let mut layer: Option<(String, std::path::PathBuf)> = None;
         let (doc, status, archived) = match indexed {
             Some(one) => (one.doc, one.status, false),
             None => {
                 let bank = super::super::load_lessons(root)
                     .map_err(|e| Envelope::new(ErrorCode::BankUnavailable, format!("{e:#}")))?;
-                let (doc, archived) = match show::find(&bank, &p.slug) {
+                let stack = stack::load(bank, super::super::load_lessons)
+                    .map_err(|e| Envelope::new(ErrorCode::BankUnavailable, format!("{e:#}")))?;
+                let (found_in, found) = match show::find_in_stack(&stack, &p.slug) {
+                    Ok(found) => found,
+                    Err(e) => return Err(Envelope::of_curate(&e)),
+                };
+                let bank = &found_in.bank;
+                if stack::is_layered(&stack) {
+                    layer = Some((found_in.name.clone(), bank.root.clone()));
+                }
+                let (doc, archived) = match Ok::<_, lesson::curate::CurateError>(found) {
                     Ok(Found::Live(doc)) => (doc.clone(), false),
                     Ok(Found::Archived(doc)) => (*doc, true),
                     Ok(Found::NotALesson(doc)) => {
@@ -315,6 +338,18 @@ impl Lessons {
                 ),
             ));
         }
+        // a lesson of an included bank: its own bank's provenance and ledger
+        let included = layer
+            .as_ref()
+            .filter(|(name, _)| name != lesson::layers::FRONT);
+        let provenance = match included {
+            Some((_, bank_root)) => lesson::git::provenance::Provenance::of_bank(bank_root)
+                .ok()
+                .flatten()
+                .map(std::sync::Arc::new),
+            None => provenance,
+        };
+        let root = included.map_or(root, |(_, bank_root)| bank_root.as_path());
         let stamps = provenance
             .as_ref()
             .and_then(|prov| prov.get(&bank_relative(root, &doc.source.path)));
@@ -324,7 +359,13 @@ impl Lessons {
         if archived {
             view = view.with_status("archived");
         }
+        if let Some((name, _)) = &layer {
+            view = view.with_bank(name);
+        }
         let ledger = show::ledger(root, &lesson.slug.value).map_err(|e| Envelope::of_curate(&e))?;
+        let log = lesson::usage::ShownLog::read(root)
+            .map_err(|e| Envelope::new(ErrorCode::BankUnavailable, e.to_string()))?;
+        view = view.with_usage(&log.usage(&lesson.slug.value, &ledger));
         let summary = LedgerSummary::of(root, &ledger);
         let counts = lesson.counts();
         let counts_match = summary.counts.as_ref().is_none_or(|c| {
@@ -346,22 +387,50 @@ impl Lessons {
     fn do_list(&self, p: params::List) -> Outcome {
         let bank = super::super::load_lessons(self.root())
             .map_err(|e| Envelope::new(ErrorCode::BankUnavailable, format!("{e:#}")))?;
-        let keep = |state: &str| match p.status {
-            params::Status::All => true,
-            params::Status::Active => state == "active",
-            params::Status::Superseded => state == "superseded",
-            params::Status::Expired => state == "expired",
-        };
-        let json = lesson::report::lessons::json_list(&bank, None, keep);
-        let left_out = lesson::index_md::left_out(&bank);
-        Ok(json!({"lessons": json, "left_out": left_out}))
+        let query = p
+            .query(bank.now)
+            .map_err(|e| Envelope::new(ErrorCode::InvalidRequest, e.to_string()))?;
+        let stack = stack::load(bank, super::super::load_lessons)
+            .map_err(|e| Envelope::new(ErrorCode::BankUnavailable, format!("{e:#}")))?;
+        let layered = stack::is_layered(&stack);
+        let mut lessons = Vec::new();
+        let mut left_out = Vec::new();
+        for s in &stack {
+            let provenance = lesson::git::provenance::Provenance::of_bank(&s.bank.root)
+                .ok()
+                .flatten();
+            let (figures, _) = lesson::usage::figures(&s.bank.root)
+                .map_err(|e| Envelope::new(ErrorCode::BankUnavailable, e.to_string()))?;
+            let rows = lesson::listing::list(&s.bank, provenance.as_ref(), &figures, &query);
+            let list = lesson::report::lessons::json_list(&rows);
+            let values = list.into_iter().map(|j| match layered {
+                true => j.with_bank(&s.name),
+                false => j,
+            });
+            for j in values {
+                lessons.push(serde_json::to_value(&j).map_err(|e| internal("the list", e))?);
+            }
+            left_out.extend(lesson::index_md::left_out(&s.bank));
+        }
+        Ok(json!({"lessons": lessons, "left_out": left_out}))
     }
 
     fn do_review(&self) -> Outcome {
         let bank = super::super::load(self.root())
             .map_err(|e| Envelope::new(ErrorCode::BankUnavailable, format!("{e:#}")))?;
-        let findings = lesson::curate::review::review(&bank).map_err(|e| internal("review", e))?;
-        let findings = serde_json::to_value(&findings).map_err(|e| internal("review", e))?;
+        let stack = stack::load(bank, super::super::load)
+            .map_err(|e| Envelope::new(ErrorCode::BankUnavailable, format!("{e:#}")))?;
+        let mut banks = Vec::new();
+        for s in &stack {
+            let found =
+                lesson::curate::review::review(&s.bank).map_err(|e| internal("review", e))?;
+            banks.push((s.name.as_str(), found));
+        }
+        let findings = match stack::is_layered(&stack) {
+            true => lesson::report::review::json_with_banks(&banks),
+            false => serde_json::to_value(&banks[0].1),
+        }
+        .map_err(|e| internal("review", e))?;
         Ok(json!({"findings": findings}))
     }
 
@@ -403,6 +472,7 @@ impl Lessons {
                 reference: p.evidence.reference,
                 note: p.evidence.note.filter(|n| !n.is_empty()),
             },
+            retrieval: p.run_id,
         };
         let done = record::record(root, &req, &stamp).map_err(|e| Envelope::of_curate(&e))?;
         Ok(writes::recorded(root, &req.slug, &done))
@@ -530,7 +600,7 @@ impl Lessons {
 
     /// `list`.
     #[tool(
-        description = "The bank's lessons (as `lesson list --format json`), optionally by status."
+        description = "The bank's lessons (as `lesson list --format json`), selected by status, dates (since, until), tags, outcomes, origins and author (by), sorted (name, created, updated, tags, shown, utility) and cut (limit)."
     )]
     async fn list(
         &self,
@@ -669,6 +739,7 @@ impl Lessons {
             k: None,
             budget: None,
             include_expired: false,
+            run_id: None,
         })?;
         let block = value["prompt"].as_str().unwrap_or_default().to_string();
         let shown = value["hits"].as_array().map_or(0, Vec::len);

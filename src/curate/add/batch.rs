@@ -280,6 +280,21 @@ impl Batch {
         Ok(self.absorb(candidate, into, why)?)
     }
 
+    /// Write `candidate` as a new lesson, whatever dedup says of it (`lesson promote` has
+    /// asked dedup itself), with `first` as the first event of its ledger in place of
+    /// `created`.
+    pub(crate) fn create_with(
+        &mut self,
+        candidate: &Prepared,
+        first: Event,
+    ) -> Result<Admitted, CurateError> {
+        let admitted = self.create(candidate)?;
+        if let Some(events) = self.pending.get_mut(&candidate.lesson.slug.value) {
+            events[0] = first;
+        }
+        Ok(admitted)
+    }
+
     fn create(&mut self, candidate: &Prepared) -> Result<Admitted, CurateError> {
         let slug = candidate.lesson.slug.value.clone();
         if let Some(path) = crate::curate::new::existing(&self.bank, &slug) {

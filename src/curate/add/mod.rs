@@ -409,10 +409,17 @@ pub fn prepare(
         out.diagnostics.extend(found);
         out.sources.push(doc.source.clone());
     } else {
-        let mut secrets = Vec::new();
-        secret_findings(&doc, bank, &mut secrets);
-        if !secrets.is_empty() {
-            out.diagnostics.extend(secrets);
+        // the findings on the file as given are in; what is new here is what writing it made
+        // an error (found by fuzzing: `success_coun+: 3` was a likely misspelling in the input,
+        // and an unknown field beside the `success_count` the lesson is written with), and
+        // secrets whatever the levels say
+        let mut found: Vec<Diagnostic> = crate::lint::lint_document(&doc, bank)
+            .into_iter()
+            .filter(|d| d.severity == Severity::Error)
+            .collect();
+        secret_findings(&doc, bank, &mut found);
+        if !found.is_empty() {
+            out.diagnostics.extend(found);
             out.sources.push(doc.source.clone());
         }
     }

@@ -48,6 +48,7 @@ pub mod nul_byte;
 pub mod opposite_verdicts;
 pub mod outcome_mixed_band;
 pub mod overbroad_trigger;
+pub mod private_key_placeholder;
 pub mod secret;
 pub mod self_supersession;
 pub mod slug_changed;
@@ -84,6 +85,7 @@ pub static RULES: &[&Rule] = &[
     &missing_counter_example::RULE,
     &hidden_unicode::RULE,
     &secret::RULE,
+    &private_key_placeholder::RULE,
     &ledger_rewritten::RULE,
     &counts_without_outcomes::RULE,
     &lesson_deleted::RULE,

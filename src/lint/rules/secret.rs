@@ -153,18 +153,169 @@ static PATTERNS: LazyLock<Vec<Pattern>> = LazyLock::new(|| {
     ]
 });
 
-/// A private key's armour line, its headers, and the start of its base64 body.
+/// A private key's armour line.
 static PRIVATE_KEY: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(
-        r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----[ \t]*\r?\n(?:[ \t>]*[A-Za-z-]+: [^\n]*\n)*(?:[ \t>]*\r?\n)?[ \t>]*[A-Za-z0-9+/=]{40,}",
-    )
-    .expect("private key pattern compiles")
+    Regex::new(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----")
+        .expect("private key pattern compiles")
 });
 
 static PRIVATE_KEY_END: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----")
         .expect("private key end pattern compiles")
 });
+
+/// A PEM header line (`Proc-Type: 4,ENCRYPTED`) between the armour and the body.
+static PEM_HEADER: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"^[A-Za-z-]+: ").expect("PEM header pattern compiles"));
+
+/// What the body of a private key block holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum KeyBody {
+    /// Anything but a placeholder: a key, or part of one (a truncated key still leaks).
+    Material,
+    /// Only an explicit placeholder: `...`, `REDACTED`, `<your key here>`.
+    Placeholder,
+}
+
+/// Every private key block of `text` with a body (the armour named in prose, or a block with
+/// an empty body, is none): its byte range, from `-----BEGIN` to the end of its `-----END`
+/// line or, without one, of its body, and what the body holds. The body follows the armour
+/// on the next lines (after PEM headers and a blank line), or after `\n` escapes in a quoted
+/// string (a service account's JSON).
+pub(crate) fn private_key_blocks(text: &str) -> Vec<(Range<usize>, KeyBody)> {
+    let mut out: Vec<(Range<usize>, KeyBody)> = Vec::new();
+    if !text.contains("-----BEGIN") {
+        return out;
+    }
+    for m in PRIVATE_KEY.find_iter(text) {
+        if out.last().is_some_and(|(r, _)| r.end > m.start()) {
+            continue;
+        }
+        let line_start = text[..m.start()].rfind('\n').map_or(0, |i| i + 1);
+        let before = text[line_start..m.start()].trim_end();
+        let starts_a_line = before.chars().all(|c| !c.is_alphanumeric())
+            || before.ends_with(['"', '\'', '=', ':', '|']);
+        if !starts_a_line {
+            continue;
+        }
+        let rest = &text[m.end()..];
+        let after = rest.trim_start_matches([' ', '\t']);
+        let skipped = rest.len() - after.len();
+        let (lines, len) = if after.starts_with("\\n") || after.starts_with("\\r\\n") {
+            escaped_body(after)
+        } else if after.starts_with('\n') || after.starts_with("\r\n") {
+            body_lines(after)
+        } else {
+            continue;
+        };
+        if let Some(kind) = classify(&lines) {
+            out.push((m.start()..m.end() + skipped + len, kind));
+        }
+    }
+    out
+}
+
+/// The body lines of a block whose armour ends its line (`text` starts with the line ending),
+/// and the length of the block from there (through the `-----END` armour when there is one).
+fn body_lines(text: &str) -> (Vec<&str>, usize) {
+    let mut lines = Vec::new();
+    let mut len = 0;
+    let mut blank_skipped = false;
+    let mut pos = text.find('\n').map_or(text.len(), |i| i + 1);
+    while pos < text.len() {
+        let end = text[pos..].find('\n').map_or(text.len(), |i| pos + i + 1);
+        let raw = &text[pos..end];
+        let line = raw
+            .trim_end_matches(['\n', '\r'])
+            .trim_start_matches([' ', '\t', '>']);
+        if let Some(e) = PRIVATE_KEY_END.find(line) {
+            lines.push(&line[..e.start()]);
+            let armour_end = pos + (raw.len() - raw.trim_start_matches([' ', '\t', '>']).len());
+            return (lines, armour_end + e.end());
+        }
+        let blank = line.trim().is_empty();
+        if blank && lines.is_empty() && !blank_skipped {
+            blank_skipped = true;
+        } else if blank
+            || line.starts_with("```")
+            || line.starts_with("~~~")
+            || line.contains("-----BEGIN")
+        {
+            break;
+        } else if lines.is_empty() && !blank_skipped && PEM_HEADER.is_match(line) {
+            // a header: the body follows, after a blank line
+        } else {
+            lines.push(line);
+            len = end - usize::from(raw.ends_with('\n'));
+        }
+        pos = end;
+    }
+    (lines, len)
+}
+
+/// The body of a block inside a quoted string, its lines separated by `\n` escapes: up to the
+/// `-----END` armour, else the end of the string or of the line.
+fn escaped_body(text: &str) -> (Vec<&str>, usize) {
+    let stop = text.find(['"', '\'', '\n']).unwrap_or(text.len());
+    let (body, len) = match PRIVATE_KEY_END.find(&text[..stop]) {
+        Some(e) => (&text[..e.start()], e.end()),
+        None => (&text[..stop], stop),
+    };
+    let lines = body
+        .split("\\n")
+        .map(|l| l.trim_end_matches("\\r"))
+        .collect();
+    (lines, len)
+}
+
+/// Words a placeholder body is made of (`<your key here>`, `[REDACTED]`, `... snip ...`).
+const PLACEHOLDER_WORDS: &[&str] = &[
+    "redacted",
+    "redact",
+    "snip",
+    "snipped",
+    "omitted",
+    "elided",
+    "removed",
+    "truncated",
+    "placeholder",
+    "your",
+    "private",
+    "key",
+    "here",
+    "goes",
+    "paste",
+    "contents",
+    "content",
+    "material",
+    "base64",
+    "encoded",
+    "data",
+    "etc",
+];
+
+/// What a block's body holds; `None` when it holds nothing visible.
+fn classify(lines: &[&str]) -> Option<KeyBody> {
+    let words = lines
+        .iter()
+        .flat_map(|l| l.split(|c: char| !c.is_alphanumeric()))
+        .filter(|w| !w.is_empty());
+    if lines.iter().all(|l| {
+        l.trim_matches(|c: char| c.is_whitespace() || c == '"' || c == '\'' || c == ',')
+            .is_empty()
+    }) {
+        return None;
+    }
+    let placeholder = words.clone().all(|w| {
+        let w = w.to_ascii_lowercase();
+        PLACEHOLDER_WORDS.contains(&w.as_str()) || (w.len() >= 3 && w.bytes().all(|b| b == b'x'))
+    });
+    Some(if placeholder {
+        KeyBody::Placeholder
+    } else {
+        KeyBody::Material
+    })
+}
 
 /// Every secret in `text`: its byte range and kind, in order, without overlaps.
 /// Literals every pattern's match contains: one pass over a clean file finds none of them and
@@ -179,13 +330,10 @@ fn find_secrets(text: &str) -> Vec<(Range<usize>, &'static str)> {
         return Vec::new();
     }
     let mut found: Vec<(Range<usize>, &'static str)> = Vec::new();
-    for m in PRIVATE_KEY.find_iter(text) {
-        // the whole block up to its END line, when there is one before the next BEGIN
-        let end = PRIVATE_KEY_END
-            .find(&text[m.end()..])
-            .filter(|e| !text[m.end()..m.end() + e.start()].contains("-----BEGIN"))
-            .map_or(m.end(), |e| m.end() + e.end());
-        found.push((m.start()..end, "private key"));
+    for (range, body) in private_key_blocks(text) {
+        if body == KeyBody::Material {
+            found.push((range, "private key"));
+        }
     }
     for p in PATTERNS.iter() {
         for caps in p.regex.captures_iter(text) {
@@ -203,6 +351,22 @@ fn find_secrets(text: &str) -> Vec<(Range<usize>, &'static str)> {
     found
 }
 
+/// `text` with each secret the rule finds replaced by `[redacted: KIND]`, and the kinds
+/// replaced, in order (none: `text` is clean). The caller scans the result again: what this
+/// misses, the rule still refuses.
+pub fn redact(text: &str) -> (String, Vec<&'static str>) {
+    let found = find_secrets(text);
+    let mut out = String::with_capacity(text.len());
+    let mut at = 0;
+    for (range, kind) in &found {
+        out.push_str(&text[at..range.start]);
+        out.push_str(&format!("[redacted: {kind}]"));
+        at = range.end;
+    }
+    out.push_str(&text[at..]);
+    (out, found.into_iter().map(|(_, k)| k).collect())
+}
+
 fn overlaps(a: &Range<usize>, b: &Range<usize>) -> bool {
     a.start < b.end && b.start < a.end
 }
@@ -210,6 +374,20 @@ fn overlaps(a: &Range<usize>, b: &Range<usize>) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn redact_replaces_each_secret_by_its_kind() {
+        let token = format!("ghp_{}", "a1".repeat(18));
+        let text = format!("used {token} and AKIAIOSFODNN7EXAMPLE, then stopped");
+        let (out, kinds) = redact(&text);
+        assert_eq!(
+            out,
+            "used [redacted: GitHub personal access token] and [redacted: AWS access key ID], then stopped"
+        );
+        assert_eq!(kinds, ["GitHub personal access token", "AWS access key ID"]);
+        assert!(find_secrets(&out).is_empty());
+        assert_eq!(redact("clean"), ("clean".to_string(), vec![]));
+    }
 
     fn kinds(text: &str) -> Vec<&'static str> {
         find_secrets(text).into_iter().map(|(_, k)| k).collect()
@@ -292,6 +470,73 @@ mod tests {
         assert!(span.starts_with("-----BEGIN RSA") && span.ends_with("KEY-----"));
         let openssh = format!("-----BEGIN OPENSSH PRIVATE KEY-----\r\n{body}");
         assert_eq!(kinds(&openssh), ["private key"]);
+    }
+
+    #[test]
+    fn a_private_key_block_leaks_whatever_the_length_of_its_body() {
+        fn blocks(text: &str) -> Vec<(&str, KeyBody)> {
+            private_key_blocks(text)
+                .into_iter()
+                .map(|(r, k)| (&text[r], k))
+                .collect()
+        }
+        let short =
+            "-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA\n-----END RSA PRIVATE KEY-----";
+        assert_eq!(blocks(short), [(short, KeyBody::Material)]);
+        assert_eq!(kinds(short), ["private key"]);
+        // no END line: the block ends with its body
+        let cut = "x\n-----BEGIN PRIVATE KEY-----\nMIIE\n\nprose";
+        assert_eq!(
+            blocks(cut),
+            [("-----BEGIN PRIVATE KEY-----\nMIIE", KeyBody::Material)]
+        );
+        // PEM headers, a blank line, then the body; in a blockquote
+        let pem = "> -----BEGIN RSA PRIVATE KEY-----\n> Proc-Type: 4,ENCRYPTED\n>\n> abc\n> -----END RSA PRIVATE KEY-----\n";
+        assert_eq!(kinds(pem), ["private key"]);
+        // a service account's JSON: `\n` escapes in a string
+        let json = r#"{"private_key": "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBg\n-----END PRIVATE KEY-----\n"}"#;
+        assert_eq!(
+            blocks(json),
+            [(
+                r"-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBg\n-----END PRIVATE KEY-----",
+                KeyBody::Material
+            )]
+        );
+        // a key being redacted still shows its start
+        let partial =
+            "-----BEGIN EC PRIVATE KEY-----\nMIIE...REDACTED\n-----END EC PRIVATE KEY-----";
+        assert_eq!(kinds(partial), ["private key"]);
+    }
+
+    #[test]
+    fn only_an_explicit_placeholder_body_is_not_a_leak() {
+        for body in [
+            "...",
+            "REDACTED",
+            "<redacted>",
+            "[...]",
+            "… snip …",
+            "<your private key here>",
+            "XXXXXXXX",
+        ] {
+            let text = format!(
+                "-----BEGIN OPENSSH PRIVATE KEY-----\n{body}\n-----END OPENSSH PRIVATE KEY-----\n"
+            );
+            assert!(kinds(&text).is_empty(), "{body}");
+            let found = private_key_blocks(&text);
+            assert_eq!(found.len(), 1, "{body}");
+            assert_eq!(found[0].1, KeyBody::Placeholder, "{body}");
+            assert_eq!(&text[found[0].0.clone()], text.trim_end(), "{body}");
+        }
+        // the armour named in prose, or a block with nothing in it, is no block
+        for text in [
+            "Never paste a -----BEGIN RSA PRIVATE KEY----- block into a lesson.",
+            "A key file starts with -----BEGIN RSA PRIVATE KEY-----\nand then base64.",
+            "-----BEGIN RSA PRIVATE KEY-----\n-----END RSA PRIVATE KEY-----",
+            "`-----BEGIN RSA PRIVATE KEY-----`",
+        ] {
+            assert!(private_key_blocks(text).is_empty(), "{text}");
+        }
     }
 
     #[test]

@@ -518,6 +518,28 @@ impl Index {
         Ok((paths, by))
     }
 
+    /// Every `(superseded slug, superseding slug)` pair the live lessons declare, reading only
+    /// the docs that supersede something: what a layered search applies across banks.
+    pub fn supersession(&self) -> Result<Vec<(String, String)>, Corrupt> {
+        let mut out = Vec::new();
+        for (seg, offset) in self.segments() {
+            for (local, list) in seg.all_supersedes()? {
+                let local = local as usize;
+                if local >= seg.doc_count()
+                    || !self.is_live(offset + local)
+                    || !seg.rank(local)?.is_lesson()
+                {
+                    continue;
+                }
+                let own = seg.slug(local)?;
+                for old in segment::superseded_slugs(&own, &list) {
+                    out.push((old.to_string(), own.clone()));
+                }
+            }
+        }
+        Ok(out)
+    }
+
     /// Doc `id` with the fields `_index.md` lists, when it is a live lesson.
     pub fn listed_at(&self, id: u32) -> Result<Option<Listed>, Corrupt> {
         let id = id as usize;

@@ -745,6 +745,7 @@ impl Index {
         declared.sort();
         declared.dedup();
         Ok(Some(Hit {
+            bank: None,
             slug: l.slug.clone(),
             path: path.to_string(),
             title: l.title.clone(),
@@ -797,13 +798,29 @@ impl Index {
             Some(docs) if docs.get(id) => s.tag_boost,
             _ => 1.0,
         };
+        let usage = match &s.usage {
+            Some(figures) if s.usage_weight > 0.0 => Some(
+                figures
+                    .get(&seg.slug(local)?)
+                    .copied()
+                    .unwrap_or_default()
+                    .rank_factor(s.usage_weight),
+            ),
+            _ => None,
+        };
         let parts = ScoreParts {
             similarity,
             confidence,
             count_factor,
             recency,
             tag_boost,
-            score: similarity * confidence * count_factor * recency * tag_boost,
+            usage,
+            score: similarity
+                * confidence
+                * count_factor
+                * recency
+                * tag_boost
+                * usage.unwrap_or(1.0),
         };
         Ok((parts, rank.failures > rank.successes))
     }

@@ -548,9 +548,16 @@ pub fn run(paths: &Paths, options: &Options) -> anyhow::Result<()> {
             ]);
         }
         print!("{}", t.render());
+        // each row's clones go once measured: at 100,000 lessons a clone's working tree alone
+        // is near 1 GB, and the contention row needs 16 more
+        for done in ["sync-lesson", "sync-git"] {
+            let _ = std::fs::remove_dir_all(work.join(done));
+        }
 
         if sync {
-            match contention(&lesson, &repo, &work) {
+            let contended = contention(&lesson, &repo, &work);
+            let _ = std::fs::remove_dir_all(work.join("contention"));
+            match contended {
                 Ok(c) => {
                     println!(
                         "\ncontention: {CLONES} clones × {ROUNDS} rounds of record + sync: {} syncs in {:.1} s = {:.2} syncs/s; retries per sync: median {}, max {}; failed commands {}; outcomes in the ledgers exactly once: {}/{}; counted once in the lessons' counts: {}",

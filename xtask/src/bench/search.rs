@@ -456,6 +456,11 @@ fn measure_bank(
     }
 
     let mut rows = Vec::new();
+    let logged = if active.contains(&Tool::Lesson) {
+        Some(measure_logged(at, p, queries, runs, &mut notes)?)
+    } else {
+        None
+    };
     for (i, &tool) in Tool::ALL.iter().enumerate() {
         if !active.contains(&tool) {
             let why = p.lesson_skipped.clone().unwrap_or_default();
@@ -482,6 +487,7 @@ fn measure_bank(
         rows.push(row);
     }
 
+    rows.extend(logged);
     rows.push(measure_stat_walk(at, p, runs)?);
 
     if p.lesson_skipped.is_none() {
@@ -617,6 +623,67 @@ fn measure_stat_walk(at: &Places, p: &Programs, runs: usize) -> anyhow::Result<R
     Ok(row)
 }
 
+/// The name of the row of a logged search.
+const LOGGED_ROW: &str = "lesson search --log";
+
+/// The cost of `--log RUN` (retrieval accounting): each query as a new process, unlogged then
+/// logged with a run id of its own, alternately, so that both see the same cache and load; the
+/// row is the logged runs, and a note gives both medians and their difference.
+fn measure_logged(
+    at: &Places,
+    p: &Programs,
+    queries: &[String],
+    runs: usize,
+    notes: &mut Vec<String>,
+) -> anyhow::Result<Row> {
+    let n = at.lessons;
+    let mut plain = Measured::default();
+    let mut row = Row::new(
+        LOGGED_ROW,
+        format!(
+            "{} --log RUN",
+            query_cmd(p, at, Tool::Lesson, "<query>").shown
+        ),
+    );
+    for round in 1..=runs {
+        for (qi, q) in queries.iter().enumerate() {
+            let mut unlogged = query_cmd(p, at, Tool::Lesson, q);
+            plain
+                .samples
+                .push(timed(&mut unlogged, &at.output("lesson-unlogged"), &[0])?);
+            let mut cmd = query_cmd(p, at, Tool::Lesson, q);
+            cmd.command
+                .args(["--log", &format!("bench-{round}-{qi}")])
+                .env("LESSON_BY", "bench");
+            let sample = timed(&mut cmd, &at.output("lesson-logged"), &[0])?;
+            row.query.samples.push(sample);
+            let entry = PerQuery {
+                measured: Measured {
+                    samples: vec![sample],
+                },
+                hits: 0,
+            };
+            match row.per_query.get_mut(qi) {
+                Some((_, pq)) => pq.measured.samples.push(sample),
+                None => row.per_query.push((q.clone(), entry)),
+            }
+        }
+        eprintln!("  {n} lessons: logged and unlogged queries, run {round}/{runs} done");
+    }
+    if let (Some(logged), Some(unlogged)) = (row.query.stats(), plain.stats()) {
+        let extra = logged.median.as_secs_f64() - unlogged.median.as_secs_f64();
+        notes.push(format!(
+            "{LOGGED_ROW}: median {} a search logged (one line appended to _log/_shown.jsonl) against {} \
+             the same searches unlogged, run alternately ({:+.2} ms a search, as new processes); \
+             the in-process append alone is the warm row's note",
+            ms(logged.median),
+            ms(unlogged.median),
+            extra * 1e3
+        ));
+    }
+    Ok(row)
+}
+
 /// The warm in-process query: `xtask bench-helper lesson-warm` opens the bank once with the
 /// lesson library and times each query `runs` times on the open [`lesson::retrieve::Retriever`];
 /// `tantivy-warm` does the same with tantivy's searcher kept open.
@@ -717,6 +784,23 @@ fn measure_warm(
             ms(open)
         ),
     });
+    let mut log_times: Vec<f64> = json["queries"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|q| q["log_s"].as_array().into_iter().flatten())
+        .filter_map(serde_json::Value::as_f64)
+        .collect();
+    log_times.sort_by(f64::total_cmp);
+    if let (Some(median), Some(max)) = (log_times.get(log_times.len() / 2), log_times.last()) {
+        notes.push(format!(
+            "lesson in-process (warm): logging a search's hits for a run (lesson::usage::log_shown, \
+             what --log adds: the lock, one appended line) took {:.3} ms median, {:.3} ms at most, over {} searches",
+            median * 1e3,
+            max * 1e3,
+            log_times.len()
+        ));
+    }
     Ok(row)
 }
 

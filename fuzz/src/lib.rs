@@ -1,0 +1,8 @@
+//! The checks of the fuzz targets: `tests/it/fuzz_checks.rs`, shared with `cargo test` (which
+//! replays the saved inputs under `tests/fuzz/`), and the invariant every diagnostic keeps.
+
+#[path = "../../tests/it/diagnostic_positions.rs"]
+pub mod diagnostic_positions;
+
+#[path = "../../tests/it/fuzz_checks.rs"]
+pub mod checks;
