@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 /// The library's top-level modules, bottom layer first. A module may import (`crate::x`) any
 /// module of a lower layer, and none of its own layer or above.
 const LAYERS: &[&[&str]] = &[
-    &["source", "yaml", "layout", "progress"],
+    &["source", "yaml", "layout", "progress", "semantic"],
     &["lesson"],
     &["document", "diagnostic", "schema"],
     &["config", "walk", "template"],

@@ -1,0 +1,530 @@
+//! Sentence embeddings for semantic retrieval (cargo feature `semantic`): a BERT-class encoder
+//! (all-MiniLM-L6-v2 and its kin) run in-process on the CPU with candle, its requests cut at
+//! [`MAX_TOKENS`] tokens, mean-pooled over the attention mask and L2-normalised, so that the dot
+//! product of two embeddings is their cosine.
+//!
+//! A model directory holds the sentence-transformers layout's three files: `config.json` (the
+//! BERT configuration), `tokenizer.json` (a Hugging Face tokenizer) and `model.safetensors` (the
+//! weights, with or without a `bert.` prefix). Nothing is downloaded: `lesson model fetch` and
+//! `cargo xtask model` put the files there.
+//!
+//! A model's **identity** is a hash of the bytes of its three files (not their size and time: a
+//! retrained model can keep both), computed once when the model loads; the retrieval index
+//! records it, so that vectors of another model are never compared with this one's.
+
+use std::path::{Path, PathBuf};
+
+use candle_core::{DType, Device, Tensor};
+use candle_nn::VarBuilder;
+use candle_transformers::models::bert::{BertModel, Config};
+use tokenizers::{PaddingParams, PaddingStrategy, Tokenizer, TruncationParams};
+
+/// Tokens of a text the encoder reads at most (the rest is cut).
+pub const MAX_TOKENS: usize = 256;
+
+/// Texts embedded in one forward pass at most.
+const BATCH: usize = 16;
+
+/// The files of a model directory.
+pub const FILES: [&str; 3] = ["config.json", "tokenizer.json", "model.safetensors"];
+
+/// Why a model cannot be loaded or run.
+#[derive(Debug, thiserror::Error)]
+pub enum ModelError {
+    /// A file of the model directory cannot be read (missing directory or file).
+    #[error("cannot read the model file {path}: {source}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A file of the model directory is not what it should be.
+    #[error("the model file {path} is not valid: {reason}")]
+    Invalid {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        reason: String,
+    },
+    /// A file of the model cannot be downloaded ([`fetch`]).
+    #[error("cannot download {url}: {reason}")]
+    Fetch {
+        /// What was asked for.
+        url: String,
+        /// Why it failed.
+        reason: String,
+    },
+    /// The encoder failed on a text.
+    #[error("the model in {dir} cannot embed: {reason}")]
+    Run {
+        /// The model directory.
+        dir: PathBuf,
+        /// Why.
+        reason: String,
+    },
+}
+
+/// A loaded sentence encoder.
+pub struct Model {
+    dir: PathBuf,
+    bert: BertModel,
+    tokenizer: Tokenizer,
+    identity: String,
+    dimension: usize,
+}
+
+impl std::fmt::Debug for Model {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Model")
+            .field("dir", &self.dir)
+            .field("identity", &self.identity)
+            .field("dimension", &self.dimension)
+            .finish_non_exhaustive()
+    }
+}
+
+fn read(path: PathBuf) -> Result<(PathBuf, Vec<u8>), ModelError> {
+    match std::fs::read(&path) {
+        Ok(bytes) => Ok((path, bytes)),
+        Err(source) => Err(ModelError::Read { path, source }),
+    }
+}
+
+fn invalid(path: &Path, reason: impl std::fmt::Display) -> ModelError {
+    ModelError::Invalid {
+        path: path.to_path_buf(),
+        reason: reason.to_string(),
+    }
+}
+
+/// The identity of a model from the bytes of its files: a SHA-1 over their own SHA-1s (git's
+/// blob hash, which the library already links), in [`FILES`] order.
+pub fn identity_of(files: &[&[u8]]) -> String {
+    let mut all = String::new();
+    for bytes in files {
+        let oid = git2::Oid::hash_object(git2::ObjectType::Blob, bytes)
+            .expect("hashing bytes in memory cannot fail");
+        all += &oid.to_string();
+    }
+    git2::Oid::hash_object(git2::ObjectType::Blob, all.as_bytes())
+        .expect("hashing bytes in memory cannot fail")
+        .to_string()
+}
+
+impl Model {
+    /// Load the model in `dir` (its three [`FILES`]); every failure names the file.
+    pub fn load(dir: &Path) -> Result<Model, ModelError> {
+        let (config_path, config_bytes) = read(dir.join(FILES[0]))?;
+        let (tokenizer_path, tokenizer_bytes) = read(dir.join(FILES[1]))?;
+        let (weights_path, weights) = read(dir.join(FILES[2]))?;
+        let identity = identity_of(&[&config_bytes, &tokenizer_bytes, &weights]);
+        let config: Config =
+            serde_json::from_slice(&config_bytes).map_err(|e| invalid(&config_path, e))?;
+        if config.hidden_size == 0 || config.num_attention_heads == 0 {
+            return Err(invalid(&config_path, "hidden_size and num_attention_heads must be above 0"));
+        }
+        if config.hidden_size % config.num_attention_heads != 0 {
+            return Err(invalid(
+                &config_path,
+                "hidden_size is not a multiple of num_attention_heads",
+            ));
+        }
+        let mut tokenizer =
+            Tokenizer::from_bytes(&tokenizer_bytes).map_err(|e| invalid(&tokenizer_path, e))?;
+        let max_length = MAX_TOKENS.min(config.max_position_embeddings);
+        tokenizer
+            .with_truncation(Some(TruncationParams {
+                max_length,
+                ..TruncationParams::default()
+            }))
+            .map_err(|e| invalid(&tokenizer_path, e))?;
+        let pad_token = tokenizer
+            .id_to_token(config.pad_token_id as u32)
+            .unwrap_or_else(|| "[PAD]".to_string());
+        tokenizer.with_padding(Some(PaddingParams {
+            strategy: PaddingStrategy::BatchLongest,
+            pad_id: config.pad_token_id as u32,
+            pad_token,
+            ..PaddingParams::default()
+        }));
+        let device = Device::Cpu;
+        let vb = VarBuilder::from_buffered_safetensors(weights, DType::F32, &device)
+            .map_err(|e| invalid(&weights_path, e))?;
+        let bert = BertModel::load(vb, &config).map_err(|e| invalid(&weights_path, e))?;
+        Ok(Model {
+            dir: dir.to_path_buf(),
+            bert,
+            tokenizer,
+            identity,
+            dimension: config.hidden_size,
+        })
+    }
+
+    /// The model's identity (a hash of its files' bytes).
+    pub fn identity(&self) -> &str {
+        &self.identity
+    }
+
+    /// The length of its embeddings.
+    pub fn dimension(&self) -> usize {
+        self.dimension
+    }
+
+    /// The directory it was loaded from.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The embedding of one text (unit length; all zeros for a text without tokens).
+    pub fn embed_one(&self, text: &str) -> Result<Vec<f32>, ModelError> {
+        Ok(self.embed(&[text])?.pop().unwrap_or_default())
+    }
+
+    /// The embeddings of `texts`, in their order. Texts are batched by token length, so that a
+    /// batch pads little.
+    pub fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, ModelError> {
+        let mut order: Vec<usize> = (0..texts.len()).collect();
+        // a cheap length proxy: bytes; batches then hold texts of similar length
+        order.sort_by_key(|&i| texts[i].len());
+        let mut out = vec![Vec::new(); texts.len()];
+        for chunk in order.chunks(BATCH) {
+            let batch: Vec<&str> = chunk.iter().map(|&i| texts[i]).collect();
+            let vectors = self.embed_batch(&batch).map_err(|reason| ModelError::Run {
+                dir: self.dir.clone(),
+                reason,
+            })?;
+            for (&i, v) in chunk.iter().zip(vectors) {
+                out[i] = v;
+            }
+        }
+        Ok(out)
+    }
+
+    fn embed_batch(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, String> {
+        let encodings = self
+            .tokenizer
+            .encode_batch(texts.to_vec(), true)
+            .map_err(|e| e.to_string())?;
+        let len = encodings.first().map_or(0, |e| e.get_ids().len());
+        if len == 0 {
+            return Ok(vec![vec![0.0; self.dimension]; texts.len()]);
+        }
+        let n = encodings.len();
+        let mut ids = Vec::with_capacity(n * len);
+        let mut mask = Vec::with_capacity(n * len);
+        for e in &encodings {
+            ids.extend(e.get_ids().iter().copied());
+            mask.extend(e.get_attention_mask().iter().copied());
+        }
+        let run = || -> candle_core::Result<Vec<Vec<f32>>> {
+            let device = &self.bert.device;
+            let ids = Tensor::from_vec(ids, (n, len), device)?;
+            let mask = Tensor::from_vec(mask, (n, len), device)?;
+            let types = ids.zeros_like()?;
+            let hidden = self.bert.forward(&ids, &types, Some(&mask))?;
+            // mean pooling over the attention mask
+            let m = mask.to_dtype(DType::F32)?.unsqueeze(2)?;
+            let summed = hidden.broadcast_mul(&m)?.sum(1)?;
+            let counts = m.sum(1)?.clamp(1e-9f32, f32::MAX)?;
+            let mean = summed.broadcast_div(&counts)?;
+            // L2 normalisation
+            let norm = mean.sqr()?.sum_keepdim(1)?.sqrt()?.clamp(1e-12f32, f32::MAX)?;
+            mean.broadcast_div(&norm)?.to_vec2::<f32>()
+        };
+        run().map_err(|e| e.to_string())
+    }
+}
+
+/// The Hugging Face hub [`fetch`] downloads from.
+pub const HUB: &str = "https://huggingface.co";
+
+/// The hub repository of a model name: `all-MiniLM-L6-v2` is
+/// `sentence-transformers/all-MiniLM-L6-v2`; a name with a `/` is a repository already.
+pub fn hub_repository(name: &str) -> String {
+    if name.contains('/') {
+        name.to_string()
+    } else {
+        format!("sentence-transformers/{name}")
+    }
+}
+
+/// Download the [`FILES`] of the hub model `name` ([`hub_repository`]) into `dir` over https
+/// and load them (so that a bad download is an error here, not at the first search).
+///
+/// The download goes through the system's `curl` (as `git` goes through the system's git,
+/// with the user's proxies and certificates); each file is written to `dir/.NAME.part` and
+/// renamed into place, so an interrupted download leaves no half file under the real name.
+pub fn fetch(name: &str, dir: &Path) -> Result<Model, ModelError> {
+    let repo = hub_repository(name);
+    std::fs::create_dir_all(dir).map_err(|source| ModelError::Read {
+        path: dir.to_path_buf(),
+        source,
+    })?;
+    for file in FILES {
+        let url = format!("{HUB}/{repo}/resolve/main/{file}");
+        let part = dir.join(format!(".{file}.part"));
+        let failed = |reason: String| ModelError::Fetch {
+            url: url.clone(),
+            reason,
+        };
+        let output = std::process::Command::new("curl")
+            .args(["--fail", "--location", "--silent", "--show-error", "--proto", "=https"])
+            .arg("--output")
+            .arg(&part)
+            .arg(&url)
+            .output()
+            .map_err(|e| failed(format!("cannot run curl (is it installed?): {e}")))?;
+        if !output.status.success() {
+            let _ = std::fs::remove_file(&part);
+            return Err(failed(format!(
+                "curl {}: {}",
+                output.status,
+                String::from_utf8_lossy(&output.stderr).trim()
+            )));
+        }
+        std::fs::rename(&part, dir.join(file)).map_err(|source| ModelError::Read {
+            path: part.clone(),
+            source,
+        })?;
+    }
+    Model::load(dir)
+}
+
+/// The dot product of two vectors (their cosine when both have unit length).
+pub fn dot(a: &[f32], b: &[f32]) -> f32 {
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
+}
+
+/// The fused similarity of every candidate: `(1 − weight) · lexical′ + weight · cosine′`, each
+/// normalised over the candidates to `[0, 1]` (`lexical′ = lexical / max`, `cosine′ = (cosine −
+/// min) / (max − min)`), so that neither scale dominates. `weight` is clamped to `[0, 1]`; 0
+/// keeps the lexical order, 1 the cosine order.
+pub fn fuse(lexical: &[f64], cosine: &[f64], weight: f64) -> Vec<f64> {
+    let w = if weight.is_finite() { weight.clamp(0.0, 1.0) } else { 0.0 };
+    let max_lex = lexical.iter().copied().fold(0.0f64, f64::max);
+    let (lo, hi) = cosine
+        .iter()
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &c| (lo.min(c), hi.max(c)));
+    let span = hi - lo;
+    lexical
+        .iter()
+        .zip(cosine)
+        .map(|(&l, &c)| {
+            let l = if max_lex > 0.0 { l / max_lex } else { 0.0 };
+            let c = if span > 0.0 { (c - lo) / span } else { 0.0 };
+            (1.0 - w) * l + w * c
+        })
+        .collect()
+}
+
+/// `[retrieve] semantic-weight` by default: the weight of the cosine in [`fuse`], chosen on the
+/// training sets (Cranfield, DBpedia-entity) by `cargo xtask eval-retrieval`'s sweep.
+pub const DEFAULT_WEIGHT: f64 = 0.5;
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    /// Words of the tiny model's vocabulary (after its five special tokens).
+    const WORDS: [&str; 12] = [
+        "the", "build", "cache", "is", "stale", "deploy", "fails", "on", "friday", "tests",
+        "flaky", "retry",
+    ];
+
+    /// A random-weight BERT (1 layer, 8 dimensions, 2 heads, 64 positions) with a word-level
+    /// tokenizer over [`WORDS`], written to `dir` in the sentence-transformers layout; `seed`
+    /// changes the weights.
+    pub(crate) fn write_tiny_model(dir: &Path, seed: u64) {
+        std::fs::create_dir_all(dir).unwrap();
+        let (h, inter, pos, types) = (8usize, 16usize, 64usize, 2usize);
+        let vocab = 5 + WORDS.len();
+        let config = serde_json::json!({
+            "vocab_size": vocab, "hidden_size": h, "num_hidden_layers": 1,
+            "num_attention_heads": 2, "intermediate_size": inter, "hidden_act": "gelu",
+            "hidden_dropout_prob": 0.0, "attention_probs_dropout_prob": 0.0,
+            "max_position_embeddings": pos, "type_vocab_size": types,
+            "initializer_range": 0.02, "layer_norm_eps": 1e-12, "pad_token_id": 0,
+            "model_type": "bert"
+        });
+        std::fs::write(dir.join("config.json"), config.to_string()).unwrap();
+        let mut vocab_map = serde_json::Map::new();
+        for (i, t) in ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+            .iter()
+            .chain(WORDS.iter())
+            .enumerate()
+        {
+            vocab_map.insert(t.to_string(), i.into());
+        }
+        let added: Vec<serde_json::Value> = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+            .iter()
+            .enumerate()
+            .map(|(i, t)| {
+                serde_json::json!({"id": i, "content": t, "single_word": false, "lstrip": false,
+                    "rstrip": false, "normalized": false, "special": true})
+            })
+            .collect();
+        let tokenizer = serde_json::json!({
+            "version": "1.0", "truncation": null, "padding": null, "added_tokens": added,
+            "normalizer": {"type": "Lowercase"},
+            "pre_tokenizer": {"type": "Whitespace"},
+            "post_processor": {"type": "BertProcessing", "sep": ["[SEP]", 3], "cls": ["[CLS]", 2]},
+            "decoder": null,
+            "model": {"type": "WordLevel", "vocab": vocab_map, "unk_token": "[UNK]"}
+        });
+        std::fs::write(dir.join("tokenizer.json"), tokenizer.to_string()).unwrap();
+        let mut state = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        let mut random = move || {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            ((state >> 40) as f32 / (1u64 << 24) as f32 - 0.5) * 0.8
+        };
+        let mut tensors: Vec<(String, Vec<usize>)> = vec![
+            ("embeddings.word_embeddings.weight".into(), vec![vocab, h]),
+            ("embeddings.position_embeddings.weight".into(), vec![pos, h]),
+            ("embeddings.token_type_embeddings.weight".into(), vec![types, h]),
+            ("embeddings.LayerNorm.weight".into(), vec![h]),
+            ("embeddings.LayerNorm.bias".into(), vec![h]),
+        ];
+        let l = "encoder.layer.0";
+        for (name, shape) in [
+            ("attention.self.query.weight", vec![h, h]),
+            ("attention.self.query.bias", vec![h]),
+            ("attention.self.key.weight", vec![h, h]),
+            ("attention.self.key.bias", vec![h]),
+            ("attention.self.value.weight", vec![h, h]),
+            ("attention.self.value.bias", vec![h]),
+            ("attention.output.dense.weight", vec![h, h]),
+            ("attention.output.dense.bias", vec![h]),
+            ("attention.output.LayerNorm.weight", vec![h]),
+            ("attention.output.LayerNorm.bias", vec![h]),
+            ("intermediate.dense.weight", vec![inter, h]),
+            ("intermediate.dense.bias", vec![inter]),
+            ("output.dense.weight", vec![h, inter]),
+            ("output.dense.bias", vec![h]),
+            ("output.LayerNorm.weight", vec![h]),
+            ("output.LayerNorm.bias", vec![h]),
+        ] {
+            tensors.push((format!("{l}.{name}"), shape));
+        }
+        // safetensors: an 8-byte header length, the JSON header, then the raw data
+        let mut header = serde_json::Map::new();
+        let mut data = Vec::new();
+        for (name, shape) in &tensors {
+            let n: usize = shape.iter().product();
+            let start = data.len();
+            for _ in 0..n {
+                let x = if name.ends_with("LayerNorm.weight") {
+                    1.0 + random() * 0.1
+                } else {
+                    random()
+                };
+                data.extend(x.to_le_bytes());
+            }
+            header.insert(
+                name.clone(),
+                serde_json::json!({"dtype": "F32", "shape": shape, "data_offsets": [start, data.len()]}),
+            );
+        }
+        let header = serde_json::Value::Object(header).to_string();
+        let mut bytes = (header.len() as u64).to_le_bytes().to_vec();
+        bytes.extend(header.as_bytes());
+        bytes.extend(data);
+        std::fs::write(dir.join("model.safetensors"), bytes).unwrap();
+    }
+
+    #[test]
+    fn a_tiny_model_embeds_unit_vectors_independent_of_the_batch() {
+        let dir = tempfile::tempdir().unwrap();
+        write_tiny_model(dir.path(), 1);
+        let model = Model::load(dir.path()).unwrap();
+        assert_eq!(model.dimension(), 8);
+        let texts = [
+            "the build cache is stale",
+            "deploy fails",
+            "flaky tests retry on friday the build",
+        ];
+        let batch = model.embed(&texts).unwrap();
+        assert_eq!(batch.len(), 3);
+        for (t, v) in texts.iter().zip(&batch) {
+            assert_eq!(v.len(), 8);
+            assert!((dot(v, v) - 1.0).abs() < 1e-4, "unit length");
+            // padding in a batch changes nothing: the attention mask and the pooling skip it
+            let alone = model.embed_one(t).unwrap();
+            for (a, b) in alone.iter().zip(v) {
+                assert!((a - b).abs() < 1e-4, "{t}: {alone:?} vs {v:?}");
+            }
+        }
+        assert!(dot(&batch[0], &batch[1]) < 0.9999, "different texts differ");
+        // a text longer than the model's 64 positions is cut, not an error
+        let long = "the build ".repeat(100);
+        assert_eq!(model.embed_one(&long).unwrap().len(), 8);
+        assert_eq!(model.embed_one("").unwrap().len(), 8);
+    }
+
+    #[test]
+    fn the_identity_follows_the_bytes() {
+        let (a, b, c) = (
+            tempfile::tempdir().unwrap(),
+            tempfile::tempdir().unwrap(),
+            tempfile::tempdir().unwrap(),
+        );
+        write_tiny_model(a.path(), 1);
+        write_tiny_model(b.path(), 1);
+        write_tiny_model(c.path(), 2);
+        let id = |d: &tempfile::TempDir| Model::load(d.path()).unwrap().identity().to_string();
+        assert_eq!(id(&a), id(&b), "same files, same identity");
+        assert_ne!(id(&a), id(&c), "other weights (same size), other identity");
+        assert_eq!(id(&a).len(), 40);
+    }
+
+    #[test]
+    fn a_missing_or_corrupt_model_directory_is_an_error_naming_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let missing = dir.path().join("nowhere");
+        let e = Model::load(&missing).unwrap_err();
+        assert!(matches!(e, ModelError::Read { ref path, .. } if path == &missing.join("config.json")));
+        assert!(e.to_string().contains("nowhere/config.json"), "{e}");
+
+        let corrupt = |file: &str, bytes: &[u8]| {
+            let d = dir.path().join(file);
+            write_tiny_model(&d, 1);
+            std::fs::write(d.join(file), bytes).unwrap();
+            let e = Model::load(&d).unwrap_err();
+            match &e {
+                ModelError::Invalid { path, .. } => assert_eq!(path, &d.join(file), "{e}"),
+                other => panic!("{file}: {other}"),
+            }
+        };
+        corrupt("config.json", b"{\"hidden_size\": 8");
+        corrupt("tokenizer.json", b"[1, 2]");
+        corrupt("model.safetensors", b"\x10\0\0\0\0\0\0\0{not json at all");
+        // weights of another shape than the config says
+        let d = dir.path().join("shapes");
+        write_tiny_model(&d, 1);
+        let config = std::fs::read_to_string(d.join("config.json")).unwrap();
+        std::fs::write(d.join("config.json"), config.replace("\"hidden_size\":8", "\"hidden_size\":16")).unwrap();
+        assert!(matches!(Model::load(&d), Err(ModelError::Invalid { .. })));
+    }
+
+    #[test]
+    fn fuse_normalises_both_sides() {
+        let lexical = [0.2, 0.1, 0.0];
+        let cosine = [0.1, 0.3, 0.5];
+        let order = |v: Vec<f64>| {
+            let mut o: Vec<usize> = (0..v.len()).collect();
+            o.sort_by(|&a, &b| v[b].total_cmp(&v[a]));
+            o
+        };
+        assert_eq!(order(fuse(&lexical, &cosine, 0.0)), [0, 1, 2]);
+        assert_eq!(order(fuse(&lexical, &cosine, 1.0)), [2, 1, 0]);
+        for (got, want) in fuse(&lexical, &cosine, 0.5).into_iter().zip([0.5, 0.5, 0.5]) {
+            assert!((got - want).abs() < 1e-12, "{got}");
+        }
+        let quarter = fuse(&lexical, &cosine, 0.25);
+        assert!((quarter[0] - 0.75).abs() < 1e-12 && (quarter[2] - 0.25).abs() < 1e-12);
+        assert_eq!(fuse(&[0.0, 0.0], &[0.3, 0.3], f64::NAN), vec![0.0, 0.0]);
+    }
+}
