@@ -42,6 +42,8 @@ mod dedup;
 mod diff;
 mod distill;
 mod git;
+#[cfg(feature = "semantic")]
+mod model;
 mod index;
 mod init;
 mod lint;
@@ -149,6 +151,10 @@ enum Command {
     /// What a change does to the bank (lessons added, outcomes recorded, supersessions,
     /// archives, rewrites, `lint --base` findings), for a reviewer or a pull-request comment
     Diff(diff::DiffArgs),
+    /// Sentence-embedding models for semantic retrieval: `lesson model fetch NAME` downloads
+    /// one from the Hugging Face hub
+    #[cfg(feature = "semantic")]
+    Model(model::ModelArgs),
     /// Serve the bank to agents over the Model Context Protocol (stdio): tools, resources,
     /// the `lessons_for` prompt
     #[cfg(feature = "mcp")]
@@ -212,6 +218,8 @@ fn dispatch(args: Args) -> anyhow::Result<ExitCode> {
         Command::Git(a) => git::run(&bank_dir(args.dir)?, a),
         Command::Sync(a) => sync::run(&bank_dir(args.dir)?, a),
         Command::Diff(a) => diff::run(&bank_dir(args.dir)?, a),
+        #[cfg(feature = "semantic")]
+        Command::Model(a) => model::run(|| bank_dir(args.dir), a),
         #[cfg(feature = "mcp")]
         Command::Mcp(a) => mcp::run(&bank_dir(args.dir)?, a),
         Command::Schema => schema::run(),
