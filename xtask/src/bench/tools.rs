@@ -180,9 +180,10 @@ pub fn parse_search_hits(stdout: &str) -> anyhow::Result<Vec<SearchHit>> {
                 .with_context(|| format!("a hit without a `slug`: {hit}"))?;
             Ok(SearchHit {
                 slug: slug.to_string(),
+                // a number, or lesson's score parts (an object with the product in `score`)
                 score: hit
                     .get("score")
-                    .and_then(serde_json::Value::as_f64)
+                    .and_then(|s| s.as_f64().or_else(|| s.get("score")?.as_f64()))
                     .unwrap_or(f64::NAN),
                 path: hit
                     .get("path")
@@ -206,6 +207,11 @@ mod tests {
         assert_eq!(hits[0].slug, "a-b");
         assert_eq!(hits[0].path.as_deref(), Some("a-b.md"));
         assert_eq!(hits[1].score, 1.0);
+        let parts = parse_search_hits(
+            r#"{"hits": [{"slug": "a", "score": {"similarity": 0.4, "confidence": 0.5, "score": 0.2}}]}"#,
+        )
+        .unwrap();
+        assert_eq!(parts[0].score, 0.2, "the product of lesson's score parts");
         assert_eq!(parse_search_hits("[]\n").unwrap(), vec![]);
         assert_eq!(
             parse_search_hits(r#"{"hits": [{"slug": "x"}]}"#).unwrap()[0].slug,

@@ -9,6 +9,7 @@
 
 mod bank;
 mod beir;
+mod dense;
 mod metrics;
 
 use std::collections::HashMap;
@@ -44,7 +45,17 @@ pub struct Options {
     /// `[retrieve] inferred-tags` modes to run `lesson search` with, one system each (none:
     /// the bank's default).
     pub inferred_tags: Vec<String>,
+    /// The model directory of the dense and hybrid systems (`--model`; else
+    /// `target/models/all-MiniLM-L6-v2` when it exists; else both are skipped).
+    pub model: Option<PathBuf>,
 }
+
+/// Hits of `lesson search` read per query: the top K is scored, the rest is the lexical side of
+/// the hybrid fusion (a document below it counts as lexically unrelated).
+const POOL: usize = 100;
+
+/// Fusion weights the hybrid system is measured at (the sweep table).
+const WEIGHTS: [f64; 9] = [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9];
 
 /// One system's outcome.
 struct System {
@@ -184,6 +195,40 @@ pub fn run(options: &Options) -> anyhow::Result<()> {
         system.name = name;
         systems.push(system);
     }
+    let mut sweep = String::new();
+    let model_dir = options.model.clone().or_else(|| {
+        Some(crate::model::default_dir(&paths)).filter(|d| crate::model::is_model_dir(d))
+    });
+    match model_dir {
+        None => {
+            let why = "no model: `cargo xtask model`, or --model DIR".to_string();
+            systems.push(System::skipped("dense MiniLM (lesson::semantic)", why.clone()));
+            systems.push(System::skipped("lesson hybrid", why));
+        }
+        Some(dir) => {
+            let d = dense::embed(&dir, &set.corpus, &judged, &work)?;
+            systems.push(dense::dense_system(&d, &set.corpus, &judged, &set.qrels, k));
+            let lexical = systems
+                .iter()
+                .find(|s| s.name == "lesson search" && s.skipped.is_none())
+                .map(|s| s.rankings.clone());
+            if let Some(lexical) = lexical {
+                let weight = lesson::semantic::DEFAULT_WEIGHT;
+                let name: &'static str =
+                    Box::leak(format!("lesson hybrid (weight {weight})").into_boxed_str());
+                systems.push(dense::hybrid_system(
+                    name, &d, &lexical, weight, &set.corpus, &judged, &set.qrels, k,
+                ));
+                sweep += "\nhybrid fusion weight sweep (nDCG@k; 0 = lexical, 1 = dense):\n";
+                for w in WEIGHTS {
+                    let s = dense::hybrid_system(
+                        "sweep", &d, &lexical, w, &set.corpus, &judged, &set.qrels, k,
+                    );
+                    sweep += &format!("  {w:.1}  {:.4}\n", metrics::mean(&s.scores).ndcg);
+                }
+            }
+        }
+    }
     for s in systems.iter().filter(|s| s.skipped.is_none()) {
         let tag: String = s
             .name
@@ -243,6 +288,7 @@ pub fn run(options: &Options) -> anyhow::Result<()> {
     }
     report += &format!("at k = {k}:\n");
     report += &table.render();
+    report += &sweep;
     for s in &systems {
         if let Some(why) = &s.skipped {
             report += &format!("{} skipped: {why}\n", s.name);
@@ -269,7 +315,11 @@ pub fn run(options: &Options) -> anyhow::Result<()> {
         }
     );
     report += "bm25: tantivy, default tokenizer, title + text, query words OR-ed; build and query times are in process.\n\
-               lesson search: a new process per query; its build is the first search on the fresh bank.\n";
+               lesson search: a new process per query; its build is the first search on the fresh bank; \
+               the top 100 hits are read, the top k scored.\n\
+               dense: lesson::semantic in process (title + text, 256-token cut, mean pooling, cosine over \
+               every document); build = loading the model and embedding the corpus (cached).\n\
+               lesson hybrid: lesson::semantic::fuse of lesson search's lexical scores and the cosine.\n";
     report += &format!(
         "rankings in TREC run format: {}/<system>.run\n",
         work.display()
@@ -412,7 +462,7 @@ fn run_lesson(
         stderr: out.join("search.stderr"),
     };
     let search = |text: &str| {
-        let mut cmd = tools::search_command(lesson, bank, text, k);
+        let mut cmd = tools::search_command(lesson, bank, text, k.max(POOL));
         cmd.env("LESSON_NOW", NOW);
         cmd
     };
@@ -439,7 +489,7 @@ fn run_lesson(
                     .map_or_else(|| h.slug.clone(), |id| id.to_string())
             })
             .collect();
-        scores.push(metrics::evaluate(&ranking, &qrels[&q.id], k));
+        scores.push(metrics::evaluate(&ranking[..k.min(ranking.len())], &qrels[&q.id], k));
         rankings.push(
             ranking
                 .into_iter()
