@@ -123,7 +123,10 @@ impl Model {
         let config: Config =
             serde_json::from_slice(&config_bytes).map_err(|e| invalid(&config_path, e))?;
         if config.hidden_size == 0 || config.num_attention_heads == 0 {
-            return Err(invalid(&config_path, "hidden_size and num_attention_heads must be above 0"));
+            return Err(invalid(
+                &config_path,
+                "hidden_size and num_attention_heads must be above 0",
+            ));
         }
         if config.hidden_size % config.num_attention_heads != 0 {
             return Err(invalid(
@@ -230,7 +233,11 @@ impl Model {
             let counts = m.sum(1)?.clamp(1e-9f32, f32::MAX)?;
             let mean = summed.broadcast_div(&counts)?;
             // L2 normalisation
-            let norm = mean.sqr()?.sum_keepdim(1)?.sqrt()?.clamp(1e-12f32, f32::MAX)?;
+            let norm = mean
+                .sqr()?
+                .sum_keepdim(1)?
+                .sqrt()?
+                .clamp(1e-12f32, f32::MAX)?;
             mean.broadcast_div(&norm)?.to_vec2::<f32>()
         };
         run().map_err(|e| e.to_string())
@@ -270,7 +277,14 @@ pub fn fetch(name: &str, dir: &Path) -> Result<Model, ModelError> {
             reason,
         };
         let output = std::process::Command::new("curl")
-            .args(["--fail", "--location", "--silent", "--show-error", "--proto", "=https"])
+            .args([
+                "--fail",
+                "--location",
+                "--silent",
+                "--show-error",
+                "--proto",
+                "=https",
+            ])
             .arg("--output")
             .arg(&part)
             .arg(&url)
@@ -302,11 +316,17 @@ pub fn dot(a: &[f32], b: &[f32]) -> f32 {
 /// min) / (max − min)`), so that neither scale dominates. `weight` is clamped to `[0, 1]`; 0
 /// keeps the lexical order, 1 the cosine order.
 pub fn fuse(lexical: &[f64], cosine: &[f64], weight: f64) -> Vec<f64> {
-    let w = if weight.is_finite() { weight.clamp(0.0, 1.0) } else { 0.0 };
+    let w = if weight.is_finite() {
+        weight.clamp(0.0, 1.0)
+    } else {
+        0.0
+    };
     let max_lex = lexical.iter().copied().fold(0.0f64, f64::max);
     let (lo, hi) = cosine
         .iter()
-        .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &c| (lo.min(c), hi.max(c)));
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &c| {
+            (lo.min(c), hi.max(c))
+        });
     let span = hi - lo;
     lexical
         .iter()
@@ -374,7 +394,9 @@ pub(crate) mod tests {
             "model": {"type": "WordLevel", "vocab": vocab_map, "unk_token": "[UNK]"}
         });
         std::fs::write(dir.join("tokenizer.json"), tokenizer.to_string()).unwrap();
-        let mut state = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        let mut state = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
         let mut random = move || {
             state = state
                 .wrapping_mul(6364136223846793005)
@@ -384,7 +406,10 @@ pub(crate) mod tests {
         let mut tensors: Vec<(String, Vec<usize>)> = vec![
             ("embeddings.word_embeddings.weight".into(), vec![vocab, h]),
             ("embeddings.position_embeddings.weight".into(), vec![pos, h]),
-            ("embeddings.token_type_embeddings.weight".into(), vec![types, h]),
+            (
+                "embeddings.token_type_embeddings.weight".into(),
+                vec![types, h],
+            ),
             ("embeddings.LayerNorm.weight".into(), vec![h]),
             ("embeddings.LayerNorm.bias".into(), vec![h]),
         ];
@@ -485,7 +510,9 @@ pub(crate) mod tests {
         let dir = tempfile::tempdir().unwrap();
         let missing = dir.path().join("nowhere");
         let e = Model::load(&missing).unwrap_err();
-        assert!(matches!(e, ModelError::Read { ref path, .. } if path == &missing.join("config.json")));
+        assert!(
+            matches!(e, ModelError::Read { ref path, .. } if path == &missing.join("config.json"))
+        );
         assert!(e.to_string().contains("nowhere/config.json"), "{e}");
 
         let corrupt = |file: &str, bytes: &[u8]| {
@@ -505,7 +532,11 @@ pub(crate) mod tests {
         let d = dir.path().join("shapes");
         write_tiny_model(&d, 1);
         let config = std::fs::read_to_string(d.join("config.json")).unwrap();
-        std::fs::write(d.join("config.json"), config.replace("\"hidden_size\":8", "\"hidden_size\":16")).unwrap();
+        std::fs::write(
+            d.join("config.json"),
+            config.replace("\"hidden_size\":8", "\"hidden_size\":16"),
+        )
+        .unwrap();
         assert!(matches!(Model::load(&d), Err(ModelError::Invalid { .. })));
     }
 
@@ -520,7 +551,10 @@ pub(crate) mod tests {
         };
         assert_eq!(order(fuse(&lexical, &cosine, 0.0)), [0, 1, 2]);
         assert_eq!(order(fuse(&lexical, &cosine, 1.0)), [2, 1, 0]);
-        for (got, want) in fuse(&lexical, &cosine, 0.5).into_iter().zip([0.5, 0.5, 0.5]) {
+        for (got, want) in fuse(&lexical, &cosine, 0.5)
+            .into_iter()
+            .zip([0.5, 0.5, 0.5])
+        {
             assert!((got - want).abs() < 1e-12, "{got}");
         }
         let quarter = fuse(&lexical, &cosine, 0.25);

@@ -42,8 +42,6 @@ mod dedup;
 mod diff;
 mod distill;
 mod git;
-#[cfg(feature = "semantic")]
-mod model;
 mod index;
 mod init;
 mod lint;
@@ -52,6 +50,8 @@ mod log;
 #[cfg(feature = "mcp")]
 mod mcp;
 mod merge_file;
+#[cfg(feature = "semantic")]
+mod model;
 mod new;
 mod progress;
 mod promote;

@@ -57,5 +57,7 @@ pub fn run(
 /// `.lesson/models/<last part of NAME>` in the bank.
 fn default_dir(bank: &Path, name: &str) -> PathBuf {
     let last = name.rsplit('/').next().unwrap_or(name);
-    bank.join(lesson::layout::STATE_DIR).join("models").join(last)
+    bank.join(lesson::layout::STATE_DIR)
+        .join("models")
+        .join(last)
 }

@@ -42,7 +42,11 @@ pub fn run(out: Option<PathBuf>) -> anyhow::Result<()> {
     let scratch = tempfile::tempdir().context("cannot create a temporary directory")?;
     let venv = scratch.path().join("venv");
     eprintln!("creating a virtualenv: python3 -m venv {}", venv.display());
-    match Command::new("python3").args(["-m", "venv"]).arg(&venv).status() {
+    match Command::new("python3")
+        .args(["-m", "venv"])
+        .arg(&venv)
+        .status()
+    {
         Ok(s) if s.success() => {}
         Ok(s) => return skip(&format!("python3 -m venv failed ({s})")),
         Err(e) => return skip(&format!("cannot run python3: {e}")),
@@ -64,7 +68,11 @@ pub fn run(out: Option<PathBuf>) -> anyhow::Result<()> {
         .status()
     {
         Ok(s) if s.success() => {}
-        Ok(s) => return skip(&format!("pip install {PACKAGE} failed ({s}): no network or no index?")),
+        Ok(s) => {
+            return skip(&format!(
+                "pip install {PACKAGE} failed ({s}): no network or no index?"
+            ))
+        }
         Err(e) => return skip(&format!("cannot run pip: {e}")),
     }
     let lib = venv.join("lib");

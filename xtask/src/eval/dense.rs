@@ -140,9 +140,21 @@ pub fn dense_system(
     let rankings = dense
         .cosines
         .iter()
-        .map(|c| top(&c.iter().map(|&x| f64::from(x)).collect::<Vec<_>>(), corpus, k))
+        .map(|c| {
+            top(
+                &c.iter().map(|&x| f64::from(x)).collect::<Vec<_>>(),
+                corpus,
+                k,
+            )
+        })
         .collect();
-    let mut s = system("dense MiniLM (lesson::semantic)", rankings, queries, qrels, k);
+    let mut s = system(
+        "dense MiniLM (lesson::semantic)",
+        rankings,
+        queries,
+        qrels,
+        k,
+    );
     s.build = Some(dense.build);
     s.query_times = dense.query_times.clone();
     s

@@ -202,7 +202,10 @@ pub fn run(options: &Options) -> anyhow::Result<()> {
     match model_dir {
         None => {
             let why = "no model: `cargo xtask model`, or --model DIR".to_string();
-            systems.push(System::skipped("dense MiniLM (lesson::semantic)", why.clone()));
+            systems.push(System::skipped(
+                "dense MiniLM (lesson::semantic)",
+                why.clone(),
+            ));
             systems.push(System::skipped("lesson hybrid", why));
         }
         Some(dir) => {
@@ -217,12 +220,26 @@ pub fn run(options: &Options) -> anyhow::Result<()> {
                 let name: &'static str =
                     Box::leak(format!("lesson hybrid (weight {weight})").into_boxed_str());
                 systems.push(dense::hybrid_system(
-                    name, &d, &lexical, weight, &set.corpus, &judged, &set.qrels, k,
+                    name,
+                    &d,
+                    &lexical,
+                    weight,
+                    &set.corpus,
+                    &judged,
+                    &set.qrels,
+                    k,
                 ));
                 sweep += "\nhybrid fusion weight sweep (nDCG@k; 0 = lexical, 1 = dense):\n";
                 for w in WEIGHTS {
                     let s = dense::hybrid_system(
-                        "sweep", &d, &lexical, w, &set.corpus, &judged, &set.qrels, k,
+                        "sweep",
+                        &d,
+                        &lexical,
+                        w,
+                        &set.corpus,
+                        &judged,
+                        &set.qrels,
+                        k,
                     );
                     sweep += &format!("  {w:.1}  {:.4}\n", metrics::mean(&s.scores).ndcg);
                 }
@@ -489,7 +506,11 @@ fn run_lesson(
                     .map_or_else(|| h.slug.clone(), |id| id.to_string())
             })
             .collect();
-        scores.push(metrics::evaluate(&ranking[..k.min(ranking.len())], &qrels[&q.id], k));
+        scores.push(metrics::evaluate(
+            &ranking[..k.min(ranking.len())],
+            &qrels[&q.id],
+            k,
+        ));
         rankings.push(
             ranking
                 .into_iter()
