@@ -177,10 +177,25 @@ fn record_locked(
         [log.as_path(), &planned.recorded.path, index_path.as_path()],
     )?;
     ledger.append(root, &planned.events)?;
+    let after_ledger = |source| CurateError::AfterLedger {
+        ledger: log.display().to_string(),
+        source,
+    };
     if planned.recorded.changed {
-        crate::edit::write_atomic(root, &planned.recorded.path, new_text.as_bytes())?;
+        crate::edit::write_atomic(root, &planned.recorded.path, new_text.as_bytes()).map_err(
+            |e| match planned.events.is_empty() {
+                true => CurateError::Edit(e),
+                false => after_ledger(e),
+            },
+        )?;
     }
-    crate::index_md::write_if_changed(&bank, &index)?;
+    crate::index_md::write_if_changed(&bank, &index).map_err(|e| {
+        if planned.events.is_empty() && !planned.recorded.changed {
+            CurateError::Edit(e)
+        } else {
+            after_ledger(e)
+        }
+    })?;
     Ok(planned.recorded)
 }
 

@@ -18,6 +18,7 @@ mod distill;
 mod edits;
 mod embed;
 mod fast_paths;
+mod faults;
 mod fuzz;
 mod fuzz_checks;
 mod hostile;
