@@ -170,7 +170,10 @@ fn a_full_disk_fails_each_write_cleanly_and_a_retry_repairs() {
     copy_dir(Path::new(FIXTURE), &s.bank());
     s.write("candidate.md", CANDIDATE);
     let baseline = findings(&s);
-    assert!(baseline.iter().any(|f| f.ends_with(" L004")), "{baseline:?}");
+    assert!(
+        baseline.iter().any(|f| f.ends_with(" L004")),
+        "{baseline:?}"
+    );
     let warm = s.run(&["search", "flaky network retries"]);
     assert_eq!(warm.code, 0, "{warm}");
     let before = s.tree();
