@@ -45,3 +45,4 @@ mod spec_examples;
 mod sync;
 mod usage;
 mod watch;
+mod writer_props;
