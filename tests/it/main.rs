@@ -7,6 +7,7 @@
 //! proptest regressions beside each module (`MODULE.proptest-regressions`).
 
 mod add;
+mod carriers;
 mod cli;
 mod conventions;
 mod corpora;
