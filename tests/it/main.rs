@@ -36,6 +36,7 @@ mod plain_git;
 mod pr;
 mod project_bank;
 mod provenance;
+mod quarantine;
 mod report;
 mod retrieve;
 mod rules;

@@ -108,6 +108,28 @@ static INSTRUCTION: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(&alternatives(&patterns)).expect("instruction patterns compile")
 });
 
+/// The codes of the carrier rules that fire on `text` alone (an evidence item's ref or note,
+/// which a merge copies into a live lesson), sorted.
+pub fn trips(text: &str) -> Vec<&'static str> {
+    let mut out = Vec::new();
+    if !super::hidden_unicode::runs(text).is_empty() {
+        out.push(super::hidden_unicode::RULE.code);
+    }
+    if !instructions(text).is_empty() {
+        out.push(super::model_instruction::RULE.code);
+    }
+    if !commented_instructions(text).is_empty() {
+        out.push(super::comment_instruction::RULE.code);
+    }
+    if !payloads(text).is_empty() {
+        out.push(super::encoded_payload::RULE.code);
+    }
+    if !executables(text).is_empty() {
+        out.push(super::executable_link::RULE.code);
+    }
+    out
+}
+
 /// `(?:a)|(?:b)|...`: each pattern's flags (`(?i)`, `(?m)`) stay inside it.
 fn alternatives(patterns: &[&str]) -> String {
     let grouped: Vec<String> = patterns.iter().map(|p| format!("(?:{p})")).collect();
