@@ -189,7 +189,7 @@ fn mcp_propose_quarantines_and_search_never_returns_it() {
     let poisoned: Value = serde_json::from_str(POISONED).unwrap();
     let clean: Value = serde_json::from_str(CLEAN).unwrap();
     let proposed = server.ok("propose", json!({"candidates": [poisoned, clean]}));
-    let created = &proposed["result"]["admitted"];
+    let created = &proposed["admitted"];
     assert_eq!(created[0]["slug"], SLUG, "{proposed}");
     assert_eq!(
         created[0]["quarantined"],
@@ -237,7 +237,7 @@ fn a_hand_written_lesson_with_a_carrier_only_gets_warnings() {
     std::fs::write(s.bank().join("hand-written-backoff.md"), &text).unwrap();
     let lint = s.run(&[
         "lint",
-        "hand-written-backoff.md",
+        "lessons/hand-written-backoff.md",
         "--output-format",
         "concise",
     ]);
@@ -278,5 +278,46 @@ fn a_quarantined_candidate_is_merged_only_when_its_evidence_is_clean() {
     let refused = s.run(&["add", "noted.json"]);
     assert_eq!(refused.code, 2, "{refused}");
     assert!(refused.stderr.contains("injection-carrier"), "{refused}");
-    assert_eq!(diff(&before, &s.tree()), "");
+    assert_eq!(diff(&before, &s.tree()), "(no file changed)\n");
+}
+
+#[test]
+fn distill_admits_a_judged_injection_in_quarantine() {
+    let s = Sandbox::with_indexed_bank("tests/fixtures/edits");
+    s.write(
+        "run.json",
+        r#"{"id": "r_q9", "outcome": "success", "request": "Retry calls to the shared service after it rate-limits us", "tags": ["retries"]}"#,
+    );
+    let judge = "python3 \"$JUDGE\" followed injection";
+    let run = s.run(&[
+        "distill", "--run", "run.json", "--judge", judge, "--format", "json",
+    ]);
+    assert_eq!(run.code, 0, "{run}");
+    let v: Value = serde_json::from_str(&run.stdout).unwrap();
+    let text = v.to_string();
+    assert!(text.contains("\"quarantined\":[\"D007\",\"D010\"]"), "{v}");
+    let file = std::fs::read_to_string(s.bank().join("warm-the-cache-first.md")).unwrap();
+    assert!(file.contains("    quarantine: [D007, D010]\n"), "{file}");
+    let ledger = std::fs::read_to_string(s.bank().join("_log/warm-the-cache-first.jsonl")).unwrap();
+    assert!(ledger.contains("\"event\":\"quarantined\""), "{ledger}");
+    assert!(ledger.contains("\"run_id\":\"r_q9\""), "{ledger}");
+    let search = s.run(&[
+        "search",
+        "warm the cache before the load test",
+        "--format",
+        "json",
+    ]);
+    assert!(!slugs_of_hits(&search.stdout).contains(&"warm-the-cache-first".to_string()));
+    let approve = s.run(&["review", "--approve", "warm-the-cache-first"]);
+    assert_eq!(approve.code, 0, "{approve}");
+    let search = s.run(&[
+        "search",
+        "warm the cache before the load test",
+        "--format",
+        "json",
+    ]);
+    assert!(
+        slugs_of_hits(&search.stdout).contains(&"warm-the-cache-first".to_string()),
+        "{search}"
+    );
 }
