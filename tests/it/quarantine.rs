@@ -321,3 +321,24 @@ fn distill_admits_a_judged_injection_in_quarantine() {
         "{search}"
     );
 }
+
+#[test]
+fn a_quarantined_lesson_is_not_promoted_until_approved() {
+    let (s, _) = bank_with_candidates();
+    let init = s.run(&["init", "team"]);
+    assert_eq!(init.code, 0, "{init}");
+    let before = s.tree();
+    let refused = s.run(&["promote", SLUG, "--to", "team"]);
+    assert_eq!(refused.code, 2, "{refused}");
+    assert!(
+        refused.stderr.contains("in quarantine (D007, D010)"),
+        "{refused}"
+    );
+    assert_eq!(diff(&before, &s.tree()), "(no file changed)\n");
+    assert_eq!(s.run(&["review", "--approve", SLUG]).code, 0);
+    // approved here, the other bank's own gate quarantines it again
+    let promoted = s.run(&["promote", SLUG, "--to", "team"]);
+    assert_eq!(promoted.code, 0, "{promoted}");
+    let text = std::fs::read_to_string(s.path().join(format!("team/{SLUG}.md"))).unwrap();
+    assert!(text.contains("    quarantine: [D007, D010]\n"), "{text}");
+}
