@@ -630,7 +630,7 @@ impl Lessons {
 
     /// `review`.
     #[tool(
-        description = "The lessons that need a human (as `lesson review`): failure-dominant, expired, mixed, never applied, imported counts, near-duplicates."
+        description = "The lessons that need a human (as `lesson review`): quarantined, failure-dominant, expired, mixed, never applied, imported counts, near-duplicates."
     )]
     async fn review(
         &self,
