@@ -130,9 +130,15 @@ pub fn trips(text: &str) -> Vec<&'static str> {
     out
 }
 
-/// `(?:a)|(?:b)|...`: each pattern's flags (`(?i)`, `(?m)`) stay inside it.
+/// `(?:a)|(?:b)|...`: each pattern's flags (`(?i)`, `(?m)`) stay inside it. Word boundaries
+/// are ASCII ones (`(?-u:\b)`: every pattern starts and ends its words with ASCII letters), which
+/// keep the search in the regex crate's DFA on non-ASCII text; a Unicode `\b` sends it to the
+/// much slower NFA simulation there.
 fn alternatives(patterns: &[&str]) -> String {
-    let grouped: Vec<String> = patterns.iter().map(|p| format!("(?:{p})")).collect();
+    let grouped: Vec<String> = patterns
+        .iter()
+        .map(|p| format!("(?:{})", p.replace(r"\b", r"(?-u:\b)")))
+        .collect();
     grouped.join("|")
 }
 
@@ -205,7 +211,7 @@ fn trim_lead(text: &str, r: Range<usize>) -> Range<usize> {
 /// `data:` URIs with a media type (`data:text/html;base64,...`), to the end of the payload.
 static DATA_URI: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r"(?i)\bdata:[a-z]+/[a-z0-9][a-z0-9.+-]*(?:;[a-z0-9-]+=[^;,\s]+)*(?:;base64)?,[^\s)\]>'`]*",
+        r"(?i)(?-u:\b)data:[a-z]+/[a-z0-9][a-z0-9.+-]*(?:;[a-z0-9-]+=[^;,\s]+)*(?:;base64)?,[^\s)\]>'`]*",
     )
     .expect("data URI pattern compiles")
 });
@@ -223,7 +229,7 @@ const RASTER: [&str; 7] = [
 
 /// A URL, to its end: base64 in a query or fragment (a playground link) is part of a link.
 static URL: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r#"(?i)\b(?:https?|ftp)://[^\s<>()\[\]"'`]+"#).expect("URL pattern compiles")
+    Regex::new(r#"(?i)(?-u:\b)(?:https?|ftp)://[^\s<>()\[\]"'`]+"#).expect("URL pattern compiles")
 });
 
 /// A run of base64 at least this long is a payload.
@@ -259,7 +265,8 @@ pub(crate) fn payloads(text: &str) -> Vec<(Range<usize>, Payload)> {
             !raster || r.len() >= BASE64_RUN
         })
         .collect();
-    let urls: Vec<Range<usize>> = URL.find_iter(text).map(|m| m.range()).collect();
+    // the URLs, read once and only when a long run needs them
+    let mut urls: Option<Vec<Range<usize>>> = None;
     let bytes = text.as_bytes();
     let in_alphabet = |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'-' | b'_');
     let mut i = 0;
@@ -283,7 +290,10 @@ pub(crate) fn payloads(text: &str) -> Vec<(Range<usize>, Payload)> {
             && run.iter().any(u8::is_ascii_digit)
             && run.iter().filter(|&&b| b == b'/').count() * 16 <= run.len()
             && !out.iter().any(|(r, _)| r.start <= start && start < r.end)
-            && !urls.iter().any(|r| r.start <= start && start < r.end)
+            && !urls
+                .get_or_insert_with(|| URL.find_iter(text).map(|m| m.range()).collect())
+                .iter()
+                .any(|r| r.start <= start && start < r.end)
         {
             out.push((start..end, Payload::Base64));
         }
@@ -295,21 +305,72 @@ pub(crate) fn payloads(text: &str) -> Vec<(Range<usize>, Payload)> {
 /// Links to executables and installers, by the extension of the URL's path.
 static EXECUTABLE_URL: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r#"(?i)\b(?:https?|ftp)://([^/\s<>()\[\]"'`]+)(/[^\s<>()\[\]"'`?#]*?)\.(exe|msi|bat|cmd|ps1|sh|dmg|apk|scr|vbs)(?:[?#][^\s<>()\[\]"'`]*)?(?:[\s<>()\[\]"'`]|[.,;:!?]?$|[.,;:!?][\s)\]])"#,
+        r#"(?i)(?-u:\b)(?:https?|ftp)://([^/\s<>()\[\]"'`]+)(/[^\s<>()\[\]"'`?#]*?)\.(exe|msi|bat|cmd|ps1|sh|dmg|apk|scr|vbs)(?:[?#][^\s<>()\[\]"'`]*)?(?:[\s<>()\[\]"'`]|[.,;:!?]?$|[.,;:!?][\s)\]])"#,
     )
     .expect("executable URL pattern compiles")
 });
 
-/// A download piped into a shell or PowerShell's evaluator.
-static PIPE_TO_SHELL: LazyLock<Regex> = LazyLock::new(|| {
+/// Where a download is run: a pipe into a shell or an interpreter (`| sudo bash`, `| iex`),
+/// a command substitution or process substitution of a download (`$(curl`, `<(curl`), and
+/// PowerShell's evaluation of a download. Each pattern starts with a rare literal, so the
+/// search skips most of a text (a pattern starting with the downloader's name would stop at
+/// every `fetch` and `sh` of the prose).
+static PIPE_SINK: LazyLock<Regex> = LazyLock::new(|| {
     let patterns = [
-        r"(?i)\b(?:curl|wget|fetch|iwr|irm|Invoke-WebRequest|Invoke-RestMethod)\b[^|\n]{0,300}\|\s*(?:sudo\s+(?:-\S+\s+)*)?(?:ba|z|k|da|fi)?sh\b",
-        r"(?i)\b(?:curl|wget|iwr|irm|Invoke-WebRequest|Invoke-RestMethod)\b[^|\n]{0,300}\|\s*(?:iex|Invoke-Expression|python3?|perl|ruby|node)\b",
-        r#"(?i)\b(?:ba|z)?sh\s+(?:-c\s+["']?\$\(|<\(\s*)(?:curl|wget)\b"#,
+        r"\|\s*(?:sudo\s+(?:-\S+\s+)*)?(?:(?:ba|z|k|da|fi)?sh|iex|Invoke-Expression|python3?|perl|ruby|node)\b",
+        r"(?:\$\(|<\()\s*(?:curl|wget)\b",
         r"(?i)\b(?:iex|Invoke-Expression)\s*\(?\s*(?:\(\s*)?(?:New-Object\s+(?:System\.)?Net\.WebClient\)?\.DownloadString|iwr|irm|Invoke-WebRequest|Invoke-RestMethod)\b",
     ];
-    Regex::new(&alternatives(&patterns)).expect("pipeline patterns compile")
+    Regex::new(&format!("(?i){}", alternatives(&patterns))).expect("pipeline patterns compile")
 });
+
+/// The download a pipe's input comes from (searched in the line before the pipe).
+static DOWNLOAD: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"(?i)(?-u:\b)(?:curl|wget|fetch|iwr|irm|Invoke-WebRequest|Invoke-RestMethod)(?-u:\b)",
+    )
+    .expect("download pattern compiles")
+});
+
+/// The shell a substituted download is given to (`sh -c "`, `bash `), at the end of the text
+/// before it.
+static SHELL_BEFORE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r#"(?i)(?-u:\b)(?:ba|z)?sh\s+(?:-c\s+["']?)?$"#).expect("shell pattern compiles")
+});
+
+/// Downloads run by a shell or an interpreter, as ranges from the download to the sink.
+fn pipelines(text: &str) -> Vec<Range<usize>> {
+    let mut out = Vec::new();
+    for m in PIPE_SINK.find_iter(text) {
+        let sink = m.as_str();
+        let line_start = text[..m.start()].rfind('\n').map_or(0, |i| i + 1);
+        if sink.starts_with('|') {
+            // the download, on the same line, with no other pipe between, at most 300 bytes back
+            let mut from = line_start.max(m.start().saturating_sub(320));
+            while !text.is_char_boundary(from) {
+                from += 1;
+            }
+            let before = &text[from..m.start()];
+            let after_pipe = before.rfind('|').map_or(0, |i| i + 1);
+            let Some(d) = DOWNLOAD.find(&before[after_pipe..]) else {
+                continue;
+            };
+            let start = from + after_pipe + d.start();
+            if m.start() - (from + after_pipe + d.end()) > 300 {
+                continue;
+            }
+            out.push(start..m.end());
+        } else if sink.starts_with(['$', '<']) {
+            match SHELL_BEFORE.find(&text[line_start..m.start()]) {
+                Some(shell) => out.push(line_start + shell.start()..m.end()),
+                None => continue,
+            }
+        } else {
+            out.push(m.range());
+        }
+    }
+    out
+}
 
 /// What an executable link is.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -337,8 +398,8 @@ pub(crate) fn executables(text: &str) -> Vec<(Range<usize>, Executable)> {
             Executable::Link(ext.as_str().to_ascii_lowercase()),
         ));
     }
-    for m in PIPE_TO_SHELL.find_iter(text) {
-        out.push((m.range(), Executable::Pipeline));
+    for range in pipelines(text) {
+        out.push((range, Executable::Pipeline));
     }
     out.sort_by_key(|(r, _)| r.start);
     out
