@@ -9,6 +9,7 @@
 //! counts without their events.
 
 pub mod add;
+pub mod approve;
 pub mod archive;
 pub mod init;
 pub mod new;

@@ -795,6 +795,8 @@ fn admit_duplicate(
         origin: serde_json::Map::new(),
         run: None,
         run_id: None,
+        // the local version was admitted on its machine; only its evidence is merged here
+        screen: false,
     };
     let (prepared, rejection) = prepare_all(&bank, std::slice::from_ref(&candidate), &intake);
     if rejection.refused() || prepared.is_empty() {

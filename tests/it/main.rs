@@ -7,6 +7,7 @@
 //! proptest regressions beside each module (`MODULE.proptest-regressions`).
 
 mod add;
+mod carriers;
 mod cli;
 mod conventions;
 mod corpora;
@@ -36,6 +37,7 @@ mod plain_git;
 mod pr;
 mod project_bank;
 mod provenance;
+mod quarantine;
 mod report;
 mod retrieve;
 mod rules;

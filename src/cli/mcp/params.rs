@@ -55,6 +55,8 @@ pub enum Status {
     Superseded,
     /// Lessons past their `expires_at`.
     Expired,
+    /// Lessons in quarantine (a human approves them with `lesson review --approve`).
+    Quarantined,
     /// Every lesson.
     #[default]
     All,
@@ -249,6 +251,7 @@ impl List {
                 Status::Active => l::StatusFilter::Active,
                 Status::Superseded => l::StatusFilter::Superseded,
                 Status::Expired => l::StatusFilter::Expired,
+                Status::Quarantined => l::StatusFilter::Quarantined,
             },
             date: match self.date {
                 DateField::Created => l::DateField::Created,

@@ -174,6 +174,14 @@ impl Lessons {
     fn listed(&self) -> Outcome2<Vec<Listed>> {
         self.with_retriever(|r| {
             let mut all = r.index().listed().map_err(|e| internal("the index", e))?;
+            // a quarantined lesson (and one with errors) is never served
+            let held: std::collections::HashSet<&str> = r
+                .index()
+                .held_back()
+                .iter()
+                .map(|h| h.path.as_str())
+                .collect();
+            all.retain(|l| !held.contains(l.path.as_str()));
             all.sort_by(|a, b| (&a.slug, &a.path).cmp(&(&b.slug, &b.path)));
             Ok(all)
         })
@@ -329,6 +337,17 @@ impl Lessons {
         let Some(lesson) = &doc.lesson else {
             return Err(Envelope::new(ErrorCode::LessonInvalid, "not a lesson"));
         };
+        if let lesson::bank::Status::Quarantined(rules) = &status {
+            return Err(Envelope::new(
+                ErrorCode::NotFound,
+                format!(
+                    "lesson `{}` is in quarantine ({}): it is served once a human runs `lesson review --approve {}`",
+                    p.slug,
+                    rules.join(", "),
+                    p.slug
+                ),
+            ));
+        }
         if status.label() == "expired" && !p.include_expired {
             return Err(Envelope::new(
                 ErrorCode::Expired,
@@ -611,7 +630,7 @@ impl Lessons {
 
     /// `review`.
     #[tool(
-        description = "The lessons that need a human (as `lesson review`): failure-dominant, expired, mixed, never applied, imported counts, near-duplicates."
+        description = "The lessons that need a human (as `lesson review`): quarantined, failure-dominant, expired, mixed, never applied, imported counts, near-duplicates."
     )]
     async fn review(
         &self,
