@@ -161,15 +161,22 @@ ref: r_local\n---\n\n# Keep test fixtures in the repository.\n\n## When this app
 Tests download data.\n\n## What to do (or avoid)\n\nVendor it.\n\n## Counter-example\n\n\
 Data too big for git.\n";
 
-#[test]
-fn a_full_disk_fails_each_write_cleanly_and_a_retry_repairs() {
+/// The fixture bank on its own tmpfs of 1 MiB, the candidate for `add` beside it, and what
+/// lint finds in it; `None` (said) where no tmpfs can be mounted.
+fn faulty_bank() -> Option<(Sandbox, Tmpfs, Vec<String>)> {
     let s = Sandbox::new();
-    let Some(_fs) = Tmpfs::mount(&s.bank(), "1m") else {
-        return;
-    };
+    let fs = Tmpfs::mount(&s.bank(), "1m")?;
     copy_dir(Path::new(FIXTURE), &s.bank());
     s.write("candidate.md", CANDIDATE);
     let baseline = findings(&s);
+    Some((s, fs, baseline))
+}
+
+#[test]
+fn a_full_disk_fails_each_write_cleanly_and_a_retry_repairs() {
+    let Some((s, _fs, baseline)) = faulty_bank() else {
+        return;
+    };
     assert!(
         baseline.iter().any(|f| f.ends_with(" L004")),
         "{baseline:?}"
@@ -227,13 +234,9 @@ fn a_full_disk_fails_each_write_cleanly_and_a_retry_repairs() {
 
 #[test]
 fn a_read_only_bank_is_read_and_never_written() {
-    let s = Sandbox::new();
-    let Some(fs) = Tmpfs::mount(&s.bank(), "1m") else {
+    let Some((s, fs, baseline)) = faulty_bank() else {
         return;
     };
-    copy_dir(Path::new(FIXTURE), &s.bank());
-    s.write("candidate.md", CANDIDATE);
-    let baseline = findings(&s);
     let before = s.tree();
     fs.read_only();
     // reads answer, without an index on disk and without writing one

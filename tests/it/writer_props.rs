@@ -94,12 +94,7 @@ proptest! {
         let root = s.bank();
         let expected = lesson::index_md::render(&lesson::lint::load(&root, now()).unwrap()).unwrap();
         // some lessons with CRLF line endings
-        let mut lessons: Vec<_> = std::fs::read_dir(&root)
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .filter(|p| p.extension().is_some_and(|e| e == "md") && !p.ends_with("_index.md"))
-            .collect();
-        lessons.sort();
+        let lessons = lesson_files(&root);
         for (path, crlf) in lessons.iter().zip(crlf.iter().cycle()) {
             if *crlf {
                 let text = std::fs::read_to_string(path).unwrap();
@@ -127,12 +122,7 @@ proptest! {
     ) {
         let s = Sandbox::with_bank("lessons");
         let root = s.bank();
-        let mut lessons: Vec<_> = std::fs::read_dir(&root)
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .filter(|p| p.extension().is_some_and(|e| e == "md") && !p.ends_with("_index.md"))
-            .collect();
-        lessons.sort();
+        let lessons = lesson_files(&root);
         for &(what, which) in &breaks {
             let path = &lessons[which % lessons.len()];
             let text = std::fs::read_to_string(path).unwrap();
@@ -172,6 +162,17 @@ proptest! {
         prop_assert_eq!(s.tree(), once);
         prop_assert_eq!(findings(&root), left);
     }
+}
+
+/// The bank's lesson files (not `_index.md`), sorted.
+fn lesson_files(root: &Path) -> Vec<std::path::PathBuf> {
+    let mut lessons: Vec<_> = std::fs::read_dir(root)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "md") && !p.ends_with("_index.md"))
+        .collect();
+    lessons.sort();
+    lessons
 }
 
 /// The first line where `a` and `b` differ, for a failure message.
