@@ -554,6 +554,12 @@ pub struct Rendered {
     pieces: Vec<String>,
 }
 
+impl From<String> for Rendered {
+    fn from(text: String) -> Rendered {
+        Rendered { pieces: vec![text] }
+    }
+}
+
 impl Rendered {
     /// The length in bytes.
     pub fn len(&self) -> usize {
@@ -1027,6 +1033,57 @@ pub fn patch(current: &str, patch: &Patch<'_>) -> Option<String> {
             out.push_str(&added.next()?.1 .0);
         }
     }
+    Some(out)
+}
+
+/// `current` (the bank's `_index.md` as the built-in template wrote it) with the one row of the
+/// one lesson in `one` written anew, for a change that leaves the lesson's file where it was and
+/// its status as it was (`lesson record`: two count lines and an evidence item), so the counts
+/// line stays. What supersedes the lesson is read from its row. Reads nothing but that row: on
+/// a bank of 100,000 lessons it costs a scan of `current`, where [`patch`] parses every row.
+/// It equals [`render`] of the changed bank when `current` was the rendering of the bank before
+/// the change; `None` when `current` does not start as the built-in template does, lists the
+/// lesson other than once, or its row's link is not plain.
+pub fn replace_row(current: &str, one: &Bank) -> Option<String> {
+    let head = BUILTIN_TEMPLATE.split("{{").next()?;
+    let [doc] = one.documents.as_slice() else {
+        return None;
+    };
+    let lesson = doc.lesson.as_ref().filter(|_| !doc.has_file_errors())?;
+    if !current.starts_with(head) {
+        return None;
+    }
+    let slug = lesson.slug.value.as_str();
+    let needle = format!("\n| [{slug}](");
+    let mut found = current.match_indices(&needle);
+    let (at, _) = found.next()?;
+    if found.next().is_some() {
+        return None;
+    }
+    let start = at + 1;
+    let end = start + current[start..].find('\n')? + 1;
+    let old = &current[start..end];
+    let status = old.strip_suffix(" |\n")?.rsplit_once(" | ")?.1;
+    let plain = |b: u8| b.is_ascii() && !matches!(b, b'[' | b']' | b'\\' | b'|' | b'\n' | b'\r');
+    let by: Vec<String> = match status.strip_prefix("superseded by ") {
+        Some(by) if by.bytes().all(plain) => by.split(", ").map(str::to_string).collect(),
+        Some(_) => return None,
+        None => Vec::new(),
+    };
+    let mut row = Row::new(&one.root, doc, lesson, one.now);
+    if !slug.bytes().all(plain) || !row.path.bytes().all(unreserved) {
+        return None;
+    }
+    row.status = row.status_with(by);
+    let mut text = String::with_capacity(old.len() + 16);
+    push_row(&mut text, &mut String::new(), &row);
+    if !text.starts_with(&needle[1..]) {
+        return None;
+    }
+    let mut out = String::with_capacity(current.len() + text.len());
+    out.push_str(&current[..start]);
+    out.push_str(&text);
+    out.push_str(&current[end..]);
     Some(out)
 }
 
