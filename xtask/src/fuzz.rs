@@ -18,7 +18,19 @@ use anyhow::{bail, Context};
 use crate::bench::Paths;
 
 /// The targets, in the order `cargo xtask fuzz` runs them.
-pub const TARGETS: &[&str] = &["parse", "ledger", "merge", "add", "judge", "index"];
+pub const TARGETS: &[&str] = &[
+    "parse", "ledger", "merge", "add", "judge", "index", "edit", "mcp",
+];
+
+/// The first lines of the `edit` target's seeds: each span edit the writers make.
+const EDITS: &[&str] = &[
+    "counts 3 5",
+    "outcome mixed",
+    "evidence run\tr_fuzz\tit worked: twice",
+    "record 4 2 conversation\tc-7\t",
+    "supersedes old-lesson other-one",
+    "quarantine",
+];
 
 /// What to run.
 #[derive(Debug, PartialEq)]
@@ -153,6 +165,19 @@ fn seed(root: &Path, target: &str, corpus: &Path) -> anyhow::Result<usize> {
             for (i, ours) in texts.iter().enumerate() {
                 let theirs = &texts[(i + 1) % texts.len()];
                 inputs.push([ours.as_slice(), b"\0", theirs].concat());
+            }
+        }
+        "edit" => {
+            let mut lessons = files(&root.join("tests/fixtures"), markdown, usize::MAX);
+            lessons.extend(files(&root.join("lessons"), markdown, usize::MAX));
+            // each file under each edit: the edit's line, then the file
+            for p in lessons {
+                let Ok(bytes) = std::fs::read(&p) else {
+                    continue;
+                };
+                for edit in EDITS {
+                    inputs.push([edit.as_bytes(), b"\n", &bytes].concat());
+                }
             }
         }
         _ => {}
