@@ -76,11 +76,11 @@ pub fn run(options: &Options) -> anyhow::Result<()> {
         println!("fuzz {target}: {seeds} seed inputs in {}", corpus.display());
         summaries.push((target, fuzz(&paths.root, target, &corpus, options.seconds)?));
     }
-    println!("\ntarget   executions  exec/s  cov (edges)  ft (features)  corpus");
+    println!("\ntarget   seconds  executions  exec/s  cov (edges)  ft (features)  corpus");
     for (target, s) in summaries {
         println!(
-            "{target:<8} {:>10}  {:>6}  {:>11}  {:>13}  {:>6}",
-            s.runs, s.per_second, s.cov, s.ft, s.corpus
+            "{target:<8} {:>7}  {:>10}  {:>6}  {:>11}  {:>13}  {:>6}",
+            s.seconds, s.runs, s.per_second, s.cov, s.ft, s.corpus
         );
     }
     Ok(())
@@ -231,6 +231,7 @@ fn fnv(bytes: &[u8]) -> u64 {
 /// libFuzzer's closing figures.
 #[derive(Debug, Default, PartialEq)]
 pub struct Summary {
+    seconds: u64,
     runs: u64,
     per_second: u64,
     cov: u64,
@@ -270,8 +271,9 @@ fn fuzz(root: &Path, target: &str, corpus: &Path, seconds: usize) -> anyhow::Res
     Ok(summary(&log))
 }
 
-/// Read libFuzzer's last status line (`#N DONE cov: C ft: F corp: K/...`) and
-/// `-print_final_stats` (`stat::number_of_executed_units`, `stat::average_exec_per_sec`).
+/// Read libFuzzer's last status line (`#N DONE cov: C ft: F corp: K/...`), its closing
+/// `Done N runs in S second(s)` and `-print_final_stats` (`stat::number_of_executed_units`,
+/// `stat::average_exec_per_sec`).
 pub fn summary(log: &str) -> Summary {
     let mut s = Summary::default();
     let field = |line: &str, name: &str| -> Option<u64> {
@@ -286,6 +288,9 @@ pub fn summary(log: &str) -> Summary {
             s.cov = field(line, " cov: ").unwrap_or(s.cov);
             s.ft = field(line, " ft: ").unwrap_or(s.ft);
             s.corpus = field(line, " corp: ").unwrap_or(s.corpus);
+        }
+        if line.starts_with("Done ") {
+            s.seconds = field(line, " runs in ").unwrap_or(s.seconds);
         }
         if let Some(n) = field(line, "stat::number_of_executed_units:") {
             s.runs = n;
@@ -310,6 +315,7 @@ mod tests {
         assert_eq!(
             summary(log),
             Summary {
+                seconds: 2,
                 runs: 5000,
                 per_second: 2500,
                 cov: 1234,
