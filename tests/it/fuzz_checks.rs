@@ -265,36 +265,38 @@ fn sample_lesson(slug: &str, title: &str, tags: &str, outcome: &str) -> String {
     )
 }
 
+/// The sample banks' lessons: slug, title, tags, outcome.
+const SAMPLE: [(&str, &str, &str, &str); 4] = [
+    (
+        "cache-cargo-in-ci",
+        "Cache the cargo registry in CI",
+        "ci, cache",
+        "success",
+    ),
+    (
+        "pin-nightly",
+        "Pin the nightly toolchain for fuzzing",
+        "rust, ci",
+        "success",
+    ),
+    (
+        "retry-flaky-tests",
+        "Retry flaky network tests once",
+        "tests",
+        "failure",
+    ),
+    (
+        "review-unsafe",
+        "Review unsafe blocks twice",
+        "rust, review",
+        "mixed",
+    ),
+];
+
 static INDEX: LazyLock<IndexSample> = LazyLock::new(|| {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().to_path_buf();
-    let lessons = [
-        (
-            "cache-cargo-in-ci",
-            "Cache the cargo registry in CI",
-            "ci, cache",
-            "success",
-        ),
-        (
-            "pin-nightly",
-            "Pin the nightly toolchain for fuzzing",
-            "rust, ci",
-            "success",
-        ),
-        (
-            "retry-flaky-tests",
-            "Retry flaky network tests once",
-            "tests",
-            "failure",
-        ),
-        (
-            "review-unsafe",
-            "Review unsafe blocks twice",
-            "rust, review",
-            "mixed",
-        ),
-    ];
-    for (slug, title, tags, outcome) in lessons {
+    for (slug, title, tags, outcome) in SAMPLE {
         std::fs::write(
             root.join(format!("{slug}.md")),
             sample_lesson(slug, title, tags, outcome),
@@ -653,36 +655,17 @@ fn new_item_of<'a>(item: (EvidenceKind, &'a str, Option<&'a str>)) -> NewItem<'a
     }
 }
 
-/// The small bank the `mcp` target copies for each input: the `index` sample's lessons and a
-/// quarantined one, as (file name, bytes).
+/// The small bank the `mcp` target copies for each input: the sample lessons and a quarantined
+/// one, as (file name, bytes).
 #[cfg(feature = "mcp")]
 static MCP_BANK: LazyLock<Vec<(String, Vec<u8>)>> = LazyLock::new(|| {
-    let mut files: Vec<(String, Vec<u8>)> = [
-        (
-            "cache-cargo-in-ci",
-            "Cache the cargo registry in CI",
-            "ci, cache",
-            "success",
-        ),
-        (
-            "retry-flaky-tests",
-            "Retry flaky network tests once",
-            "tests",
-            "failure",
-        ),
-        (
-            "review-unsafe",
-            "Review unsafe blocks twice",
-            "rust, review",
-            "mixed",
-        ),
-    ]
-    .into_iter()
-    .map(|(slug, title, tags, outcome)| {
-        let text = sample_lesson(slug, title, tags, outcome);
-        (format!("{slug}.md"), text.into_bytes())
-    })
-    .collect();
+    let mut files: Vec<(String, Vec<u8>)> = SAMPLE
+        .into_iter()
+        .map(|(slug, title, tags, outcome)| {
+            let text = sample_lesson(slug, title, tags, outcome);
+            (format!("{slug}.md"), text.into_bytes())
+        })
+        .collect();
     let held = sample_lesson(
         "held-back",
         "Hold back a suspicious lesson",
@@ -782,24 +765,11 @@ pub fn mcp(data: &[u8]) {
                 let Ok(p) = serde_json::from_value::<params::Search>(args) else {
                     continue;
                 };
-                if p.run_id
-                    .as_deref()
-                    .is_some_and(|r| lesson::usage::check_run(r).is_err())
-                {
+                // the server's translation; a run to log the search for is only checked
+                let (request, run_id) = p.request(now);
+                if run_id.is_some_and(|r| lesson::usage::check_run(&r).is_err()) {
                     continue;
                 }
-                let request = Request {
-                    text: p.request,
-                    tags: p.tags,
-                    operator: p.operator,
-                    role: p.role,
-                    skill: p.skill,
-                    k: p.k,
-                    budget: p.budget,
-                    include_expired: p.include_expired,
-                    inferred_tags: None,
-                    now,
-                };
                 let mut r = Retriever::open(root).expect("the sample bank opens");
                 let answer = r.answer(&request).expect("a search of the sample bank");
                 assert!(
@@ -838,37 +808,15 @@ pub fn mcp(data: &[u8]) {
                 let Ok(p) = serde_json::from_value::<params::Record>(args) else {
                     continue;
                 };
-                // the server's checks before the call (`do_record`)
-                let Some(kind) = EvidenceKind::parse(&p.evidence.kind) else {
-                    continue;
-                };
-                let one_line = |s: &str| !s.contains(['\n', '\r']);
-                if lesson::lesson::slug_problem(&p.slug).is_some()
-                    || p.evidence.reference.trim().is_empty()
-                    || !one_line(&p.evidence.reference)
-                    || !p.evidence.note.as_deref().is_none_or(one_line)
-                {
+                // the server's checks and translation (`do_record`)
+                if lesson::lesson::slug_problem(&p.slug).is_some() {
                     continue;
                 }
-                let Some(stamp) = stamp(p.by, now) else {
+                let Ok((req, by)) = p.request() else {
                     continue;
                 };
-                let req = lesson::curate::record::Request {
-                    slug: p.slug,
-                    applied: match p.applied {
-                        params::Applied::Followed => lesson::ledger::Applied::Followed,
-                        params::Applied::Contradicted => lesson::ledger::Applied::Contradicted,
-                    },
-                    run: match p.run_outcome {
-                        params::RunOutcome::Success => lesson::ledger::RunOutcome::Success,
-                        params::RunOutcome::Failure => lesson::ledger::RunOutcome::Failure,
-                    },
-                    evidence: lesson::curate::new::NewEvidence {
-                        kind,
-                        reference: p.evidence.reference,
-                        note: p.evidence.note.filter(|n| !n.is_empty()),
-                    },
-                    retrieval: p.run_id,
+                let Some(stamp) = stamp(by, now) else {
+                    continue;
                 };
                 let done = lesson::curate::record::record(root, &req, &stamp);
                 wrote(done.is_ok(), false);
