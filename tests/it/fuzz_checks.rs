@@ -822,25 +822,14 @@ pub fn mcp(data: &[u8]) {
                 wrote(done.is_ok(), false);
             }
             "propose" => {
-                let Ok(p) = serde_json::from_value::<params::Propose>(args) else {
+                let Ok(mut p) = serde_json::from_value::<params::Propose>(args) else {
                     continue;
                 };
-                let bytes = match (p.candidates, p.markdown) {
-                    (Some(c), None) => serde_json::to_vec(&c).unwrap(),
-                    (None, Some(md)) => md.into_bytes(),
-                    _ => continue,
+                let Ok((bytes, intake)) = p.input() else {
+                    continue;
                 };
                 let Ok(candidates) = read_candidates("propose", bytes) else {
                     continue;
-                };
-                let mut origin = serde_json::Map::new();
-                origin.insert(
-                    "source".into(),
-                    Value::from(p.origin.unwrap_or_else(|| "mcp".into())),
-                );
-                let intake = Intake {
-                    origin,
-                    ..Intake::default()
                 };
                 let Some(stamp) = stamp(p.by, now) else {
                     continue;

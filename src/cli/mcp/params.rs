@@ -353,3 +353,27 @@ impl Record {
         Ok((request, self.by))
     }
 }
+
+impl Propose {
+    /// The input of `lesson add`'s reader and the intake (`origin`), taken out of the
+    /// parameters; refused unless exactly one of `candidates` and `markdown` is given.
+    pub fn input(&mut self) -> Result<(Vec<u8>, lesson::curate::add::Intake), String> {
+        let bytes = match (self.candidates.take(), self.markdown.take()) {
+            (Some(c), None) => serde_json::to_vec(&c).map_err(|e| format!("candidates: {e}"))?,
+            (None, Some(md)) => md.into_bytes(),
+            _ => {
+                return Err("give `candidates` (JSON) or `markdown` (a LESSON.md), not both".into())
+            }
+        };
+        let mut origin = serde_json::Map::new();
+        origin.insert(
+            "source".into(),
+            Value::from(self.origin.take().unwrap_or_else(|| "mcp".into())),
+        );
+        let intake = lesson::curate::add::Intake {
+            origin,
+            ..Default::default()
+        };
+        Ok((bytes, intake))
+    }
+}

@@ -22,7 +22,7 @@ use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{tool, tool_handler, tool_router, ErrorData, Peer, RoleServer, ServerHandler};
 use serde_json::{json, Value};
 
-use lesson::curate::add::{self, Intake};
+use lesson::curate::add;
 use lesson::curate::record;
 use lesson::curate::show::{self, Found};
 use lesson::curate::stack;
@@ -449,27 +449,10 @@ impl Lessons {
         Ok(writes::recorded(root, &req.slug, &done))
     }
 
-    fn do_propose(&self, p: params::Propose) -> Outcome {
+    fn do_propose(&self, mut p: params::Propose) -> Outcome {
         const LABEL: &str = "propose";
-        let bytes = match (p.candidates, p.markdown) {
-            (Some(c), None) => serde_json::to_vec(&c).map_err(|e| internal("candidates", e))?,
-            (None, Some(md)) => md.into_bytes(),
-            _ => {
-                return Err(invalid(
-                    "give `candidates` (JSON) or `markdown` (a LESSON.md), not both",
-                ))
-            }
-        };
+        let (bytes, intake) = p.input().map_err(invalid)?;
         let candidates = add::read_candidates(LABEL, bytes).map_err(|e| Envelope::of_add(&e))?;
-        let mut origin = serde_json::Map::new();
-        origin.insert(
-            "source".into(),
-            Value::from(p.origin.unwrap_or_else(|| "mcp".into())),
-        );
-        let intake = Intake {
-            origin,
-            ..Intake::default()
-        };
         let root = self.root();
         let stamp = super::super::stamp(root, p.by).map_err(from_anyhow)?;
         let added = add::add(root, &candidates, &intake, &stamp, p.dry_run)
