@@ -52,6 +52,18 @@ impl<'a> Frontmatter<'a> {
                 "the frontmatter is one flow mapping (`{...}`); write it as one key per line",
             ));
         }
+        // YAML ends a line at a lone `\r` too; the edits find lines by `\n` (found by the
+        // `edit` fuzz target: an item appended after the line a lone `\r` had ended)
+        let content = text[fences.content.clone()].as_bytes();
+        let lone_cr = content
+            .iter()
+            .enumerate()
+            .any(|(i, &b)| b == b'\r' && content.get(i + 1) != Some(&b'\n'));
+        if lone_cr {
+            return Err(unusual(
+                "the frontmatter has a carriage return that ends no `\\r\\n` line; write its lines with one line ending",
+            ));
+        }
         let eol = if text[fences.open.end..].starts_with("\r\n") {
             "\r\n"
         } else {
@@ -609,6 +621,14 @@ mod tests {
         assert_eq!(node_end("\"a\\\"b\" # x", 0..10), 6);
         assert_eq!(node_end("[a, '] #', {b: [c]}] # x", 0..24), 20);
         assert_eq!(node_end("plain  ", 0..7), 5);
+    }
+
+    #[test]
+    fn a_lone_carriage_return_is_refused() {
+        let d = doc("---\r\nslug: a\r\nnote: x\rother: 1\r\nevidence: []\r\n---\r\n");
+        assert!(Frontmatter::of(&d).is_err());
+        let d = doc("---\r\nslug: a\r\nevidence: []\r\n---\r\nbody\rtext\r\n");
+        assert!(Frontmatter::of(&d).is_ok());
     }
 
     #[test]

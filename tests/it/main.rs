@@ -32,6 +32,11 @@ mod listing;
 mod man;
 #[cfg(feature = "mcp")]
 mod mcp;
+/// The MCP tools' argument types, for the `mcp` fuzz check.
+#[cfg(feature = "mcp")]
+#[path = "../../src/cli/mcp/params.rs"]
+#[allow(dead_code)]
+mod mcp_params;
 mod parse_props;
 mod plain_git;
 mod pr;
