@@ -161,7 +161,7 @@ fn load_one(root: &Path, slug: &str, now: jiff::Timestamp) -> Option<Bank> {
         return None;
     }
     let (current, problem) = Source::read(&index_path, index_path.clone(), 64 << 20);
-    if problem.is_some() || crate::index_md::paths_of(&current.text, slug) != [rel] {
+    if problem.is_some() {
         return None;
     }
     let bytes = std::fs::read(&path).ok()?;
@@ -173,6 +173,7 @@ fn load_one(root: &Path, slug: &str, now: jiff::Timestamp) -> Option<Bank> {
     if doc.has_file_errors() || doc.lesson.as_ref().map(|l| l.slug.value.as_str()) != Some(slug) {
         return None;
     }
+    // the row, rendered from the file as it is, is the one there: so it links `<slug>.md`
     if crate::index_md::replace_row(&current.text, &bank)? != current.text {
         return None;
     }
@@ -181,7 +182,7 @@ fn load_one(root: &Path, slug: &str, now: jiff::Timestamp) -> Option<Bank> {
 }
 
 /// [`record_locked`] on a loaded bank: the whole bank, or `one` lesson ([`load_one`]) whose
-/// `_index.md` row is patched rather than the whole file rendered.
+/// `_index.md` row is replaced rather than the whole file rendered.
 fn record_in(
     root: &Path,
     req: &Request,
@@ -238,7 +239,7 @@ fn record_in(
             let current = bank.index.as_ref().map(|s| s.text.as_str());
             match current.and_then(|c| crate::index_md::replace_row(c, &bank)) {
                 Some(index) => crate::index_md::Rendered::from(index),
-                // cannot happen (`load_one` patched this `_index.md`); nothing is written yet
+                // cannot happen (`load_one` replaced this row of this `_index.md`); nothing is written yet
                 None => {
                     let bank = crate::lint::load_with(root, &Overlay::new(), stamp.at)?;
                     return record_in(root, req, conflicts_with, stamp, bank, false);
