@@ -255,7 +255,7 @@ mod tests {
     /// `op` killed at each point of the write door in turn: what the bank held is still there
     /// (a ledger only grew, untouched files are untouched, a written file is its old or its new
     /// text, a moved file is at one of its two places), every file parses, lint finds nothing
-    /// new that `--fix --unsafe-fixes` does not repair, no temp file outlives the next locked
+    /// new that `--fix` does not repair, no temp file outlives the next locked
     /// write, and a search answers as it does in the bank the whole write left.
     fn killed_at_every_point(op: Op) {
         if let Some(bank) = std::env::var_os(CHILD_BANK) {
@@ -352,11 +352,11 @@ mod tests {
                 assert_eq!(answer_now, answer, "{at}");
             }
             // a kill between a ledger append and the lesson's write leaves counts behind the
-            // ledger: L001, whose fix is unsafe (it is for hand-edited counts too)
+            // ledger: L001, which plain `--fix` completes
             crate::lint::fix::fix_and_write(
                 &bank,
                 &Selection::default(),
-                true,
+                false,
                 NOW.parse().unwrap(),
             )
             .unwrap();
