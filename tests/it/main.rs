@@ -53,3 +53,12 @@ mod sync;
 mod usage;
 mod watch;
 mod writer_props;
+
+/// A property test's case count: `n`, times `LESSON_STRESS` when set (`cargo xtask stress`
+/// runs the suite with more cases).
+pub fn cases(n: u32) -> u32 {
+    n * std::env::var("LESSON_STRESS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1)
+}

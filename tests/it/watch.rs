@@ -665,7 +665,7 @@ fn requests() -> Vec<Request> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(24))]
+    #![proptest_config(ProptestConfig::with_cases(crate::cases(24)))]
 
     #[test]
     fn a_path_refresh_answers_as_a_fresh_build(ops in proptest::collection::vec(op(), 1..16)) {

@@ -44,7 +44,7 @@ fn findings(root: &Path) -> Vec<(String, &'static str)> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(12))]
+    #![proptest_config(ProptestConfig::with_cases(crate::cases(12)))]
 
     #[test]
     fn record_n_times_adds_what_the_replay_rules_count(

@@ -73,11 +73,13 @@ eval-dedup: DIR holds the corpora (default: $LESSON_CORPORA_DIR, else ../shared/
 
 mcp-check: the official MCP Python SDK (pip install mcp, in a temporary virtualenv) talks to
   `lesson mcp` on a copy of lessons/: tools, a resource, the lessons_for prompt
-fuzz: the cargo-fuzz targets (parse, ledger, merge, add, judge, index; default: all), each
-  for --seconds N (default: 60), from a seed corpus of tests/fuzz/, the fixtures and the
-  shared corpora; needs nightly (skips with a message without it), installs cargo-fuzz
-stress: the long hostile-input tests (a 100 MB file, a 1,000,000-line frontmatter, a 50 MB
-  line, 100,000 empty files) in a release build, with each command's wall time and peak RSS
+fuzz: the cargo-fuzz targets (parse, edit, ledger, merge, add, judge, index, mcp; default:
+  all), each for --seconds N (default: 60), from a seed corpus of tests/fuzz/, the fixtures
+  and the shared corpora; needs nightly (skips with a message without it), installs cargo-fuzz
+stress: in a release build, the library's and the integration tests with ten times the
+  property-test cases (faults and hostile input beside them), then the long hostile-input
+  tests (a 100 MB file, a 1,000,000-line frontmatter, a 50 MB line, 100,000 empty files) with
+  each command's wall time and peak RSS
 mcp-load: N `lesson mcp` processes (default 8) x N record calls each (default 100) on one bank,
   `lesson watch` running, a search after each record: calls/s, p50/p99 latencies";
 
