@@ -40,7 +40,7 @@ mod tidy;
 use anyhow::{bail, Context};
 
 const USAGE: &str = "\
-Usage: cargo xtask bench [TARGET] [--sizes N[,N...]] [--runs N]
+Usage: cargo xtask bench [TARGET] [--sizes N[,N...]] [--runs N] [--contention MODE[,MODE]]
        cargo xtask eval-retrieval DIR [--k N] [--split NAME] [--tags N] [--inferred-tags MODE,...]
        cargo xtask eval-dedup [DIR]
        cargo xtask mcp-check
@@ -60,6 +60,9 @@ Bench options:
   --sizes N[,N...]  bank sizes in lessons (default: 10000,100000)
   --runs N          timed runs per tool and size (search: per query); best and median are
                     reported (default: 3)
+  --contention M,M  git: the contention rows, `one-branch` (16 runtimes race on one branch),
+                    `fleet` (each on its own branch, a 17th clone runs sync --merge-branches)
+                    or `none` (default: one-branch,fleet)
 
 eval-retrieval: DIR is a BEIR-format set (corpus.jsonl, queries.jsonl, qrels/*.tsv)
   --k N        cut-off for nDCG, Recall and MRR (default: 10)
@@ -142,6 +145,17 @@ fn parse_bench(args: &[String]) -> anyhow::Result<bench::Options> {
         match flag {
             "--sizes" => options.sizes = parse_sizes(&value()?)?,
             "--runs" => options.runs = positive(flag, &value()?)?,
+            "--contention" => {
+                let v = value()?;
+                let modes: Vec<&str> = v.split(',').map(str::trim).collect();
+                for m in &modes {
+                    if !matches!(*m, "one-branch" | "fleet" | "none") {
+                        bail!("--contention takes one-branch, fleet or none, not `{m}`\n\n{USAGE}");
+                    }
+                }
+                options.one_branch = modes.contains(&"one-branch");
+                options.fleet = modes.contains(&"fleet");
+            }
             "-h" | "--help" => {
                 println!("{USAGE}");
                 std::process::exit(0);
