@@ -63,6 +63,12 @@ pub struct SyncOptions {
     pub message: Option<String>,
     /// Say what would happen; change nothing (the fetch only updates what `git fetch` does).
     pub dry_run: bool,
+    /// A runtime on a branch of its own: the remote branch it receives too (`main`), merged
+    /// after `branch`; its version of a lesson added on both sides stays.
+    pub from: Option<String>,
+    /// A merger: the glob (`lesson/*`) naming the remote branches to merge into `branch`, one
+    /// after another; `branch`'s version of a lesson added on both sides stays.
+    pub merge_branches: Option<String>,
     /// Who and when, for the ledger events an add/add merge writes; `at` is also "now" for the
     /// regenerated `_index.md`.
     pub stamp: Stamp,
@@ -75,6 +81,19 @@ pub struct ConflictFile {
     pub path: String,
     /// What conflicts.
     pub what: String,
+    /// The remote branch whose merge conflicts.
+    pub branch: String,
+}
+
+/// A remote branch a sync merged (or found merged already) besides its own.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct BranchTip {
+    /// The branch's name on the remote.
+    pub branch: String,
+    /// The commit it pointed at.
+    pub commit: String,
+    /// How many of its commits the merge brought (0 when it was merged already).
+    pub fetched: usize,
 }
 
 /// What a sync did (or, with `dry_run`, would do).
@@ -110,6 +129,14 @@ pub struct SyncReport {
     pub conflicts: Vec<ConflictFile>,
     /// Whether an interrupted earlier sync was completed first.
     pub resumed: bool,
+    /// The branch a runtime receives besides its own (`--from`).
+    pub from: Option<String>,
+    /// The glob of the branches a merger merges (`--merge-branches`).
+    pub pattern: Option<String>,
+    /// The branches (`from`, or those matching `pattern`) merged, in the order merged.
+    pub merged_branches: Vec<BranchTip>,
+    /// The branches (`from`, or those matching `pattern`) whose commits were merged already.
+    pub contained_branches: Vec<BranchTip>,
 }
 
 impl SyncReport {
@@ -156,6 +183,17 @@ pub enum SyncError {
     /// The histories share no commit.
     #[error("the local branch and {0} share no history: run `git pull --allow-unrelated-histories`, then `lesson sync` again")]
     Unrelated(String),
+    /// `--from` names a branch the remote does not have.
+    #[error("{remote} has no branch `{branch}` to receive: check the name (`git ls-remote --heads {remote}`)")]
+    NoBranch {
+        /// The remote.
+        remote: String,
+        /// The branch.
+        branch: String,
+    },
+    /// The `--merge-branches` pattern is not a glob.
+    #[error("--merge-branches {0}")]
+    Pattern(String),
     /// The push kept being rejected.
     #[error("the push to {remote} {branch} was rejected {attempts} times in {elapsed} s because other runtimes kept pushing first; the local commits are kept (nothing is lost): run `lesson sync` again")]
     Exhausted {
@@ -217,6 +255,8 @@ pub fn sync_with(
         remote: target.remote.clone(),
         branch: target.branch.clone(),
         dry_run: options.dry_run,
+        from: options.from.clone(),
+        pattern: options.merge_branches.clone(),
         ..SyncReport::default()
     };
     if options.dry_run {
@@ -287,6 +327,8 @@ fn round(
     report.merged = false;
     report.fetched = 0;
     report.add_add.clear();
+    report.merged_branches.clear();
+    report.contained_branches.clear();
     let head = remote::head_commit(repo)?;
     let changes = match pending {
         Some(changes) => changes,
@@ -314,7 +356,30 @@ fn round(
         report.commits.push(id.to_string());
         Some(id)
     };
-    let theirs = phase(progress, "fetching", || remote::fetch(repo, target))?;
+    // the target branch, and the branches merged after it: a runtime's `--from`, a merger's
+    // branches matching `--merge-branches` (listed, then fetched with the target in one fetch)
+    let tips = phase(progress, "fetching", || {
+        let mut others: Vec<String> = match (&options.from, &options.merge_branches) {
+            (Some(from), _) => vec![from.clone()],
+            (None, Some(pattern)) => remote::matching_branches(repo, &target.remote, pattern)?,
+            (None, None) => Vec::new(),
+        };
+        others.retain(|b| *b != target.branch);
+        let mut wanted = vec![target.branch.clone()];
+        wanted.extend(others.iter().cloned());
+        let tips = remote::fetch_branches(repo, &target.remote, &wanted)?;
+        Ok::<_, SyncError>((others, tips))
+    })?;
+    let (others, tips) = tips;
+    if let Some(from) = options.from.as_ref().filter(|f| others.contains(f)) {
+        if !tips.contains_key(from) {
+            return Err(SyncError::NoBranch {
+                remote: target.remote.clone(),
+                branch: from.clone(),
+            });
+        }
+    }
+    let theirs = tips.get(&target.branch).copied();
     report.new_branch = theirs.is_none();
     let Some(ours) = ours else {
         // an unborn branch with nothing to commit
@@ -328,6 +393,31 @@ fn round(
             ))),
         };
     };
+    // one merge into the result so far: the merge commit (or the fast-forward), `None` on a
+    // real conflict (in `report.conflicts`)
+    let merge = |ours: git2::Oid,
+                 theirs: git2::Oid,
+                 branch: &str,
+                 keep_ours: bool,
+                 report: &mut SyncReport|
+     -> Result<Option<git2::Oid>, SyncError> {
+        let merged = phase(progress, "merging", || {
+            resolve::merge(repo, ours, theirs, branch, keep_ours, options, report)
+        })?;
+        match merged {
+            Some(id) if report.conflicts.is_empty() => {
+                if id != ours {
+                    report.merged = true;
+                    // a new merge commit (not a fast-forward to theirs)
+                    if id != theirs {
+                        report.commits.push(id.to_string());
+                    }
+                }
+                Ok(Some(id))
+            }
+            _ => Ok(None),
+        }
+    };
     let mut final_commit = ours;
     if let Some(theirs) = theirs {
         if head.is_none() {
@@ -336,21 +426,37 @@ fn round(
                 target.remote, target.branch, target.remote, target.branch
             )));
         }
-        let merged = phase(progress, "merging", || {
-            resolve::merge(repo, ours, theirs, options, report)
-        })?;
-        if !report.conflicts.is_empty() {
-            return Ok(Pushed::Nothing);
+        match merge(ours, theirs, &target.branch, false, report)? {
+            Some(id) => final_commit = id,
+            None => return Ok(Pushed::Nothing),
         }
-        if let Some(id) = merged {
-            if id != ours {
-                report.merged = true;
-                if repo.repo.find_commit(id)?.parent_count() > 1 {
-                    report.commits.push(id.to_string());
-                }
-            }
-            final_commit = id;
+    }
+    // then each other branch, in name order: a runtime keeps the main branch's version of a
+    // lesson added on both sides (as it keeps the remote's), a merger keeps its own (the main
+    // branch's), so that both directions of a criss-cross settle an add/add alike
+    let keep_ours = options.merge_branches.is_some();
+    for branch in &others {
+        let Some(&tip) = tips.get(branch) else {
+            continue;
+        };
+        let mut seen = BranchTip {
+            branch: branch.clone(),
+            commit: tip.to_string(),
+            fetched: 0,
+        };
+        if final_commit == tip || repo.repo.graph_descendant_of(final_commit, tip)? {
+            report.contained_branches.push(seen);
+            continue;
         }
+        // `fetched` counts the target branch's commits; each other branch's are its own
+        let fetched = report.fetched;
+        let merged = merge(final_commit, tip, branch, keep_ours, report)?;
+        seen.fetched = std::mem::replace(&mut report.fetched, fetched) - fetched;
+        match merged {
+            Some(id) => final_commit = id,
+            None => return Ok(Pushed::Nothing),
+        }
+        report.merged_branches.push(seen);
     }
     let head_id = head.as_ref().map(|c| c.id());
     let ahead = match theirs {
@@ -378,7 +484,7 @@ fn round(
     };
     if head_id != Some(final_commit) {
         phase(progress, "applying", || {
-            apply::apply(repo, branch, head_id, final_commit, options)
+            apply::apply(repo, branch, head_id, final_commit, ours, options)
         })?;
     }
     Ok(pushed)

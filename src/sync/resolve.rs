@@ -15,13 +15,17 @@ use crate::git::repo::BankRepo;
 /// A bank's files in a tree: path relative to the bank -> bytes.
 pub type Files = BTreeMap<String, Vec<u8>>;
 
-/// Merge the commit `theirs` into `ours`: the commit to move to (`ours` when `theirs` is in it
-/// already, `theirs` for a fast-forward, else a new merge commit), or `None` with the real
-/// conflicts in `report.conflicts`.
+/// Merge the commit `theirs` (the tip of the remote branch `branch`) into `ours`: the commit to
+/// move to (`ours` when `theirs` is in it already, `theirs` for a fast-forward, else a new
+/// merge commit), or `None` with the real conflicts in `report.conflicts`. A lesson added on
+/// both sides keeps theirs' version (ours' with `keep_ours`), the other admitted as its
+/// duplicate. The commits it brings are added to `report.fetched`.
 pub fn merge(
     repo: &BankRepo,
     ours: git2::Oid,
     theirs: git2::Oid,
+    branch: &str,
+    keep_ours: bool,
     options: &SyncOptions,
     report: &mut SyncReport,
 ) -> Result<Option<git2::Oid>, SyncError> {
@@ -32,14 +36,12 @@ pub fn merge(
     let base = match git.merge_base(ours, theirs) {
         Ok(b) => b,
         Err(e) if e.code() == git2::ErrorCode::NotFound => {
-            return Err(SyncError::Unrelated(format!(
-                "{}/{}",
-                report.remote, report.branch
-            )))
+            return Err(SyncError::Unrelated(format!("{}/{branch}", report.remote)))
         }
         Err(e) => return Err(e.into()),
     };
-    report.fetched = git.graph_ahead_behind(theirs, base)?.0;
+    let fetched = git.graph_ahead_behind(theirs, base)?.0;
+    report.fetched += fetched;
     let ours_tree = git.find_commit(ours)?.tree()?;
     let theirs_tree = git.find_commit(theirs)?.tree()?;
     if base == ours {
@@ -80,7 +82,11 @@ pub fn merge(
         for (all, path, result) in moved_and_changed(repo, &mut entries) {
             match result {
                 Ok(text) => resolved.push((all, path, text.into_bytes())),
-                Err(what) => conflicts.push(ConflictFile { path, what }),
+                Err(what) => conflicts.push(ConflictFile {
+                    path,
+                    what,
+                    branch: String::new(),
+                }),
             }
         }
         for (a, o, t) in entries {
@@ -109,6 +115,7 @@ pub fn merge(
                 conflicts.push(ConflictFile {
                     path: path.clone(),
                     what: what.to_string(),
+                    branch: String::new(),
                 })
             };
             let Some(rel) = rel.filter(|r| is_bank_file(r, &exclude)) else {
@@ -131,10 +138,12 @@ pub fn merge(
             } else if rel.ends_with(".md") {
                 match (&a, &o, &t) {
                     (None, Some(_), Some(_)) => {
-                        // add/add: the remote's version stays, ours goes through the gate
+                        // add/add: the remote's version stays (ours' with `keep_ours`), the
+                        // other goes through the gate
                         let slug = slug_of(&rel);
-                        add_add.insert(slug, (rel.clone(), ot.into_bytes()));
-                        resolved.push((all, path.clone(), tt.into_bytes()));
+                        let (kept, admitted) = if keep_ours { (ot, tt) } else { (tt, ot) };
+                        add_add.insert(slug, (rel.clone(), admitted.into_bytes()));
+                        resolved.push((all, path.clone(), kept.into_bytes()));
                     }
                     (Some(_), Some(_), Some(_)) => match crate::merge::lesson(&bt, &ot, &tt) {
                         Ok(text) => resolved.push((all, path.clone(), text.into_bytes())),
@@ -156,8 +165,8 @@ pub fn merge(
     }
     for (all, path, rel, added, bt, ot, tt) in ledgers {
         let slug = slug_of(&rel);
-        // an add/add: the remote's lines first, so its `created` event stays the first
-        let text = if added && add_add.contains_key(&slug) {
+        // an add/add: the kept version's lines first, so its `created` event stays the first
+        let text = if added && !keep_ours && add_add.contains_key(&slug) {
             crate::merge::ledger(&bt, &tt, &ot)
         } else {
             crate::merge::ledger(&bt, &ot, &tt)
@@ -165,7 +174,7 @@ pub fn merge(
         resolved.push((all, path, text.into_bytes()));
     }
     if !conflicts.is_empty() {
-        report.conflicts = conflicts;
+        report.conflicts = on_branch(conflicts, branch);
         return Ok(None);
     }
     for (all, path, bytes) in &resolved {
@@ -197,7 +206,8 @@ pub fn merge(
             let mut files = read_bank(repo, &merged_tree)?;
             let before = files.clone();
             for (slug, (rel, bytes)) in &add_add {
-                admit_duplicate(repo, &mut files, slug, rel, bytes, options)
+                let source = if keep_ours { branch } else { "local" };
+                admit_duplicate(repo, &mut files, slug, rel, bytes, source, options)
                     .map_err(|e| SyncError::Derive(format!("{}: {e}", repo.repo_path(rel))))?;
                 report.add_add.push(slug.clone());
             }
@@ -222,25 +232,32 @@ pub fn merge(
             marked.push(ConflictFile {
                 path: repo.repo_path(rel),
                 what: "holds a merge-conflict marker".into(),
+                branch: String::new(),
             });
         }
     }
     if !marked.is_empty() {
-        report.conflicts = marked;
+        report.conflicts = on_branch(marked, branch);
         return Ok(None);
     }
     let sig = signature(repo)?;
     let message = format!(
-        "merge {}/{}: {} commit{} from the remote\n",
+        "merge {}/{branch}: {fetched} commit{} from the remote\n",
         report.remote,
-        report.branch,
-        report.fetched,
-        if report.fetched == 1 { "" } else { "s" }
+        if fetched == 1 { "" } else { "s" }
     );
     let parents = [&git.find_commit(ours)?, &git.find_commit(theirs)?];
     Ok(Some(
         git.commit(None, &sig, &sig, &message, &tree, &parents)?,
     ))
+}
+
+/// The conflicts of the merge with `branch`, named so.
+fn on_branch(mut conflicts: Vec<ConflictFile>, branch: &str) -> Vec<ConflictFile> {
+    for c in &mut conflicts {
+        c.branch = branch.to_string();
+    }
+    conflicts
 }
 
 /// One side of a conflicted index entry: its path in the repository and its bytes.
@@ -759,9 +776,10 @@ fn derive_counts(
     }
 }
 
-/// An add/add of one slug: the remote's lesson (in `files` already) stays; the local version
-/// (`ours`) is admitted through the `lesson add` gate as its duplicate, as `lesson add` would
-/// have done on one machine: its evidence items appended, a `merged` event naming the source.
+/// An add/add of one slug: the kept lesson (in `files` already) stays; the other version
+/// (`ours`, named `<rel> (<source>)`) is admitted through the `lesson add` gate as its
+/// duplicate, as `lesson add` would have done on one machine: its evidence items appended, a
+/// `merged` event naming the source.
 /// The gate writes into a scratch copy of the two files below `.lesson/`, never into the bank.
 fn admit_duplicate(
     repo: &BankRepo,
@@ -769,6 +787,7 @@ fn admit_duplicate(
     slug: &str,
     rel: &str,
     ours: &[u8],
+    source: &str,
     options: &SyncOptions,
 ) -> Result<(), String> {
     use crate::curate::add::{prepare_all, Batch, Candidate, Intake};
@@ -790,7 +809,7 @@ fn admit_duplicate(
         }
     }
     let bank = bank_at(root, files, options.stamp.at);
-    let candidate = Candidate::from_markdown(format!("{rel} (local)"), ours.to_vec());
+    let candidate = Candidate::from_markdown(format!("{rel} ({source})"), ours.to_vec());
     let intake = Intake {
         origin: serde_json::Map::new(),
         run: None,
