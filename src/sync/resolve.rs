@@ -53,6 +53,23 @@ pub fn merge(
     let mut opts = git2::MergeOptions::new();
     opts.find_renames(true);
     let mut index = git.merge_trees(&base_tree, &ours_tree, &theirs_tree, Some(&opts))?;
+    // a ledger both sides changed that libgit2 merged by itself (as text, or by the
+    // `merge=union` attribute) takes the bank's rule instead: after criss-cross merges (a
+    // runtime's branch and the main branch merging each other) the base is one of several,
+    // and a line merge can keep a line both sides hold twice
+    for (rel, bytes) in ledgers_changed_on_both_sides(repo, &base_tree, &ours_tree, &theirs_tree)? {
+        let path = repo.repo_path(&rel);
+        // no entry at stage 0: a conflict, resolved below by the same rule
+        let Some(current) = index.get_path(Path::new(&path), 0) else {
+            continue;
+        };
+        if git.find_blob(current.id)?.content() != bytes.as_slice() {
+            let mut e = entry(&path, current.mode);
+            e.id = git.blob(&bytes)?;
+            e.file_size = bytes.len() as u32;
+            index.add(&e)?;
+        }
+    }
     let exclude = super::pending::exclude(repo);
     let mut conflicts = Vec::new();
     let mut add_add: BTreeMap<String, (String, Vec<u8>)> = BTreeMap::new();
@@ -455,6 +472,37 @@ fn changed_paths(
         .flat_map(|d| [d.old_file().path(), d.new_file().path()])
         .flatten()
         .map(|p| p.to_string_lossy().replace('\\', "/"))
+        .collect())
+}
+
+/// The ledgers (by their path relative to the bank) that both `ours` and `theirs` changed
+/// since `base`, each merged by the bank's rule ([`crate::merge::ledger`]: the union of the
+/// lines, a line on both sides kept once); one deleted on a side is left out.
+fn ledgers_changed_on_both_sides(
+    repo: &BankRepo,
+    base: &git2::Tree<'_>,
+    ours: &git2::Tree<'_>,
+    theirs: &git2::Tree<'_>,
+) -> Result<Files, SyncError> {
+    let theirs_changed = changed_paths(repo, base, theirs)?;
+    let both: BTreeSet<String> = changed_paths(repo, base, ours)?
+        .into_iter()
+        .filter(|p| crate::layout::is_ledger_path(p) && theirs_changed.contains(p))
+        .collect();
+    if both.is_empty() {
+        return Ok(Files::new());
+    }
+    let (o, t) = (
+        read_paths(repo, ours, &both)?,
+        read_paths(repo, theirs, &both)?,
+    );
+    Ok(both
+        .iter()
+        .filter_map(|rel| {
+            let o = std::str::from_utf8(o.get(rel)?).ok()?;
+            let t = std::str::from_utf8(t.get(rel)?).ok()?;
+            Some((rel.clone(), crate::merge::ledger("", o, t).into_bytes()))
+        })
         .collect())
 }
 

@@ -728,6 +728,29 @@ fn success_count(files: &BTreeMap<String, Vec<u8>>, slug: &str) -> usize {
         .unwrap_or_else(|| panic!("no success_count in {slug}: {text}"))
 }
 
+/// No ledger holds a line twice and no lesson an evidence item (`ref`) twice: what criss-cross
+/// merges would double if a merge took a text merge's word for it.
+fn assert_no_duplicates(files: &BTreeMap<String, Vec<u8>>) {
+    for (path, bytes) in files {
+        let text = String::from_utf8_lossy(bytes);
+        let lines: Vec<&str> = if path.starts_with("_log/") {
+            text.lines().collect()
+        } else if path.ends_with(".md") && path != "_index.md" {
+            text.lines()
+                .filter(|l| l.trim_start().starts_with("ref: "))
+                .collect()
+        } else {
+            continue;
+        };
+        let distinct: std::collections::BTreeSet<&str> = lines.iter().copied().collect();
+        assert_eq!(
+            distinct.len(),
+            lines.len(),
+            "{path} repeats a line:\n{text}"
+        );
+    }
+}
+
 /// Every runtime on its own branch, a fourth clone merging them: the trees converge, each
 /// distinct run counts once, also over criss-cross merges (a runtime receiving a main branch
 /// that does not hold its newest commit while the merger merges that commit), and again in a
@@ -908,6 +931,7 @@ fn runtimes_on_their_own_branches_converge_through_merge_branches() {
         for dir in c.iter().chain([&merger]) {
             assert_clean(&net, dir);
         }
+        assert_no_duplicates(&first);
         for (slug, distinct) in &runs {
             assert_eq!(success_count(&first, slug), distinct.len(), "{slug}");
         }
@@ -924,6 +948,66 @@ fn runtimes_on_their_own_branches_converge_through_merge_branches() {
             assert_eq!(tip, main, "lesson/{name}");
         }
     }
+}
+
+/// One lesson added on two runtimes, and a criss-cross: the merger admits one runtime's
+/// version into the main branch while that runtime admits the main branch's into its own
+/// branch. Both keep the main branch's version and admit the other alike, so the next merge
+/// is clean and the lesson holds each evidence item once.
+#[test]
+fn a_lesson_added_on_two_runtimes_settles_alike_in_a_criss_cross() {
+    let (net, c) = three();
+    let merger = net.clone("merger");
+    net.add(
+        &c[0],
+        "same-slug",
+        "Two runtimes learn the same thing at once.",
+        "same-0",
+    );
+    net.add(
+        &c[2],
+        "same-slug",
+        "Two runtimes learn the same thing at the same time.",
+        "same-2",
+    );
+    runtime_sync(&net, &c[0]);
+    runtime_sync(&net, &c[2]);
+    net.lesson_ok(&merger, &["sync", "--merge-branches", "lesson/r0"]);
+    net.git_ok(&net.remote(), &["update-ref", "refs/heads/snap", "main"]);
+    let merged = net.lesson_ok(&merger, &["sync", "--merge-branches"]);
+    assert!(
+        merged
+            .stdout
+            .contains("`same-slug` was added on both sides"),
+        "{merged}"
+    );
+    // r2 receives the main branch as it was before the merger took its branch in
+    let received = net.lesson_ok(&c[2], &["sync", "--branch", "lesson/r2", "--from", "snap"]);
+    assert!(
+        received
+            .stdout
+            .contains("`same-slug` was added on both sides"),
+        "{received}"
+    );
+    let main = net.git_ok(&net.remote(), &["show", "main:same-slug.md"]);
+    let r2 = net.git_ok(&net.remote(), &["show", "lesson/r2:same-slug.md"]);
+    assert_eq!(main, r2, "the two admissions differ");
+    net.lesson_ok(&merger, &["sync", "--merge-branches"]);
+    for dir in &c {
+        runtime_sync(&net, dir);
+    }
+    let files = tree(&merger);
+    for dir in &c {
+        assert_eq!(tree(dir), files, "{}", dir.display());
+        assert_clean(&net, dir);
+    }
+    assert_no_duplicates(&files);
+    let text = String::from_utf8_lossy(&files["same-slug.md"]).into_owned();
+    assert!(
+        text.contains("Two runtimes learn the same thing at once."),
+        "{text}"
+    );
+    assert!(text.contains("ref: same-2"), "{text}");
 }
 
 /// Two runtime branches rewrite one lesson's body: the merger stops, names the branch and the
