@@ -53,24 +53,13 @@ pub fn merge(
     let mut opts = git2::MergeOptions::new();
     opts.find_renames(true);
     let mut index = git.merge_trees(&base_tree, &ours_tree, &theirs_tree, Some(&opts))?;
-    // a ledger both sides changed that libgit2 merged by itself (as text, or by the
-    // `merge=union` attribute) takes the bank's rule instead: after criss-cross merges (a
-    // runtime's branch and the main branch merging each other) the base is one of several,
-    // and a line merge can keep a line both sides hold twice
-    for (rel, bytes) in ledgers_changed_on_both_sides(repo, &base_tree, &ours_tree, &theirs_tree)? {
-        let path = repo.repo_path(&rel);
-        // no entry at stage 0: a conflict, resolved below by the same rule
-        let Some(current) = index.get_path(Path::new(&path), 0) else {
-            continue;
-        };
-        if git.find_blob(current.id)?.content() != bytes.as_slice() {
-            let mut e = entry(&path, current.mode);
-            e.id = git.blob(&bytes)?;
-            e.file_size = bytes.len() as u32;
-            index.add(&e)?;
-        }
-    }
     let exclude = super::pending::exclude(repo);
+    remerge_clean(
+        repo,
+        &mut index,
+        [&base_tree, &ours_tree, &theirs_tree],
+        &exclude,
+    )?;
     let mut conflicts = Vec::new();
     let mut add_add: BTreeMap<String, (String, Vec<u8>)> = BTreeMap::new();
     let mut resolved: Vec<(Vec<PathBuf>, String, Vec<u8>)> = Vec::new();
@@ -475,35 +464,67 @@ fn changed_paths(
         .collect())
 }
 
-/// The ledgers (by their path relative to the bank) that both `ours` and `theirs` changed
-/// since `base`, each merged by the bank's rule ([`crate::merge::ledger`]: the union of the
-/// lines, a line on both sides kept once); one deleted on a side is left out.
-fn ledgers_changed_on_both_sides(
+/// The ledgers and lessons both sides changed since the base that libgit2 merged by itself
+/// (as text, or by the `merge=union` attribute), merged again by the bank's rules
+/// ([`crate::merge::ledger`], [`crate::merge::lesson`]) in `index`. After criss-cross merges (a
+/// runtime's branch and the main branch merging each other) the base is one of several and
+/// the two sides hold the same items in different orders: a line merge keeps a ledger line or
+/// an evidence item twice where the bank's rules, which take both as sets, keep it once. A
+/// lesson the bank's rule finds in conflict keeps libgit2's clean merge.
+fn remerge_clean(
     repo: &BankRepo,
-    base: &git2::Tree<'_>,
-    ours: &git2::Tree<'_>,
-    theirs: &git2::Tree<'_>,
-) -> Result<Files, SyncError> {
+    index: &mut git2::Index,
+    [base, ours, theirs]: [&git2::Tree<'_>; 3],
+    exclude: &GlobSet,
+) -> Result<(), SyncError> {
+    let git = &repo.repo;
     let theirs_changed = changed_paths(repo, base, theirs)?;
     let both: BTreeSet<String> = changed_paths(repo, base, ours)?
         .into_iter()
-        .filter(|p| crate::layout::is_ledger_path(p) && theirs_changed.contains(p))
+        .filter(|p| {
+            theirs_changed.contains(p)
+                && (crate::layout::is_ledger_path(p)
+                    || crate::walk::is_lesson_path(p, exclude)
+                    || (p.starts_with("_archive/") && p.ends_with(".md")))
+        })
+        // no entry at stage 0: a conflict, resolved by the same rules after
+        .filter(|p| index.get_path(Path::new(&repo.repo_path(p)), 0).is_some())
         .collect();
     if both.is_empty() {
-        return Ok(Files::new());
+        return Ok(());
     }
-    let (o, t) = (
-        read_paths(repo, ours, &both)?,
-        read_paths(repo, theirs, &both)?,
-    );
-    Ok(both
-        .iter()
-        .filter_map(|rel| {
-            let o = std::str::from_utf8(o.get(rel)?).ok()?;
-            let t = std::str::from_utf8(t.get(rel)?).ok()?;
-            Some((rel.clone(), crate::merge::ledger("", o, t).into_bytes()))
-        })
-        .collect())
+    let [b, o, t] = [base, ours, theirs].map(|tree| read_paths(repo, tree, &both));
+    let (b, o, t) = (b?, o?, t?);
+    let text = |files: &Files, rel: &String| {
+        files
+            .get(rel)
+            .and_then(|bytes| String::from_utf8(bytes.clone()).ok())
+    };
+    for rel in &both {
+        let (Some(ot), Some(tt)) = (text(&o, rel), text(&t, rel)) else {
+            continue;
+        };
+        let merged = if crate::layout::is_ledger_path(rel) {
+            crate::merge::ledger("", &ot, &tt)
+        } else {
+            let Some(Ok(merged)) = text(&b, rel).map(|bt| crate::merge::lesson(&bt, &ot, &tt))
+            else {
+                continue;
+            };
+            merged
+        };
+        let path = repo.repo_path(rel);
+        let Some(current) = index.get_path(Path::new(&path), 0) else {
+            continue;
+        };
+        if git.find_blob(current.id)?.content() != merged.as_bytes() {
+            let mut e = entry(&path, current.mode);
+            e.id = git.blob(merged.as_bytes())?;
+            e.file_size = merged.len() as u32;
+            index.add(&e)?;
+        }
+    }
+    Ok(())
 }
 
 /// [`derive`] reading only what the merge changed: the files that differ between `ours` and

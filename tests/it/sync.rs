@@ -1010,6 +1010,32 @@ fn a_lesson_added_on_two_runtimes_settles_alike_in_a_criss_cross() {
     assert!(text.contains("ref: same-2"), "{text}");
 }
 
+/// A criss-cross where no count line tells the sides apart: the merger merges r0's and then
+/// r1's record on one lesson into the main branch while r1, with nothing new, receives the
+/// main branch holding only r0's. Both sides hold the same evidence items in different orders
+/// and the same counts; a line merge from either base keeps r1's item twice, the bank's rule
+/// once.
+#[test]
+fn a_criss_cross_of_the_same_records_in_two_orders_keeps_each_item_once() {
+    let (net, c) = three();
+    let merger = net.clone("merger");
+    net.record(&c[0], "shared-lesson", "x-run");
+    runtime_sync(&net, &c[0]);
+    net.record(&c[1], "shared-lesson", "y-run");
+    runtime_sync(&net, &c[1]);
+    net.lesson_ok(&merger, &["sync", "--merge-branches", "lesson/r0"]);
+    net.git_ok(&net.remote(), &["update-ref", "refs/heads/snap", "main"]);
+    net.lesson_ok(&merger, &["sync", "--merge-branches"]);
+    net.lesson_ok(&c[1], &["sync", "--branch", "lesson/r1", "--from", "snap"]);
+    let bases = net.git_ok(&net.remote(), &["merge-base", "--all", "main", "lesson/r1"]);
+    assert_eq!(bases.lines().count(), 2, "not a criss-cross: {bases}");
+    net.lesson_ok(&merger, &["sync", "--merge-branches"]);
+    let files = tree(&merger);
+    assert_no_duplicates(&files);
+    assert_eq!(success_count(&files, "shared-lesson"), 2);
+    assert_clean(&net, &merger);
+}
+
 /// Two runtime branches rewrite one lesson's body: the merger stops, names the branch and the
 /// file, and changes nothing (HEAD, index, working tree, the remote's main branch).
 #[test]
