@@ -24,6 +24,32 @@
 //!    merges of one side each.
 //! 5. **apply** (`apply.rs`), under the bank's lock: working-tree files, then the index, then
 //!    HEAD (see the order and why in `apply`).
+//!
+//! **A fleet: one branch per runtime.** One branch takes one push at a time, so a large fleet
+//! gives each runtime a branch only it writes and merges those branches into the main one:
+//!
+//! - A runtime (`--branch lesson/RUNTIME --from main`, [`SyncOptions::from`]): step 2 fetches
+//!   its own branch and the main branch in one `git fetch`; step 3 merges ours with its own
+//!   branch (normally contained already), then with the main branch; step 4 pushes to its own
+//!   branch, a fast-forward since nobody else writes there (a rejection still goes round the
+//!   same retry loop).
+//! - A merger (`--merge-branches [PATTERN]`, [`SyncOptions::merge_branches`]): step 2 lists
+//!   the remote's branches matching the glob (`git ls-remote --heads`) and fetches them with
+//!   the target branch in one `git fetch`; step 3 merges the target branch as a sync does,
+//!   then each matching branch the result does not contain yet, in name order, each merge on
+//!   top of the one before; step 4 pushes the target branch. A real conflict in any one branch
+//!   stops the round with nothing changed, the conflicts naming that branch
+//!   ([`ConflictFile::branch`]).
+//!
+//! Runtimes and the merger merge each other's commits back and forth, so merges are
+//! criss-cross: two merge bases, of which libgit2 takes one, and the sides hold the same
+//! ledger lines and evidence items in different orders. No outcome is counted twice: ledgers
+//! merge as a union of lines (a line on both sides kept once), also those libgit2 merged by
+//! itself, lessons both sides changed merge by [`crate::merge::lesson`], which takes evidence
+//! as a set, and counts are re-derived from the ledgers' distinct outcomes. A lesson added on
+//! both sides keeps the main branch's version in both directions (a runtime keeps the branch
+//! it receives, a merger its own), so a runtime and the merger admitting the same duplicate
+//! at once write the same lesson.
 
 mod apply;
 mod pending;
@@ -111,7 +137,8 @@ pub struct SyncReport {
     pub message: Option<String>,
     /// The bank files committed from the working tree (paths relative to the work tree).
     pub files: Vec<String>,
-    /// How many commits the fetch brought that were not in the local branch.
+    /// How many commits of the remote branch (`branch`) the fetch brought that were not in the
+    /// local branch (those of the other branches merged: [`BranchTip::fetched`]).
     pub fetched: usize,
     /// Whether a merge (or a fast-forward) took the remote's commits in.
     pub merged: bool,
@@ -238,8 +265,8 @@ pub fn sync(bank: &Path, options: &SyncOptions) -> Result<SyncReport, SyncError>
     sync_with(bank, options, &crate::progress::Silent)
 }
 
-/// [`sync`], telling `progress` its phases (`committing`, `fetching`, `merging`, `pushing`,
-/// `applying`; again for each round after a rejected push).
+/// [`sync`], telling `progress` its phases (`committing`, `fetching`, `merging` (once per
+/// branch merged), `pushing`, `applying`; again for each round after a rejected push).
 pub fn sync_with(
     bank: &Path,
     options: &SyncOptions,

@@ -1,5 +1,6 @@
-//! The merge, in memory: libgit2 merges the trees; each conflicted bank path is resolved by the
-//! bank's rules ([`crate::merge`]); an add/add of one slug goes through the `lesson add` gate;
+//! The merge, in memory: libgit2 merges the trees; each conflicted bank path, and each ledger
+//! or lesson both sides changed that libgit2 merged by itself, is merged by the bank's rules
+//! ([`crate::merge`]); an add/add of one slug goes through the `lesson add` gate;
 //! counts and `_index.md` are re-derived. Nothing outside the object database is written, so a
 //! real conflict leaves the repository exactly as it was.
 
