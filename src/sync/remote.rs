@@ -292,7 +292,6 @@ mod tests {
 
     #[test]
     fn backoff_grows_to_its_cap_and_is_bounded() {
-        use std::collections::BTreeMap;
         use std::time::Duration;
         let b = super::super::BACKOFF;
         let ms = Duration::from_millis;
