@@ -44,9 +44,10 @@
 //! Runtimes and the merger merge each other's commits back and forth, so merges are
 //! criss-cross: two merge bases, of which libgit2 takes one, and the sides hold the same
 //! ledger lines and evidence items in different orders. No outcome is counted twice: ledgers
-//! merge as a union of lines (a line on both sides kept once), also those libgit2 merged by
-//! itself, lessons both sides changed merge by [`crate::merge::lesson`], which takes evidence
-//! as a set, and counts are re-derived from the ledgers' distinct outcomes. A lesson added on
+//! merge as a union of lines (a line on both sides kept once) and lessons by
+//! [`crate::merge::lesson`], which takes evidence as a set, also where libgit2's line merge
+//! was clean (in a merge with several bases only: with one, a single-branch sync's merge is as
+//! before), and counts are re-derived from the ledgers' distinct outcomes. A lesson added on
 //! both sides keeps the main branch's version in both directions (a runtime keeps the branch
 //! it receives, a merger its own), so a runtime and the merger admitting the same duplicate
 //! at once write the same lesson.

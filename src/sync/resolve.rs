@@ -1,6 +1,6 @@
-//! The merge, in memory: libgit2 merges the trees; each conflicted bank path, and each ledger
-//! or lesson both sides changed that libgit2 merged by itself, is merged by the bank's rules
-//! ([`crate::merge`]); an add/add of one slug goes through the `lesson add` gate;
+//! The merge, in memory: libgit2 merges the trees; each conflicted bank path, and in a
+//! criss-cross each ledger or lesson both sides changed that libgit2 merged by itself, is
+//! merged by the bank's rules ([`crate::merge`]); an add/add of one slug goes through the `lesson add` gate;
 //! counts and `_index.md` are re-derived. Nothing outside the object database is written, so a
 //! real conflict leaves the repository exactly as it was.
 
@@ -55,12 +55,16 @@ pub fn merge(
     opts.find_renames(true);
     let mut index = git.merge_trees(&base_tree, &ours_tree, &theirs_tree, Some(&opts))?;
     let exclude = super::pending::exclude(repo);
-    remerge_clean(
-        repo,
-        &mut index,
-        [&base_tree, &ours_tree, &theirs_tree],
-        &exclude,
-    )?;
+    // a criss-cross (runtimes' branches and the main branch merging each other): libgit2's
+    // clean merges of bank files are not taken on trust
+    if git.merge_bases(ours, theirs)?.len() > 1 {
+        remerge_clean(
+            repo,
+            &mut index,
+            [&base_tree, &ours_tree, &theirs_tree],
+            &exclude,
+        )?;
+    }
     let mut conflicts = Vec::new();
     let mut add_add: BTreeMap<String, (String, Vec<u8>)> = BTreeMap::new();
     let mut resolved: Vec<(Vec<PathBuf>, String, Vec<u8>)> = Vec::new();
@@ -467,11 +471,12 @@ fn changed_paths(
 
 /// The ledgers and lessons both sides changed since the base that libgit2 merged by itself
 /// (as text, or by the `merge=union` attribute), merged again by the bank's rules
-/// ([`crate::merge::ledger`], [`crate::merge::lesson`]) in `index`. After criss-cross merges (a
+/// ([`crate::merge::ledger`], [`crate::merge::lesson`]) in `index`. In a criss-cross merge (a
 /// runtime's branch and the main branch merging each other) the base is one of several and
 /// the two sides hold the same items in different orders: a line merge keeps a ledger line or
 /// an evidence item twice where the bank's rules, which take both as sets, keep it once. A
-/// lesson the bank's rule finds in conflict keeps libgit2's clean merge.
+/// lesson the bank's rule finds in conflict keeps libgit2's clean merge. (With one merge base
+/// an item reaches both sides only as the same change, which a line merge keeps once.)
 fn remerge_clean(
     repo: &BankRepo,
     index: &mut git2::Index,

@@ -152,6 +152,17 @@ fn candidate(slug: &str, trigger: &str, evidence: &str) -> String {
     .to_string()
 }
 
+/// The lesson `slug` added on two runtimes (an add/add), with near-identical triggers.
+fn add_on_both(net: &Net, dirs: [&Path; 2], slug: &str, evidence: [&str; 2]) {
+    let triggers = [
+        "Two runtimes learn the same thing at once.",
+        "Two runtimes learn the same thing at the same time.",
+    ];
+    for ((dir, trigger), evidence) in dirs.into_iter().zip(triggers).zip(evidence) {
+        net.add(dir, slug, trigger, evidence);
+    }
+}
+
 /// Every file of a work tree but `.git/` and `.lesson/`, with its bytes.
 fn tree(dir: &Path) -> BTreeMap<String, Vec<u8>> {
     let mut out = BTreeMap::new();
@@ -242,18 +253,7 @@ fn three_runtimes_converge_and_count_each_outcome_once() {
     for dir in &c {
         net.lesson_ok(dir, &["sync"]);
     }
-    net.add(
-        &c[0],
-        "same-slug",
-        "Two runtimes learn the same thing at once.",
-        "same-0",
-    );
-    net.add(
-        &c[1],
-        "same-slug",
-        "Two runtimes learn the same thing at the same time.",
-        "same-1",
-    );
+    add_on_both(&net, [&c[0], &c[1]], "same-slug", ["same-0", "same-1"]);
     net.add(
         &c[2],
         "near-twin-a",
@@ -958,18 +958,7 @@ fn runtimes_on_their_own_branches_converge_through_merge_branches() {
 fn a_lesson_added_on_two_runtimes_settles_alike_in_a_criss_cross() {
     let (net, c) = three();
     let merger = net.clone("merger");
-    net.add(
-        &c[0],
-        "same-slug",
-        "Two runtimes learn the same thing at once.",
-        "same-0",
-    );
-    net.add(
-        &c[2],
-        "same-slug",
-        "Two runtimes learn the same thing at the same time.",
-        "same-2",
-    );
+    add_on_both(&net, [&c[0], &c[2]], "same-slug", ["same-0", "same-2"]);
     runtime_sync(&net, &c[0]);
     runtime_sync(&net, &c[2]);
     net.lesson_ok(&merger, &["sync", "--merge-branches", "lesson/r0"]);
