@@ -1156,4 +1156,13 @@ fn merge_branches_reports_each_branch() {
     insta::assert_snapshot!(redact_hashes(&format!(
         "--- dry run\n{dry}--- merge\n{text}--- again\n{again}--- json\n{json}"
     )));
+    // a branch to receive that the remote lacks, a pattern that is no glob: exit 2
+    let run = net.lesson(&merger, &["sync", "--branch", "lesson/m", "--from", "mian"]);
+    assert_eq!(run.code, 2, "{run}");
+    assert!(run.stderr.contains("origin has no branch `mian`"), "{run}");
+    let run = net.lesson(&merger, &["sync", "--merge-branches", "lesson/[a"]);
+    assert_eq!(run.code, 2, "{run}");
+    assert!(run.stderr.contains("--merge-branches `lesson/[a`"), "{run}");
+    let run = net.lesson(&merger, &["sync", "--merge-branches", "--from", "main"]);
+    assert_eq!(run.code, 2, "{run}");
 }
