@@ -30,8 +30,7 @@ pub struct SyncArgs {
         long,
         value_name = "PATTERN",
         num_args = 0..=1,
-        default_missing_value = "lesson/*",
-        require_equals = false
+        default_missing_value = "lesson/*"
     )]
     merge_branches: Option<String>,
     /// The message of the commit of pending bank files (default: what changed, as
@@ -155,9 +154,9 @@ fn print_text(r: &SyncReport) {
         );
     }
     let (kept, other) = if r.pattern.is_some() {
-        ("the branch's version stays", "the merged branch's")
+        (format!("the version on {at} stays"), "the merged branch's")
     } else {
-        ("the remote's version stays", "the local one")
+        ("the remote's version stays".to_string(), "the local one")
     };
     for slug in &r.add_add {
         status!("`{slug}` was added on both sides: {kept}, {other} was admitted as its duplicate");

@@ -838,7 +838,7 @@ fn runtimes_on_their_own_branches_converge_through_merge_branches() {
         assert!(report.stdout.contains("merge origin lesson/r1"), "{report}");
         assert!(
             report.stdout.contains(&format!(
-                "`{same}` was added on both sides: the branch's version stays"
+                "`{same}` was added on both sides: the version on origin main stays"
             )),
             "{report}"
         );
