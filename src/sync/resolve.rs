@@ -1,5 +1,6 @@
-//! The merge, in memory: libgit2 merges the trees; each conflicted bank path is resolved by the
-//! bank's rules ([`crate::merge`]); an add/add of one slug goes through the `lesson add` gate;
+//! The merge, in memory: libgit2 merges the trees; each conflicted bank path, and in a
+//! criss-cross each ledger or lesson both sides changed that libgit2 merged by itself, is
+//! merged by the bank's rules ([`crate::merge`]); an add/add of one slug goes through the `lesson add` gate;
 //! counts and `_index.md` are re-derived. Nothing outside the object database is written, so a
 //! real conflict leaves the repository exactly as it was.
 
@@ -15,13 +16,17 @@ use crate::git::repo::BankRepo;
 /// A bank's files in a tree: path relative to the bank -> bytes.
 pub type Files = BTreeMap<String, Vec<u8>>;
 
-/// Merge the commit `theirs` into `ours`: the commit to move to (`ours` when `theirs` is in it
-/// already, `theirs` for a fast-forward, else a new merge commit), or `None` with the real
-/// conflicts in `report.conflicts`.
+/// Merge the commit `theirs` (the tip of the remote branch `branch`) into `ours`: the commit to
+/// move to (`ours` when `theirs` is in it already, `theirs` for a fast-forward, else a new
+/// merge commit), or `None` with the real conflicts in `report.conflicts`. A lesson added on
+/// both sides keeps theirs' version (ours' with `keep_ours`), the other admitted as its
+/// duplicate. The commits it brings are added to `report.fetched`.
 pub fn merge(
     repo: &BankRepo,
     ours: git2::Oid,
     theirs: git2::Oid,
+    branch: &str,
+    keep_ours: bool,
     options: &SyncOptions,
     report: &mut SyncReport,
 ) -> Result<Option<git2::Oid>, SyncError> {
@@ -32,14 +37,12 @@ pub fn merge(
     let base = match git.merge_base(ours, theirs) {
         Ok(b) => b,
         Err(e) if e.code() == git2::ErrorCode::NotFound => {
-            return Err(SyncError::Unrelated(format!(
-                "{}/{}",
-                report.remote, report.branch
-            )))
+            return Err(SyncError::Unrelated(format!("{}/{branch}", report.remote)))
         }
         Err(e) => return Err(e.into()),
     };
-    report.fetched = git.graph_ahead_behind(theirs, base)?.0;
+    let fetched = git.graph_ahead_behind(theirs, base)?.0;
+    report.fetched += fetched;
     let ours_tree = git.find_commit(ours)?.tree()?;
     let theirs_tree = git.find_commit(theirs)?.tree()?;
     if base == ours {
@@ -52,6 +55,16 @@ pub fn merge(
     opts.find_renames(true);
     let mut index = git.merge_trees(&base_tree, &ours_tree, &theirs_tree, Some(&opts))?;
     let exclude = super::pending::exclude(repo);
+    // a criss-cross (runtimes' branches and the main branch merging each other): libgit2's
+    // clean merges of bank files are not taken on trust
+    if git.merge_bases(ours, theirs)?.len() > 1 {
+        remerge_clean(
+            repo,
+            &mut index,
+            [&base_tree, &ours_tree, &theirs_tree],
+            &exclude,
+        )?;
+    }
     let mut conflicts = Vec::new();
     let mut add_add: BTreeMap<String, (String, Vec<u8>)> = BTreeMap::new();
     let mut resolved: Vec<(Vec<PathBuf>, String, Vec<u8>)> = Vec::new();
@@ -80,7 +93,11 @@ pub fn merge(
         for (all, path, result) in moved_and_changed(repo, &mut entries) {
             match result {
                 Ok(text) => resolved.push((all, path, text.into_bytes())),
-                Err(what) => conflicts.push(ConflictFile { path, what }),
+                Err(what) => conflicts.push(ConflictFile {
+                    path,
+                    what,
+                    branch: String::new(),
+                }),
             }
         }
         for (a, o, t) in entries {
@@ -109,6 +126,7 @@ pub fn merge(
                 conflicts.push(ConflictFile {
                     path: path.clone(),
                     what: what.to_string(),
+                    branch: String::new(),
                 })
             };
             let Some(rel) = rel.filter(|r| is_bank_file(r, &exclude)) else {
@@ -131,10 +149,12 @@ pub fn merge(
             } else if rel.ends_with(".md") {
                 match (&a, &o, &t) {
                     (None, Some(_), Some(_)) => {
-                        // add/add: the remote's version stays, ours goes through the gate
+                        // add/add: the remote's version stays (ours' with `keep_ours`), the
+                        // other goes through the gate
                         let slug = slug_of(&rel);
-                        add_add.insert(slug, (rel.clone(), ot.into_bytes()));
-                        resolved.push((all, path.clone(), tt.into_bytes()));
+                        let (kept, admitted) = if keep_ours { (ot, tt) } else { (tt, ot) };
+                        add_add.insert(slug, (rel.clone(), admitted.into_bytes()));
+                        resolved.push((all, path.clone(), kept.into_bytes()));
                     }
                     (Some(_), Some(_), Some(_)) => match crate::merge::lesson(&bt, &ot, &tt) {
                         Ok(text) => resolved.push((all, path.clone(), text.into_bytes())),
@@ -156,8 +176,8 @@ pub fn merge(
     }
     for (all, path, rel, added, bt, ot, tt) in ledgers {
         let slug = slug_of(&rel);
-        // an add/add: the remote's lines first, so its `created` event stays the first
-        let text = if added && add_add.contains_key(&slug) {
+        // an add/add: the kept version's lines first, so its `created` event stays the first
+        let text = if added && !keep_ours && add_add.contains_key(&slug) {
             crate::merge::ledger(&bt, &tt, &ot)
         } else {
             crate::merge::ledger(&bt, &ot, &tt)
@@ -165,7 +185,7 @@ pub fn merge(
         resolved.push((all, path, text.into_bytes()));
     }
     if !conflicts.is_empty() {
-        report.conflicts = conflicts;
+        report.conflicts = on_branch(conflicts, branch);
         return Ok(None);
     }
     for (all, path, bytes) in &resolved {
@@ -197,7 +217,8 @@ pub fn merge(
             let mut files = read_bank(repo, &merged_tree)?;
             let before = files.clone();
             for (slug, (rel, bytes)) in &add_add {
-                admit_duplicate(repo, &mut files, slug, rel, bytes, options)
+                let source = if keep_ours { branch } else { "local" };
+                admit_duplicate(repo, &mut files, slug, rel, bytes, source, options)
                     .map_err(|e| SyncError::Derive(format!("{}: {e}", repo.repo_path(rel))))?;
                 report.add_add.push(slug.clone());
             }
@@ -222,25 +243,32 @@ pub fn merge(
             marked.push(ConflictFile {
                 path: repo.repo_path(rel),
                 what: "holds a merge-conflict marker".into(),
+                branch: String::new(),
             });
         }
     }
     if !marked.is_empty() {
-        report.conflicts = marked;
+        report.conflicts = on_branch(marked, branch);
         return Ok(None);
     }
     let sig = signature(repo)?;
     let message = format!(
-        "merge {}/{}: {} commit{} from the remote\n",
+        "merge {}/{branch}: {fetched} commit{} from the remote\n",
         report.remote,
-        report.branch,
-        report.fetched,
-        if report.fetched == 1 { "" } else { "s" }
+        if fetched == 1 { "" } else { "s" }
     );
     let parents = [&git.find_commit(ours)?, &git.find_commit(theirs)?];
     Ok(Some(
         git.commit(None, &sig, &sig, &message, &tree, &parents)?,
     ))
+}
+
+/// The conflicts of the merge with `branch`, named so.
+fn on_branch(mut conflicts: Vec<ConflictFile>, branch: &str) -> Vec<ConflictFile> {
+    for c in &mut conflicts {
+        c.branch = branch.to_string();
+    }
+    conflicts
 }
 
 /// One side of a conflicted index entry: its path in the repository and its bytes.
@@ -439,6 +467,70 @@ fn changed_paths(
         .flatten()
         .map(|p| p.to_string_lossy().replace('\\', "/"))
         .collect())
+}
+
+/// The ledgers and lessons both sides changed since the base that libgit2 merged by itself
+/// (as text, or by the `merge=union` attribute), merged again by the bank's rules
+/// ([`crate::merge::ledger`], [`crate::merge::lesson`]) in `index`. In a criss-cross merge (a
+/// runtime's branch and the main branch merging each other) the base is one of several and
+/// the two sides hold the same items in different orders: a line merge keeps a ledger line or
+/// an evidence item twice where the bank's rules, which take both as sets, keep it once. A
+/// lesson the bank's rule finds in conflict keeps libgit2's clean merge. (With one merge base
+/// an item reaches both sides only as the same change, which a line merge keeps once.)
+fn remerge_clean(
+    repo: &BankRepo,
+    index: &mut git2::Index,
+    [base, ours, theirs]: [&git2::Tree<'_>; 3],
+    exclude: &GlobSet,
+) -> Result<(), SyncError> {
+    let git = &repo.repo;
+    let theirs_changed = changed_paths(repo, base, theirs)?;
+    let both: BTreeSet<String> = changed_paths(repo, base, ours)?
+        .into_iter()
+        .filter(|p| {
+            theirs_changed.contains(p)
+                && (crate::layout::is_ledger_path(p)
+                    || crate::walk::is_lesson_path(p, exclude)
+                    || (p.starts_with("_archive/") && p.ends_with(".md")))
+        })
+        // no entry at stage 0: a conflict, resolved by the same rules after
+        .filter(|p| index.get_path(Path::new(&repo.repo_path(p)), 0).is_some())
+        .collect();
+    if both.is_empty() {
+        return Ok(());
+    }
+    let [b, o, t] = [base, ours, theirs].map(|tree| read_paths(repo, tree, &both));
+    let (b, o, t) = (b?, o?, t?);
+    let text = |files: &Files, rel: &String| {
+        files
+            .get(rel)
+            .and_then(|bytes| String::from_utf8(bytes.clone()).ok())
+    };
+    for rel in &both {
+        let (Some(ot), Some(tt)) = (text(&o, rel), text(&t, rel)) else {
+            continue;
+        };
+        let merged = if crate::layout::is_ledger_path(rel) {
+            crate::merge::ledger("", &ot, &tt)
+        } else {
+            let Some(Ok(merged)) = text(&b, rel).map(|bt| crate::merge::lesson(&bt, &ot, &tt))
+            else {
+                continue;
+            };
+            merged
+        };
+        let path = repo.repo_path(rel);
+        let Some(current) = index.get_path(Path::new(&path), 0) else {
+            continue;
+        };
+        if git.find_blob(current.id)?.content() != merged.as_bytes() {
+            let mut e = entry(&path, current.mode);
+            e.id = git.blob(merged.as_bytes())?;
+            e.file_size = merged.len() as u32;
+            index.add(&e)?;
+        }
+    }
+    Ok(())
 }
 
 /// [`derive`] reading only what the merge changed: the files that differ between `ours` and
@@ -759,9 +851,10 @@ fn derive_counts(
     }
 }
 
-/// An add/add of one slug: the remote's lesson (in `files` already) stays; the local version
-/// (`ours`) is admitted through the `lesson add` gate as its duplicate, as `lesson add` would
-/// have done on one machine: its evidence items appended, a `merged` event naming the source.
+/// An add/add of one slug: the kept lesson (in `files` already) stays; the other version
+/// (`ours`, named `<rel> (<source>)`) is admitted through the `lesson add` gate as its
+/// duplicate, as `lesson add` would have done on one machine: its evidence items appended, a
+/// `merged` event naming the source.
 /// The gate writes into a scratch copy of the two files below `.lesson/`, never into the bank.
 fn admit_duplicate(
     repo: &BankRepo,
@@ -769,6 +862,7 @@ fn admit_duplicate(
     slug: &str,
     rel: &str,
     ours: &[u8],
+    source: &str,
     options: &SyncOptions,
 ) -> Result<(), String> {
     use crate::curate::add::{prepare_all, Batch, Candidate, Intake};
@@ -790,7 +884,7 @@ fn admit_duplicate(
         }
     }
     let bank = bank_at(root, files, options.stamp.at);
-    let candidate = Candidate::from_markdown(format!("{rel} (local)"), ours.to_vec());
+    let candidate = Candidate::from_markdown(format!("{rel} ({source})"), ours.to_vec());
     let intake = Intake {
         origin: serde_json::Map::new(),
         run: None,
