@@ -55,16 +55,17 @@ pub fn merge(
     opts.find_renames(true);
     let mut index = git.merge_trees(&base_tree, &ours_tree, &theirs_tree, Some(&opts))?;
     let exclude = super::pending::exclude(repo);
-    // a criss-cross (runtimes' branches and the main branch merging each other): libgit2's
-    // clean merges of bank files are not taken on trust
-    if git.merge_bases(ours, theirs)?.len() > 1 {
-        remerge_clean(
-            repo,
-            &mut index,
-            [&base_tree, &ours_tree, &theirs_tree],
-            &exclude,
-        )?;
-    }
+    // libgit2's clean merges of ledgers are not taken on trust (its `merge=union` keeps an
+    // event both sides hold at different places twice), nor, in a criss-cross (runtimes'
+    // branches and the main branch merging each other), its clean merges of lessons
+    let criss_cross = git.merge_bases(ours, theirs)?.len() > 1;
+    remerge_clean(
+        repo,
+        &mut index,
+        [&base_tree, &ours_tree, &theirs_tree],
+        &exclude,
+        criss_cross,
+    )?;
     let mut conflicts = Vec::new();
     let mut add_add: BTreeMap<String, (String, Vec<u8>)> = BTreeMap::new();
     let mut resolved: Vec<(Vec<PathBuf>, String, Vec<u8>)> = Vec::new();
@@ -469,19 +470,20 @@ fn changed_paths(
         .collect())
 }
 
-/// The ledgers and lessons both sides changed since the base that libgit2 merged by itself
-/// (as text, or by the `merge=union` attribute), merged again by the bank's rules
-/// ([`crate::merge::ledger`], [`crate::merge::lesson`]) in `index`. In a criss-cross merge (a
-/// runtime's branch and the main branch merging each other) the base is one of several and
-/// the two sides hold the same items in different orders: a line merge keeps a ledger line or
-/// an evidence item twice where the bank's rules, which take both as sets, keep it once. A
-/// lesson the bank's rule finds in conflict keeps libgit2's clean merge. (With one merge base
-/// an item reaches both sides only as the same change, which a line merge keeps once.)
+/// The ledgers (and with `lessons`, the lessons) both sides changed since the base that
+/// libgit2 merged by itself (as text, or by the `merge=union` attribute), merged again by the
+/// bank's rules ([`crate::merge::ledger`], [`crate::merge::lesson`]) in `index`. Once merges
+/// have run both ways (a runtime's branch and the main branch merging each other), the two
+/// sides can hold one ledger line or evidence item at different places: a line merge keeps it
+/// twice where the bank's rules, which take both as sets, keep it once. Lessons are merged
+/// again in a criss-cross merge only (several merge bases); a lesson the bank's rule finds in
+/// conflict keeps libgit2's clean merge.
 fn remerge_clean(
     repo: &BankRepo,
     index: &mut git2::Index,
     [base, ours, theirs]: [&git2::Tree<'_>; 3],
     exclude: &GlobSet,
+    lessons: bool,
 ) -> Result<(), SyncError> {
     let git = &repo.repo;
     let theirs_changed = changed_paths(repo, base, theirs)?;
@@ -490,8 +492,9 @@ fn remerge_clean(
         .filter(|p| {
             theirs_changed.contains(p)
                 && (crate::layout::is_ledger_path(p)
-                    || crate::walk::is_lesson_path(p, exclude)
-                    || (p.starts_with("_archive/") && p.ends_with(".md")))
+                    || (lessons
+                        && (crate::walk::is_lesson_path(p, exclude)
+                            || (p.starts_with("_archive/") && p.ends_with(".md")))))
         })
         // no entry at stage 0: a conflict, resolved by the same rules after
         .filter(|p| index.get_path(Path::new(&repo.repo_path(p)), 0).is_some())

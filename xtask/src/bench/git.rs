@@ -569,7 +569,13 @@ pub fn run(paths: &Paths, options: &Options) -> anyhow::Result<()> {
                 continue;
             }
             let contended = contention(&lesson, &repo, &work, fleet);
-            let _ = std::fs::remove_dir_all(work.join(name));
+            // kept when an outcome went missing or counted twice, to see why
+            if contended
+                .as_ref()
+                .is_ok_and(|c| c.once == CLONES * ROUNDS && c.counts_ok)
+            {
+                let _ = std::fs::remove_dir_all(work.join(name));
+            }
             match contended {
                 Ok(c) => {
                     let how = if fleet {
@@ -578,8 +584,8 @@ pub fn run(paths: &Paths, options: &Options) -> anyhow::Result<()> {
                         "on one branch"
                     };
                     println!(
-                        "\n{name}: {CLONES} clones {how} × {ROUNDS} rounds of record + sync: {} syncs in {:.1} s = {:.2} syncs/s; retries per sync: median {}, max {}; failed commands {}; outcomes in the ledgers exactly once: {}/{}; counted once in the lessons' counts: {}",
-                        c.syncs, c.elapsed.as_secs_f64(), c.syncs as f64 / c.elapsed.as_secs_f64(), c.retries_median, c.retries_max, c.failed, c.once, CLONES * ROUNDS, c.counts_ok
+                        "\n{name}: {CLONES} clones {how} × {ROUNDS} rounds of record + sync: {} syncs in {:.1} s = {:.2} syncs/s; retries per sync: median {}, max {}; failed commands {}; outcomes in the ledgers exactly once: {}/{} (missing {}, repeated {}); counted once in the lessons' counts: {}",
+                        c.syncs, c.elapsed.as_secs_f64(), c.syncs as f64 / c.elapsed.as_secs_f64(), c.retries_median, c.retries_max, c.failed, c.once, CLONES * ROUNDS, c.missing, c.repeated, c.counts_ok
                     );
                     if fleet {
                         println!(
@@ -757,6 +763,9 @@ fn sync_round_trip(
 }
 
 struct Contention {
+    /// Outcomes in no ledger of the final bank, and in more than one line.
+    missing: usize,
+    repeated: usize,
     /// The merger's completed runs (a fleet only), and their median wall time.
     merges: usize,
     merge_median: Duration,
@@ -884,16 +893,28 @@ fn contention(lesson: &Path, repo: &Path, work: &Path, fleet: bool) -> anyhow::R
     let failed = failures.values().sum();
     // everyone syncs once more (failed rounds left local commits), then one more pass to
     // receive; in a fleet the merger folds the branches in between
+    let mut settle = |bank: PathBuf, args: Vec<String>| {
+        if let Ok(o) = lesson_cmd(lesson, &bank).args(&args).output() {
+            if !o.status.success() {
+                let message = format!(
+                    "settling: lesson {}: exit {}: {}",
+                    args.join(" "),
+                    o.status.code().unwrap_or(-1),
+                    String::from_utf8_lossy(&o.stderr)
+                );
+                *failures.entry(failure_class(&message)).or_default() += 1;
+            }
+        }
+    };
     for pass in 0..2 {
         for (i, clone) in clones.iter().take(CLONES).enumerate() {
-            let _ = lesson_cmd(lesson, &clone.join(BANK))
-                .args(sync_args(i))
-                .output();
+            settle(clone.join(BANK), sync_args(i));
         }
         if fleet && pass == 0 {
-            let _ = lesson_cmd(lesson, &clones[CLONES].join(BANK))
-                .args(["sync", "--merge-branches"])
-                .output();
+            settle(
+                clones[CLONES].join(BANK),
+                vec!["sync".into(), "--merge-branches".into()],
+            );
         }
     }
     let bank = clones[if fleet { CLONES } else { 0 }].join(BANK);
@@ -905,11 +926,14 @@ fn contention(lesson: &Path, repo: &Path, work: &Path, fleet: bool) -> anyhow::R
                 .unwrap_or_default(),
         );
     }
+    let (mut missing, mut repeated) = (0, 0);
     for i in 0..CLONES {
         for r in 0..ROUNDS {
             let needle = format!("\"ref\":\"c{i}-r{r}\"");
-            if ledgers.matches(&needle).count() == 1 {
-                once += 1;
+            match ledgers.matches(&needle).count() {
+                0 => missing += 1,
+                1 => once += 1,
+                _ => repeated += 1,
             }
         }
     }
@@ -920,6 +944,8 @@ fn contention(lesson: &Path, repo: &Path, work: &Path, fleet: bool) -> anyhow::R
     retries.sort();
     merges.sort();
     Ok(Contention {
+        missing,
+        repeated,
         merges: merges.len(),
         merge_median: merges.get(merges.len() / 2).copied().unwrap_or_default(),
         syncs: retries.len(),
