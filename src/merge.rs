@@ -228,11 +228,10 @@ impl Record {
             Some(reordered) => {
                 let check = parse(&reordered);
                 let cl = check.lesson.as_deref()?;
-                if names(&items(cl)) != base_names
-                    || !items(cl)
-                        .iter()
-                        .map(Item::key)
-                        .eq(base_items.iter().map(Item::key))
+                if !items(cl)
+                    .iter()
+                    .map(Item::key)
+                    .eq(base_items.iter().map(Item::key))
                     || cl.counts() != bl.counts()
                 {
                     return None;
