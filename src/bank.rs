@@ -44,17 +44,35 @@ pub enum Status {
     Active,
     /// Named in another lesson's `supersedes` (the superseding slugs, sorted).
     Superseded(Vec<String>),
+    /// Admitted in quarantine (`metadata.lesson.quarantine`: the injection-carrier rules it
+    /// tripped): never served until `lesson review --approve` clears it.
+    Quarantined(Vec<String>),
     /// Past its `expires_at`.
     Expired,
 }
 
 impl Status {
-    /// A short label: `active`, `superseded`, `expired`.
+    /// A short label: `active`, `superseded`, `quarantined`, `expired`.
     pub fn label(&self) -> &'static str {
         match self {
             Status::Active => "active",
             Status::Superseded(_) => "superseded",
+            Status::Quarantined(_) => "quarantined",
             Status::Expired => "expired",
+        }
+    }
+
+    /// The status of a lesson that `by` supersede (sorted), judged at `now`: superseded wins
+    /// over quarantined, which wins over expired.
+    pub fn of(lesson: &Lesson, by: Vec<String>, now: jiff::Timestamp) -> Status {
+        if !by.is_empty() {
+            Status::Superseded(by)
+        } else if let Some(rules) = &lesson.quarantine {
+            Status::Quarantined(rules.clone())
+        } else if lesson.is_expired(now) {
+            Status::Expired
+        } else {
+            Status::Active
         }
     }
 }
@@ -458,7 +476,7 @@ impl Bank {
         self.superseded_by.get(slug).map_or(&[], Vec::as_slice)
     }
 
-    /// A lesson's status: superseded wins over expired.
+    /// A lesson's status: superseded wins over quarantined, which wins over expired.
     pub fn status(&self, lesson: &Lesson) -> Status {
         self.status_hashed(lesson, name_hash(&lesson.slug.value))
     }
@@ -477,13 +495,7 @@ impl Bank {
         } else {
             &[]
         };
-        if !by.is_empty() {
-            Status::Superseded(by.to_vec())
-        } else if lesson.is_expired(self.now) {
-            Status::Expired
-        } else {
-            Status::Active
-        }
+        Status::of(lesson, by.to_vec(), self.now)
     }
 
     /// The path of `_index.md`.

@@ -358,12 +358,18 @@ fn check(config: &DedupConfig) -> Result<(), DedupError> {
     Ok(())
 }
 
-/// The bank's live lessons, one per slug (the first file by path), in slug order.
+/// The bank's live lessons, one per slug (the first file by path), in slug order: neither
+/// superseded nor quarantined.
 fn live_lessons(bank: &Bank) -> Vec<&Lesson> {
     bank.by_slug()
         .into_values()
         .map(|(_, lesson)| lesson)
-        .filter(|lesson| !matches!(bank.status(lesson), Status::Superseded(_)))
+        .filter(|lesson| {
+            !matches!(
+                bank.status(lesson),
+                Status::Superseded(_) | Status::Quarantined(_)
+            )
+        })
         .collect()
 }
 

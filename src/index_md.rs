@@ -128,8 +128,10 @@ pub struct StatusCounts {
     pub active: usize,
     /// Superseded lessons.
     pub superseded: usize,
-    /// Expired (and not superseded) lessons.
+    /// Expired (and neither superseded nor quarantined) lessons.
     pub expired: usize,
+    /// Quarantined (and not superseded) lessons: `metadata.lesson.quarantine`.
+    pub quarantined: usize,
 }
 
 #[derive(Serialize)]
@@ -162,6 +164,9 @@ impl minijinja::value::Object for Lazy {
 pub fn status_text(status: &Status) -> String {
     match status {
         Status::Superseded(by) => format!("superseded by {}", by.join(", ")),
+        Status::Quarantined(rules) if !rules.is_empty() => {
+            format!("quarantined ({})", rules.join(", "))
+        }
         other => other.label().to_string(),
     }
 }
@@ -235,6 +240,8 @@ struct Row<'a> {
     success_count: u64,
     failure_count: u64,
     expired: bool,
+    /// `metadata.lesson.quarantine`, when the lesson has it.
+    quarantine: Option<Vec<String>>,
     /// What the row supersedes (kept by [`scan`] only, which works out the statuses itself).
     supersedes: Vec<String>,
     status: Status,
@@ -251,6 +258,7 @@ impl<'a> Row<'a> {
             success_count: lesson.successes(),
             failure_count: lesson.failures(),
             expired: lesson.is_expired(now),
+            quarantine: lesson.quarantine.clone(),
             supersedes: Vec::new(),
             status: Status::Active,
         }
@@ -278,8 +286,22 @@ impl<'a> Row<'a> {
             success_count: 0,
             failure_count: 0,
             expired: false,
+            quarantine: None,
             supersedes: Vec::new(),
             status: Status::Active,
+        }
+    }
+
+    /// The row's status when `by` supersede it, as [`Status::of`] judges a lesson.
+    fn status_with(&self, by: Vec<String>) -> Status {
+        if !by.is_empty() {
+            Status::Superseded(by)
+        } else if let Some(rules) = &self.quarantine {
+            Status::Quarantined(rules.clone())
+        } else if self.expired {
+            Status::Expired
+        } else {
+            Status::Active
         }
     }
 
@@ -412,7 +434,7 @@ pub fn scan_with(
             Some(by) => Some(Status::Superseded(
                 by.iter().map(|s| s.to_string()).collect(),
             )),
-            None if row.expired => Some(Status::Expired),
+            None if row.expired || row.quarantine.is_some() => Some(row.status_with(Vec::new())),
             None => None,
         })
         .collect();
@@ -517,6 +539,7 @@ fn counts_of<'s>(states: impl ExactSizeIterator<Item = &'s str>) -> StatusCounts
         match state {
             "active" => c.active += 1,
             "superseded" => c.superseded += 1,
+            "quarantined" => c.quarantined += 1,
             _ => c.expired += 1,
         }
     }
@@ -529,6 +552,12 @@ fn counts_of<'s>(states: impl ExactSizeIterator<Item = &'s str>) -> StatusCounts
 #[derive(Debug, Clone)]
 pub struct Rendered {
     pieces: Vec<String>,
+}
+
+impl From<String> for Rendered {
+    fn from(text: String) -> Rendered {
+        Rendered { pieces: vec![text] }
+    }
 }
 
 impl Rendered {
@@ -620,6 +649,7 @@ fn render_rows(root: &Path, template: &Template, rows: &[Row]) -> Result<Rendere
                 path: row.path.clone(),
                 title: Cow::Borrowed(&*row.title),
                 supersedes: Vec::new(),
+                quarantine: row.quarantine.clone(),
                 status: row.status.clone(),
                 ..*row
             }
@@ -768,6 +798,9 @@ impl Cells for Row<'_> {
                 }
                 crate::template::push_table_cell(out, scratch);
             }
+            Status::Quarantined(_) => {
+                crate::template::push_table_cell(out, &status_text(&self.status))
+            }
             other => out.push_str(other.label()),
         }
     }
@@ -842,15 +875,19 @@ fn builtin_head(counts: &StatusCounts) -> String {
         .expect("split yields a first piece");
     let mut out = String::with_capacity(head.len() + 512);
     out.push_str(head);
-    let _ = writeln!(
+    let _ = write!(
         out,
-        "{} lesson{}: {} active, {} superseded, {} expired.",
+        "{} lesson{}: {} active, {} superseded, {} expired",
         counts.total,
         if counts.total == 1 { "" } else { "s" },
         counts.active,
         counts.superseded,
         counts.expired
     );
+    if counts.quarantined > 0 {
+        let _ = write!(out, ", {} quarantined", counts.quarantined);
+    }
+    out.push_str(".\n");
     if counts.total == 0 {
         out.push_str("\nNo lessons yet: add one with `lesson new`.\n");
     } else {
@@ -939,6 +976,7 @@ pub fn patch(current: &str, patch: &Patch<'_>) -> Option<String> {
         let (state, superseded_by) = match status {
             "active" => ("active", Vec::new()),
             "expired" => ("expired", Vec::new()),
+            s if s.starts_with("quarantined") => ("quarantined", Vec::new()),
             s => {
                 let by = s.strip_prefix("superseded by ")?;
                 if !by.bytes().all(plain) {
@@ -965,13 +1003,7 @@ pub fn patch(current: &str, patch: &Patch<'_>) -> Option<String> {
             .map(Vec::as_slice)
             .unwrap_or_default();
         let by = (patch.superseded_by)(&lesson.slug.value, before);
-        row.status = if !by.is_empty() {
-            Status::Superseded(by)
-        } else if row.expired {
-            Status::Expired
-        } else {
-            Status::Active
-        };
+        row.status = row.status_with(by);
         let mut text = String::new();
         push_row(&mut text, &mut cell, &row);
         let state = row.status.label();
@@ -1001,6 +1033,57 @@ pub fn patch(current: &str, patch: &Patch<'_>) -> Option<String> {
             out.push_str(&added.next()?.1 .0);
         }
     }
+    Some(out)
+}
+
+/// `current` (the bank's `_index.md` as the built-in template wrote it) with the one row of the
+/// one lesson in `one` written anew, for a change that leaves the lesson's file where it was and
+/// its status as it was (`lesson record`: two count lines and an evidence item), so the counts
+/// line stays. What supersedes the lesson is read from its row. Reads nothing but that row: on
+/// a bank of 100,000 lessons it costs a scan of `current`, where [`patch`] parses every row.
+/// It equals [`render`] of the changed bank when `current` was the rendering of the bank before
+/// the change; `None` when `current` does not start as the built-in template does, lists the
+/// lesson other than once, or its row's link is not plain.
+pub fn replace_row(current: &str, one: &Bank) -> Option<String> {
+    let head = BUILTIN_TEMPLATE.split("{{").next()?;
+    let [doc] = one.documents.as_slice() else {
+        return None;
+    };
+    let lesson = doc.lesson.as_ref().filter(|_| !doc.has_file_errors())?;
+    if !current.starts_with(head) {
+        return None;
+    }
+    let slug = lesson.slug.value.as_str();
+    let needle = format!("\n| [{slug}](");
+    let mut found = current.match_indices(&needle);
+    let (at, _) = found.next()?;
+    if found.next().is_some() {
+        return None;
+    }
+    let start = at + 1;
+    let end = start + current[start..].find('\n')? + 1;
+    let old = &current[start..end];
+    let status = old.strip_suffix(" |\n")?.rsplit_once(" | ")?.1;
+    let plain = |b: u8| b.is_ascii() && !matches!(b, b'[' | b']' | b'\\' | b'|' | b'\n' | b'\r');
+    let by: Vec<String> = match status.strip_prefix("superseded by ") {
+        Some(by) if by.bytes().all(plain) => by.split(", ").map(str::to_string).collect(),
+        Some(_) => return None,
+        None => Vec::new(),
+    };
+    let mut row = Row::new(&one.root, doc, lesson, one.now);
+    if !slug.bytes().all(plain) || !row.path.bytes().all(unreserved) {
+        return None;
+    }
+    row.status = row.status_with(by);
+    let mut text = String::with_capacity(old.len() + 16);
+    push_row(&mut text, &mut String::new(), &row);
+    if !text.starts_with(&needle[1..]) {
+        return None;
+    }
+    let mut out = String::with_capacity(current.len() + text.len());
+    out.push_str(&current[..start]);
+    out.push_str(&text);
+    out.push_str(&current[end..]);
     Some(out)
 }
 

@@ -210,6 +210,18 @@ pub enum EventKind {
         /// The other bank, relative to this one.
         bank: String,
     },
+    /// The lesson was admitted in quarantine (`lesson add`, `lesson distill`, the MCP
+    /// `propose`): it tripped these injection-carrier rules.
+    Quarantined {
+        /// The rules' codes, sorted.
+        rules: Vec<String>,
+    },
+    /// A human released the lesson from quarantine (`lesson review --approve`); `by` names
+    /// them.
+    Approved {
+        /// The rules it had been quarantined for.
+        rules: Vec<String>,
+    },
     /// An event this version does not know (kept, ignored).
     Other(String),
 }
@@ -227,6 +239,8 @@ impl EventKind {
             EventKind::Conflict { .. } => "conflict",
             EventKind::Archived { .. } => "archived",
             EventKind::Promoted { .. } => "promoted",
+            EventKind::Quarantined { .. } => "quarantined",
+            EventKind::Approved { .. } => "approved",
             EventKind::Other(name) => name,
         }
     }
@@ -283,6 +297,9 @@ impl EventKind {
                 fields
             }
             EventKind::Promoted { bank } => vec![("bank", json(bank))],
+            EventKind::Quarantined { rules } | EventKind::Approved { rules } => {
+                vec![("rules", json(rules))]
+            }
             EventKind::Other(_) => Vec::new(),
         }
     }
@@ -314,6 +331,10 @@ impl EventKind {
         #[derive(Deserialize)]
         struct Promoted {
             bank: String,
+        }
+        #[derive(Deserialize)]
+        struct Rules {
+            rules: Vec<String>,
         }
         Ok(match name {
             "created" => EventKind::Created(field(object)?),
@@ -352,6 +373,12 @@ impl EventKind {
             }
             "promoted" => EventKind::Promoted {
                 bank: field::<Promoted>(object)?.bank,
+            },
+            "quarantined" => EventKind::Quarantined {
+                rules: field::<Rules>(object)?.rules,
+            },
+            "approved" => EventKind::Approved {
+                rules: field::<Rules>(object)?.rules,
             },
             other => EventKind::Other(other.to_string()),
         })
@@ -850,6 +877,12 @@ mod tests {
     fn lines_round_trip() {
         let events = [
             EventKind::Created(Counts::default()),
+            EventKind::Quarantined {
+                rules: vec!["D007".into(), "D010".into()],
+            },
+            EventKind::Approved {
+                rules: vec!["D007".into()],
+            },
             EventKind::Imported(Counts {
                 success_count: 3,
                 failure_count: 1,

@@ -350,6 +350,12 @@ pub struct Lesson {
     /// archives it.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub pinned: bool,
+    /// `metadata.lesson.quarantine: [CODE, ...]`: admitted by a writer (`lesson add`, `lesson
+    /// distill`, the MCP `propose`) although it tripped the injection-carrier rules named;
+    /// never served until `lesson review --approve` removes the key. `Some` whenever the key
+    /// is there, whatever its value (the codes a list of strings gives).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub quarantine: Option<Vec<String>>,
 }
 
 impl Lesson {
@@ -411,6 +417,14 @@ impl Lesson {
             pinned: ours(yaml, root)
                 .and_then(|ours| yaml.get(ours, "pinned"))
                 .is_some_and(|(_, v)| matches!(yaml.scalar(v), Some(Scalar::Bool(true)))),
+            quarantine: ours(yaml, root)
+                .filter(|&ours| yaml.get(ours, QUARANTINE_KEY).is_some())
+                .map(|ours| {
+                    strings(yaml, ours, QUARANTINE_KEY)
+                        .into_iter()
+                        .map(|s| s.value)
+                        .collect()
+                }),
         })
     }
 
@@ -456,6 +470,9 @@ pub fn string(yaml: &Yaml, map: NodeId, key: &str) -> Option<Spanned<String>> {
         _ => None,
     }
 }
+
+/// The key under `metadata.lesson` that holds a lesson in quarantine.
+pub const QUARANTINE_KEY: &str = "quarantine";
 
 /// `metadata.lesson`, the bank's own keys.
 fn ours(yaml: &Yaml, root: NodeId) -> Option<NodeId> {

@@ -50,3 +50,13 @@ pub use bank::Bank;
 pub use diagnostic::{Diagnostic, Severity};
 pub use embed::define_lesson;
 pub use lesson::Lesson;
+
+/// A property test's case count: `n`, times `LESSON_STRESS` when set (`cargo xtask stress`
+/// runs the tests with more cases).
+#[cfg(test)]
+pub(crate) fn test_cases(n: u32) -> u32 {
+    n * std::env::var("LESSON_STRESS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1)
+}

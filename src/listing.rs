@@ -120,16 +120,20 @@ pub enum StatusFilter {
     Superseded,
     /// Lessons past their `expires_at`.
     Expired,
+    /// Lessons in quarantine (`lesson review --approve` releases them).
+    Quarantined,
 }
 
 impl StatusFilter {
-    /// Whether a lesson with this status label (`active`, `superseded`, `expired`) is kept.
+    /// Whether a lesson with this status label (`active`, `superseded`, `expired`,
+    /// `quarantined`) is kept.
     pub fn keeps(self, label: &str) -> bool {
         match self {
             StatusFilter::All => true,
             StatusFilter::Active => label == "active",
             StatusFilter::Superseded => label == "superseded",
             StatusFilter::Expired => label == "expired",
+            StatusFilter::Quarantined => label == "quarantined",
         }
     }
 }

@@ -21,7 +21,7 @@ fn main() -> ExitCode {
         // the reader went away (`| head`): nothing to say, as `rg`
         Err(err) if err.chain().any(out::is_broken_pipe) => ExitCode::SUCCESS,
         Err(err) => {
-            eprintln!("error: {err:#}");
+            eprintln!("error: {}", out::error_chain(err.chain()));
             ExitCode::from(2)
         }
     }

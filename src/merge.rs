@@ -222,12 +222,68 @@ impl Record {
         if items(cl) != kept || cl.counts() != bl.counts() {
             return None;
         }
+        // the base's items back in the base's order, so that two sides that hold them in
+        // different orders (criss-cross merges) do not conflict over the order of a set
+        let core = match in_base_order(&core, &base_items) {
+            Some(reordered) => {
+                let check = parse(&reordered);
+                let cl = check.lesson.as_deref()?;
+                if !items(cl)
+                    .iter()
+                    .map(Item::key)
+                    .eq(base_items.iter().map(Item::key))
+                    || cl.counts() != bl.counts()
+                {
+                    return None;
+                }
+                reordered
+            }
+            None => core,
+        };
         Some(Record {
             core,
             counts: sl.counts(),
             added: new.into_iter().map(|i| side_items[i].clone()).collect(),
         })
     }
+}
+
+/// `core` with its evidence items (the base's, by name) moved into `base_items`' order, each
+/// item's lines moved whole (no byte of an item changes); `None` when they stand in that order
+/// already, or are not block items on consecutive lines.
+fn in_base_order(core: &str, base_items: &[Item]) -> Option<String> {
+    let doc = parse(core);
+    let lesson = doc.lesson.as_deref()?;
+    let now = items(lesson);
+    if now
+        .iter()
+        .map(Item::key)
+        .eq(base_items.iter().map(Item::key))
+    {
+        return None;
+    }
+    let blocks: Vec<std::ops::Range<usize>> = lesson
+        .evidence
+        .iter()
+        .map(|e| line_start(core, e.span.start)..after_line(core, e.span.end))
+        .collect();
+    if blocks.windows(2).any(|w| w[0].end != w[1].start)
+        || blocks
+            .iter()
+            .any(|b| !core[b.clone()].trim_start().starts_with('-'))
+    {
+        return None;
+    }
+    let mut used = vec![false; now.len()];
+    let mut out = String::with_capacity(core.len());
+    out.push_str(&core[..blocks.first()?.start]);
+    for item in base_items {
+        let j = (0..now.len()).find(|&j| !used[j] && now[j].key() == item.key())?;
+        used[j] = true;
+        out.push_str(&core[blocks[j].clone()]);
+    }
+    out.push_str(&core[blocks.last()?.end..]);
+    Some(out)
 }
 
 /// Merge two split sides; `Ok(None)` when the result does not read back as expected (the
@@ -701,8 +757,41 @@ Calls.
         let theirs = record(&theirs, "r4", (5, 1));
         let ours = record(&base, "r5", (5, 1));
         let merged = lesson(&base, &ours, &theirs).unwrap();
-        assert_eq!(refs(&merged), ["r0", "r2", "r1", "r5", "r4"]);
+        assert_eq!(refs(&merged), ["r0", "r1", "r2", "r5", "r4"]);
         assert_eq!(counts(&merged), (6, 1));
+    }
+
+    /// Found by the fleet row of `cargo xtask bench git` (runtimes on their own branches and a
+    /// merger): two histories hold the base's items in two other orders, and each side records
+    /// a run. The order of a set is no conflict: ours as it is with theirs' new item appended,
+    /// every item once, counts base + both deltas.
+    #[test]
+    fn two_sides_that_reorder_the_bases_items_differently_merge() {
+        let mut base = BASE.to_string();
+        for (i, run) in ["r1", "r2", "r3"].iter().enumerate() {
+            base = record(&base, run, (3 + i as u64, 1));
+        }
+        assert_eq!(refs(&base), ["r0", "r1", "r2", "r3"]);
+        let block = |run: &str| format!("  - kind: run\n    ref: {run}\n");
+        let reorder = |text: &str, order: &[&str]| {
+            let all: String = ["r0", "r1", "r2", "r3"].iter().map(|r| block(r)).collect();
+            let now: String = order.iter().map(|r| block(r)).collect();
+            text.replace(&all, &now)
+        };
+        let ours = record(&reorder(&base, &["r0", "r2", "r1", "r3"]), "r8", (6, 1));
+        let theirs = record(&reorder(&base, &["r0", "r3", "r1", "r2"]), "r9", (6, 1));
+        assert!(!lines::merge(&base, &ours, &theirs, LABELS).is_clean());
+        let merged = lesson(&base, &ours, &theirs).unwrap();
+        assert_eq!(refs(&merged), ["r0", "r2", "r1", "r3", "r8", "r9"]);
+        assert_eq!(
+            merged,
+            ours.replace("ref: r8\n", "ref: r8\n  - kind: run\n    ref: r9\n")
+                .replace("success_count: 6", "success_count: 7")
+        );
+        assert_eq!(counts(&merged), (7, 1));
+        let merged = lesson(&base, &theirs, &ours).unwrap();
+        assert_eq!(refs(&merged), ["r0", "r3", "r1", "r2", "r9", "r8"]);
+        assert_eq!(counts(&merged), (7, 1));
     }
 
     #[test]

@@ -30,6 +30,26 @@ pub fn write(args: std::fmt::Arguments<'_>) {
     }
 }
 
+/// An error and its causes as one line, `outer: cause: root`, as anyhow's `{:#}` prints them,
+/// but without a cause that the message before it already says (a library error whose message
+/// quotes its source would otherwise print the source twice).
+pub fn error_chain<'a>(
+    chain: impl IntoIterator<Item = &'a (dyn std::error::Error + 'static)>,
+) -> String {
+    let mut line = String::new();
+    for err in chain {
+        let text = err.to_string();
+        if text.is_empty() || line.contains(&text) {
+            continue;
+        }
+        if !line.is_empty() {
+            line.push_str(": ");
+        }
+        line.push_str(&text);
+    }
+    line
+}
+
 /// Whether an error (or any error in its chain) is a write to a reader that has gone away.
 pub fn is_broken_pipe(err: &(dyn std::error::Error + 'static)) -> bool {
     let mut next = Some(err);
@@ -57,4 +77,34 @@ fn exit_on(err: &io::Error) -> ! {
     }
     eprintln!("error: cannot write to standard output: {err}");
     std::process::exit(2);
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_cause_the_message_already_says_is_printed_once() {
+        #[derive(Debug, thiserror::Error)]
+        #[error("{path}: {source}")]
+        struct Quoting {
+            path: String,
+            source: std::io::Error,
+        }
+        #[derive(Debug, thiserror::Error)]
+        #[error("cannot record")]
+        struct Outer(#[source] Quoting);
+        let err = Outer(Quoting {
+            path: "a.md".into(),
+            source: std::io::Error::other("disk full"),
+        });
+        let chain = std::iter::successors(Some(&err as &(dyn std::error::Error + 'static)), |e| {
+            e.source()
+        });
+        assert_eq!(super::error_chain(chain), "cannot record: a.md: disk full");
+        // anyhow's context over it: each level once
+        let err = anyhow::Error::new(err).context("lesson record flaky-retries");
+        assert_eq!(
+            super::error_chain(err.chain()),
+            "lesson record flaky-retries: cannot record: a.md: disk full"
+        );
+    }
 }

@@ -6,3 +6,9 @@ pub mod diagnostic_positions;
 
 #[path = "../../tests/it/fuzz_checks.rs"]
 pub mod checks;
+
+/// The MCP tools' argument types (`lesson mcp`, compiled into the binary only), for the `mcp`
+/// target.
+#[cfg(feature = "mcp")]
+#[path = "../../src/cli/mcp/params.rs"]
+pub mod mcp_params;

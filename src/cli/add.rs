@@ -112,13 +112,20 @@ pub fn admitted_line(a: &Admitted, verb: &str) -> String {
             path,
             counts,
             conflicts_with,
+            quarantine,
             ..
         } => {
-            let conflicts = if conflicts_with.is_empty() {
+            let mut conflicts = if conflicts_with.is_empty() {
                 String::new()
             } else {
                 format!("; conflicts with {}", conflicts_with.join(", "))
             };
+            if let Some(rules) = quarantine {
+                conflicts.push_str(&format!(
+                    "; quarantined: {} (not served until `lesson review --approve`)",
+                    rules.join(", ")
+                ));
+            }
             format!(
                 "{label}: {verb}created {} (counts {counts}{conflicts})",
                 path.display()

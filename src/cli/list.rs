@@ -28,6 +28,7 @@ enum StatusArg {
     Active,
     Superseded,
     Expired,
+    Quarantined,
     All,
 }
 
@@ -108,6 +109,7 @@ impl ListArgs {
                 StatusArg::Active => StatusFilter::Active,
                 StatusArg::Superseded => StatusFilter::Superseded,
                 StatusArg::Expired => StatusFilter::Expired,
+                StatusArg::Quarantined => StatusFilter::Quarantined,
             },
             date: match self.date {
                 DateArg::Created => DateField::Created,

@@ -119,7 +119,8 @@ enum Command {
     Log(log::LogArgs),
     /// Record an observed outcome in a lesson's ledger and update its counts and evidence
     Record(record::RecordArgs),
-    /// List the lessons that need a human: failure-dominant, expired, mixed, never applied
+    /// List the lessons that need a human (quarantined, failure-dominant, expired, mixed, never
+    /// applied); --approve releases one from quarantine
     Review(review::ReviewArgs),
     /// Mark lessons as replaced by a newer one (NEW's `supersedes`, OLD's ledger)
     Supersede(supersede::SupersedeArgs),

@@ -16,10 +16,40 @@ pub struct ReviewArgs {
     /// How to print
     #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
     format: OutputFormat,
+    /// Release the lesson SLUG from quarantine: its `metadata.lesson.quarantine` key is
+    /// removed and its ledger gains an `approved` event naming who approved it
+    #[arg(long, value_name = "SLUG")]
+    approve: Option<String>,
+    /// With --approve: who approves (default: $LESSON_BY, else $USER@hostname)
+    #[arg(long, value_name = "ID", requires = "approve")]
+    by: Option<String>,
+}
+
+/// Run `lesson review --approve SLUG`.
+fn approve(root: &Path, slug: &str, by: Option<String>, json: bool) -> anyhow::Result<ExitCode> {
+    let stamp = super::stamp(root, by)?;
+    let (done, journal) =
+        lesson::edit::journal::recording(|| lesson::curate::approve::approve(root, slug, &stamp));
+    let done = done?;
+    if json {
+        let result = report::writes::approved(root, &done);
+        super::print_write("review", false, root, &journal, result)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    status!(
+        "{}: approved by {} (was quarantined for {}); search serves it now",
+        done.path.display(),
+        stamp.by,
+        done.rules.join(", ")
+    );
+    Ok(ExitCode::SUCCESS)
 }
 
 /// Run `lesson review`.
 pub fn run(root: &Path, args: ReviewArgs) -> anyhow::Result<ExitCode> {
+    if let Some(slug) = &args.approve {
+        return approve(root, slug, args.by, args.format == OutputFormat::Json);
+    }
     let bank = super::load(root)?;
     let stack = stack::load(bank, super::load)?;
     if stack::is_layered(&stack) {

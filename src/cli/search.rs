@@ -125,10 +125,21 @@ pub fn run(root: &Path, args: SearchArgs) -> anyhow::Result<ExitCode> {
             .log_shown(&answer, run, &stamp.by)
             .context("cannot log the search")?;
     }
-    if args.format != Format::Json && !answer.held_back.is_empty() {
-        let n = answer.held_back.len();
-        let lessons = if n == 1 { "lesson" } else { "lessons" };
-        note!("note: {n} {lessons} with errors were not served (lesson lint lists them)");
+    if args.format != Format::Json {
+        let n = answer
+            .held_back
+            .iter()
+            .filter(|h| !h.codes.is_empty())
+            .count();
+        if n > 0 {
+            let lessons = if n == 1 { "lesson" } else { "lessons" };
+            note!("note: {n} {lessons} with errors were not served (lesson lint lists them)");
+        }
+        let n = answer.held_back.len() - n;
+        if n > 0 {
+            let lessons = if n == 1 { "lesson was" } else { "lessons were" };
+            note!("note: {n} quarantined {lessons} not served (lesson review lists them)");
+        }
     }
     match args.format {
         Format::Prompt => {

@@ -9,6 +9,7 @@
 //! counts without their events.
 
 pub mod add;
+pub mod approve;
 pub mod archive;
 pub mod init;
 pub mod new;
@@ -115,6 +116,25 @@ pub enum CurateError {
     /// A write failed.
     #[error(transparent)]
     Edit(#[from] EditError),
+    /// The bank's lock could not be taken (a read-only bank, say): nothing was written.
+    #[error("cannot lock the bank at {root}: {source}")]
+    Lock {
+        /// The bank.
+        root: String,
+        /// Why.
+        source: EditError,
+    },
+    /// The outcome reached the lesson's ledger, but a write after it failed (a full disk,
+    /// say): the lesson's counts or `_index.md` are behind the ledger until the same outcome
+    /// is recorded again (a retry appends nothing and brings them up to date) or `lesson lint
+    /// --fix --unsafe-fixes` runs.
+    #[error("the outcome is in {ledger}, but {source}; once that is fixed, record the same outcome again (a retry appends nothing and updates the counts)")]
+    AfterLedger {
+        /// The ledger that holds the outcome.
+        ledger: String,
+        /// The write that failed.
+        source: EditError,
+    },
     /// `_index.md` could not be rendered.
     #[error(transparent)]
     Index(#[from] IndexError),
@@ -144,7 +164,14 @@ pub fn locked<T>(
     if !root.is_dir() {
         return Err(BankError::NotFound(root.display().to_string()).into());
     }
-    BankLock::open(root)?.with(f)?
+    let lock_error = |source| CurateError::Lock {
+        root: root.display().to_string(),
+        source,
+    };
+    BankLock::open(root)
+        .map_err(lock_error)?
+        .with(f)
+        .map_err(lock_error)?
 }
 
 /// The lesson with `slug`: its index in `bank.documents`. Refuses an unknown, archived,

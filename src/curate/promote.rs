@@ -107,6 +107,13 @@ fn promote_locked(
     let target = load(to).map_err(CurateError::from)?;
     let i = find(&source, slug)?;
     let doc = &source.documents[i];
+    if let Some(rules) = doc.lesson.as_ref().and_then(|l| l.quarantine.as_ref()) {
+        return Err(CurateError::Refused(format!(
+            "cannot promote `{slug}`: it is in quarantine ({}); `lesson review --approve {slug}` first",
+            rules.join(", ")
+        ))
+        .into());
+    }
     let from = PromotedFrom {
         bank: relative(target_real, source_real),
         slug: slug.to_string(),

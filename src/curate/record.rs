@@ -1,11 +1,11 @@
 //! `lesson record`: an observed outcome, appended to the lesson's ledger and cached in its
 //! frontmatter (the two count lines and one new evidence item, nothing else).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use super::{edited, find, frontmatter, json_without, lesson_of, locked};
 use super::{with_import, CurateError, Stamp};
-use crate::bank::Overlay;
+use crate::bank::{Bank, Overlay};
 use crate::curate::new::NewEvidence;
 use crate::document::Document;
 use crate::edit::frontmatter::NewItem;
@@ -13,6 +13,7 @@ use crate::ledger::{
     Applied, Counts, Delta, Event, EventKind, EvidenceRef, Ledger, LineProblem, OutcomeEvent,
     RunOutcome,
 };
+use crate::source::Source;
 
 /// What to record.
 #[derive(Debug, Clone)]
@@ -124,7 +125,72 @@ fn record_locked(
     conflicts_with: &[String],
     stamp: &Stamp,
 ) -> Result<Recorded, CurateError> {
-    let mut bank = crate::lint::load_with(root, &Overlay::new(), stamp.at)?;
+    // the common case reads the lesson and `_index.md` only (a bank of 100,000 lessons is not
+    // read for one outcome); anything out of the ordinary reads the whole bank
+    if conflicts_with.is_empty() {
+        if let Some(one) = load_one(root, &req.slug, stamp.at) {
+            return record_in(root, req, conflicts_with, stamp, one, true);
+        }
+    }
+    let bank = crate::lint::load_with(root, &Overlay::new(), stamp.at)?;
+    record_in(root, req, conflicts_with, stamp, bank, false)
+}
+
+/// The lesson `slug` (`<slug>.md` at the bank's top level) as a bank of its own, with the
+/// bank's `_index.md`, when recording on it needs nothing else: the bank's `_index.md` is the
+/// built-in template's, lists `slug` once, at that file, and its row is what rendering the
+/// lesson as it is now gives ([`crate::index_md::replace_row`] changes nothing), so the row can
+/// be replaced after the change with the same bytes as rendering the whole bank.
+/// `None` sends the caller to the whole bank, which also reports whatever is wrong (a
+/// duplicate slug that `_index.md` does not list is the one thing this cannot see).
+fn load_one(root: &Path, slug: &str, now: jiff::Timestamp) -> Option<Bank> {
+    use crate::layout::{lesson_path, INDEX_FILE, TEMPLATES_DIR};
+    let regular = |p: &Path| std::fs::symlink_metadata(p).is_ok_and(|m| m.is_file());
+    if crate::lesson::slug_problem(slug).is_some()
+        || std::fs::symlink_metadata(root.join(TEMPLATES_DIR).join(crate::index_md::TEMPLATE))
+            .is_ok()
+    {
+        return None;
+    }
+    let config = crate::config::Config::load(root).ok()?;
+    let exclude = crate::bank::exclude_set(&config).ok()?;
+    let rel = format!("{slug}.md");
+    let path = lesson_path(root, slug);
+    let index_path = root.join(INDEX_FILE);
+    if !crate::walk::is_lesson_path(&rel, &exclude) || !regular(&path) || !regular(&index_path) {
+        return None;
+    }
+    let (current, problem) = Source::read(&index_path, index_path.clone(), 64 << 20);
+    if problem.is_some() {
+        return None;
+    }
+    let bytes = std::fs::read(&path).ok()?;
+    let check = crate::lint::FileErrors::default();
+    let has_config = root.join(crate::config::CONFIG_FILE).is_file();
+    let mut bank = Bank::from_files(root, config, [(path, bytes)], now, Some(&check));
+    bank.has_config = has_config;
+    let doc = bank.documents.first()?;
+    if doc.has_file_errors() || doc.lesson.as_ref().map(|l| l.slug.value.as_str()) != Some(slug) {
+        return None;
+    }
+    // the row, rendered from the file as it is, is the one there: so it links `<slug>.md`
+    if crate::index_md::replace_row(&current.text, &bank)? != current.text {
+        return None;
+    }
+    bank.index = Some(current);
+    Some(bank)
+}
+
+/// [`record_locked`] on a loaded bank: the whole bank, or `one` lesson ([`load_one`]) whose
+/// `_index.md` row is replaced rather than the whole file rendered.
+fn record_in(
+    root: &Path,
+    req: &Request,
+    conflicts_with: &[String],
+    stamp: &Stamp,
+    mut bank: Bank,
+    one: bool,
+) -> Result<Recorded, CurateError> {
     let i = find(&bank, &req.slug)?;
     for other in conflicts_with {
         if other == &req.slug {
@@ -167,7 +233,20 @@ fn record_locked(
     // counts and evidence do not change supersession: the loaded bank stays valid with the new
     // file, and the index is rendered before anything is written (a broken template stops here)
     bank.documents[i] = planned.doc;
-    let index = crate::index_md::render_parts(&bank)?;
+    let index = match one {
+        false => crate::index_md::render_parts(&bank)?,
+        true => {
+            let current = bank.index.as_ref().map(|s| s.text.as_str());
+            match current.and_then(|c| crate::index_md::replace_row(c, &bank)) {
+                Some(index) => crate::index_md::Rendered::from(index),
+                // cannot happen (`load_one` replaced this row of this `_index.md`); nothing is written yet
+                None => {
+                    let bank = crate::lint::load_with(root, &Overlay::new(), stamp.at)?;
+                    return record_in(root, req, conflicts_with, stamp, bank, false);
+                }
+            }
+        }
+    };
 
     // every target is checked before the first write: a refused one writes nothing
     let log = crate::ledger::path(root, &req.slug);
@@ -177,10 +256,25 @@ fn record_locked(
         [log.as_path(), &planned.recorded.path, index_path.as_path()],
     )?;
     ledger.append(root, &planned.events)?;
+    let after_ledger = |source| CurateError::AfterLedger {
+        ledger: log.display().to_string(),
+        source,
+    };
     if planned.recorded.changed {
-        crate::edit::write_atomic(root, &planned.recorded.path, new_text.as_bytes())?;
+        crate::edit::write_atomic(root, &planned.recorded.path, new_text.as_bytes()).map_err(
+            |e| match planned.events.is_empty() {
+                true => CurateError::Edit(e),
+                false => after_ledger(e),
+            },
+        )?;
     }
-    crate::index_md::write_if_changed(&bank, &index)?;
+    crate::index_md::write_if_changed(&bank, &index).map_err(|e| {
+        if planned.events.is_empty() && !planned.recorded.changed {
+            CurateError::Edit(e)
+        } else {
+            after_ledger(e)
+        }
+    })?;
     Ok(planned.recorded)
 }
 
@@ -333,4 +427,159 @@ fn already_recorded(ledger: &Ledger, outcome: &OutcomeEvent) -> Result<bool, Cur
         )));
     }
     Ok(false)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn now() -> jiff::Timestamp {
+        "2026-11-22T12:00:00Z".parse().unwrap()
+    }
+
+    /// A copy of a bank of the repository (relative to the crate) in a temporary directory,
+    /// its `_index.md` rendered at [`now`].
+    fn copy(bank: &str) -> tempfile::TempDir {
+        fn copy_dir(from: &Path, to: &Path) {
+            std::fs::create_dir_all(to).unwrap();
+            for entry in std::fs::read_dir(from).unwrap() {
+                let entry = entry.unwrap();
+                let target = to.join(entry.file_name());
+                match entry.file_type().unwrap().is_dir() {
+                    true => copy_dir(&entry.path(), &target),
+                    false => drop(std::fs::copy(entry.path(), target).unwrap()),
+                }
+            }
+        }
+        let dir = tempfile::tempdir().unwrap();
+        copy_dir(
+            &Path::new(env!("CARGO_MANIFEST_DIR")).join(bank),
+            dir.path(),
+        );
+        let _ = std::fs::remove_dir_all(dir.path().join(crate::layout::STATE_DIR));
+        let whole = crate::lint::load_with(dir.path(), &Overlay::new(), now()).unwrap();
+        crate::index_md::refresh(&whole).unwrap();
+        dir
+    }
+
+    fn index_md(root: &Path) -> String {
+        std::fs::read_to_string(root.join(crate::layout::INDEX_FILE)).unwrap()
+    }
+
+    fn rendered(root: &Path) -> String {
+        let whole = crate::lint::load_with(root, &Overlay::new(), now()).unwrap();
+        crate::index_md::render(&whole).unwrap()
+    }
+
+    fn outcome(slug: &str, run: &str) -> Request {
+        Request::new(slug, Applied::Contradicted, RunOutcome::Success, run)
+    }
+
+    #[test]
+    fn recording_on_one_lesson_writes_the_index_rendering_the_bank_would() {
+        let stamp = Stamp {
+            at: now(),
+            by: "test".into(),
+        };
+        for fixture in ["lessons", "tests/fixtures/banks/ledger"] {
+            let dir = copy(fixture);
+            let root = dir.path();
+            let listed: Vec<String> = crate::lint::load_with(root, &Overlay::new(), now())
+                .unwrap()
+                .lessons()
+                .map(|(_, l)| l.slug.value.clone())
+                .filter(|slug| !crate::index_md::paths_of(&index_md(root), slug).is_empty())
+                .collect();
+            assert!(listed.len() >= 8, "{fixture}: {listed:?}");
+            for (n, slug) in listed.iter().enumerate() {
+                // active, superseded and expired lessons alike
+                assert!(load_one(root, slug, now()).is_some(), "{fixture}: {slug}");
+                let before = index_md(root);
+                let done = record(root, &outcome(slug, &format!("run-{n}")), &stamp).unwrap();
+                assert!(done.appended && done.changed, "{fixture}: {slug}");
+                let after = index_md(root);
+                assert_ne!(
+                    before, after,
+                    "{fixture}: {slug}: the failure count is in its row"
+                );
+                assert_eq!(
+                    after,
+                    rendered(root),
+                    "{fixture}: after recording on {slug}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_bank_out_of_the_ordinary_is_read_whole() {
+        let stamp = Stamp {
+            at: now(),
+            by: "test".into(),
+        };
+        let slug = "keep-triggers-narrow";
+        let fresh = || {
+            let dir = copy("lessons");
+            assert!(load_one(dir.path(), slug, now()).is_some());
+            dir
+        };
+        // each case: what makes the bank unusual, then the whole bank's rendering after record
+        type Make<'a> = &'a dyn Fn(&Path);
+        let cases: [(&str, Make); 5] = [
+            ("a stale row", &|root| {
+                let path = crate::layout::lesson_path(root, slug);
+                let text = std::fs::read_to_string(&path).unwrap();
+                let text = text.replacen("confidence: 0.7", "confidence: 0.4", 1);
+                std::fs::write(path, text).unwrap();
+            }),
+            ("another lesson's stale row", &|root| {
+                let path = crate::layout::lesson_path(root, "write-files-atomically");
+                let text = std::fs::read_to_string(&path).unwrap();
+                std::fs::write(path, text.replacen("confidence: 0.9", "confidence: 0.3", 1))
+                    .unwrap();
+            }),
+            ("a template override", &|root| {
+                let dir = root.join(crate::layout::TEMPLATES_DIR);
+                std::fs::create_dir_all(&dir).unwrap();
+                let template = crate::index_md::BUILTIN_TEMPLATE.replace("# Lessons", "# Ours");
+                std::fs::write(dir.join(crate::index_md::TEMPLATE), template).unwrap();
+            }),
+            ("no _index.md", &|root| {
+                std::fs::remove_file(root.join(crate::layout::INDEX_FILE)).unwrap();
+            }),
+            ("a duplicate the index lists", &|root| {
+                let from = crate::layout::lesson_path(root, slug);
+                std::fs::create_dir_all(root.join("more")).unwrap();
+                std::fs::copy(from, root.join("more").join(format!("{slug}.md"))).unwrap();
+                let whole = crate::lint::load_with(root, &Overlay::new(), now()).unwrap();
+                crate::index_md::refresh(&whole).unwrap();
+            }),
+        ];
+        for (case, make) in cases {
+            let dir = fresh();
+            let root = dir.path();
+            make(root);
+            let one = load_one(root, slug, now());
+            match case {
+                // the other row is not this record's to check: it is patched around
+                "another lesson's stale row" => assert!(one.is_some(), "{case}"),
+                _ => assert!(one.is_none(), "{case}"),
+            }
+            let done = record(root, &outcome(slug, "run-x"), &stamp);
+            if case == "a duplicate the index lists" {
+                assert!(
+                    matches!(done, Err(CurateError::Duplicate { .. })),
+                    "{done:?}"
+                );
+                continue;
+            }
+            done.unwrap();
+            if case == "another lesson's stale row" {
+                // only this lesson's row and the counts line are written: the stale row stays
+                assert_ne!(index_md(root), rendered(root), "{case}");
+                continue;
+            }
+            assert_eq!(index_md(root), rendered(root), "{case}");
+        }
+    }
 }

@@ -18,6 +18,9 @@ use super::retention;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Reason {
+    /// Admitted in quarantine: it tripped injection-carrier rules, and is never served until
+    /// `lesson review --approve` clears it.
+    Quarantined,
     /// More failures than successes.
     FailureDominant,
     /// Past its `expires_at`.
@@ -44,6 +47,7 @@ impl Reason {
     /// The kebab-case name.
     pub fn as_str(self) -> &'static str {
         match self {
+            Reason::Quarantined => "quarantined",
             Reason::FailureDominant => "failure-dominant",
             Reason::Expired => "expired",
             Reason::MixedBand => "mixed-band",
@@ -99,6 +103,9 @@ pub struct Finding {
     /// For `retention`: whether `lesson archive --policy` archives it (else it is flagged).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub archive: Option<bool>,
+    /// For `quarantined`: the injection-carrier rules it tripped.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub quarantine: Option<Vec<String>>,
 }
 
 /// The `imported` event an `imported-counts` finding is about.
@@ -169,6 +176,7 @@ pub fn review(bank: &Bank) -> Result<Vec<Finding>, ReviewError> {
             last_shown: None,
             rule: None,
             archive: None,
+            quarantine: None,
         });
     }
     for (slug, (doc, lesson)) in lessons {
@@ -193,7 +201,16 @@ pub fn review(bank: &Bank) -> Result<Vec<Finding>, ReviewError> {
             last_shown: None,
             rule: None,
             archive: None,
+            quarantine: None,
         };
+        if let Status::Quarantined(rules) = &status {
+            // not served yet: what else there is to say waits for the approval
+            out.push(Finding {
+                quarantine: Some(rules.clone()),
+                ..finding(Reason::Quarantined, quarantine_message(slug, rules))
+            });
+            continue;
+        }
         if f > s {
             out.push(finding(
                 Reason::FailureDominant,
@@ -342,6 +359,23 @@ fn imported_counts(ledger: &Ledger, slug: &str) -> Option<(Imported, jiff::civil
         };
         (imported, at.to_zoned(jiff::tz::TimeZone::UTC).date())
     })
+}
+
+/// What a `quarantined` finding says: the rules, by code and name, and what to do.
+fn quarantine_message(slug: &str, rules: &[String]) -> String {
+    let named: Vec<String> = rules
+        .iter()
+        .map(|code| match crate::lint::find_rule(code) {
+            Some(rule) => format!("{code} {}", rule.name),
+            None => code.clone(),
+        })
+        .collect();
+    let tripped = if named.is_empty() {
+        "admitted in quarantine".to_string()
+    } else {
+        format!("admitted in quarantine for {}", named.join(", "))
+    };
+    format!("{tripped}: never served until approved; read it (`lesson lint` shows where), then `lesson review --approve {slug}`")
 }
 
 fn modified(path: &std::path::Path) -> Option<jiff::Timestamp> {

@@ -136,12 +136,6 @@ pub fn find_indexed(
     if lesson.slug.value != slug {
         return Ok(None);
     }
-    let status = if !superseded_by.is_empty() {
-        crate::bank::Status::Superseded(superseded_by)
-    } else if lesson.is_expired(now) {
-        crate::bank::Status::Expired
-    } else {
-        crate::bank::Status::Active
-    };
+    let status = crate::bank::Status::of(lesson, superseded_by, now);
     Ok(Some(Indexed { doc, status }))
 }

@@ -197,6 +197,7 @@ fn intake(run: &Run) -> Intake {
         origin: Map::from_iter([("run".to_string(), Value::from(run.id.as_str()))]),
         run: Some(run.outcome),
         run_id: Some(run.id.clone()),
+        screen: true,
     }
 }
 

@@ -2,7 +2,7 @@
 //! code, for bodies written in plain markdown.
 //!
 //! It gives up (returns `None`, and the caller runs pulldown-cmark) on anything whose headings a
-//! line scanner could misread: tabs, a `\r` that is not part of a `\r\n`, blockquotes, HTML (and so comments), lines that could
+//! line scanner could misread: tabs, vertical tabs and form feeds, a `\r` that is not part of a `\r\n`, blockquotes, HTML (and so comments), lines that could
 //! underline a setext heading, indented or list-nested `#` lines, indented fences, and headings with
 //! inline markup, escapes or a closing sequence. For what it accepts it finds exactly the headings
 //! pulldown-cmark finds, with the same ranges: a differential test checks this.
@@ -25,7 +25,11 @@ const INLINE: [bool; 256] = {
 /// The headings of `text[start..]`, or `None` when the body needs a real markdown parser.
 pub(super) fn scan(text: &str, start: usize) -> Option<Vec<Heading>> {
     let body = &text.as_bytes()[start..];
-    if memchr::memchr2(b'\t', b'<', body).is_some() {
+    // a form feed after `#` still opens a heading for pulldown-cmark, and a vertical tab ends
+    // its text (both found by the `parse` fuzz target)
+    if memchr::memchr2(b'\t', b'<', body).is_some()
+        || memchr::memchr2(b'\x0b', b'\x0c', body).is_some()
+    {
         return None;
     }
     let has_cr = memchr::memchr(b'\r', body).is_some();
@@ -138,7 +142,9 @@ fn heading(text: &str, at: usize, rest: &[u8]) -> Option<Option<Heading>> {
     let text_end = at + level + trimmed_len;
     Some(Some(Heading {
         level: level as u8,
-        text: text[text_start..text_end].to_string(),
+        // trimmed as the pulldown-cmark path trims it: Unicode spaces too (found by the `parse`
+        // fuzz target)
+        text: text[text_start..text_end].trim().to_string(),
         range: at..at + rest.len(),
         text_range: text_start..text_end,
     }))

@@ -58,6 +58,7 @@ mod tests {
     use std::path::{Path, PathBuf};
     use std::process::Command;
 
+    use crate::curate::add;
     use crate::curate::record::{record, Request};
     use crate::curate::Stamp;
     use crate::ledger::{Applied, RunOutcome};
@@ -89,14 +90,147 @@ mod tests {
         }
     }
 
-    /// Run this test again as a child process that records one outcome into `bank`.
-    fn record_in_child(bank: &Path, env: &[(&str, &Path)]) -> std::process::ExitStatus {
+    /// The writes killed at every point, each a `#[test]` below that runs itself again as a
+    /// child process (`CHILD_BANK` set) to do the write once.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    enum Op {
+        /// `lesson record` of one outcome.
+        Record,
+        /// `lesson add` of one new lesson.
+        Add,
+        /// `lesson supersede` of one lesson by another.
+        Supersede,
+        /// `lesson archive` of two lessons.
+        Archive,
+        /// `lesson lint --fix` of a stale `_index.md`, a heading and a hidden character.
+        Fix,
+        /// The index writer: the first search of a bank builds and persists its index.
+        Index,
+    }
+
+    impl Op {
+        /// The test that runs `self` (the child runs it again).
+        fn test(self) -> &'static str {
+            match self {
+                Op::Record => "edit::fault::tests::record_killed_at_every_point_loses_nothing",
+                Op::Add => "edit::fault::tests::add_killed_at_every_point_loses_nothing",
+                Op::Supersede => {
+                    "edit::fault::tests::supersede_killed_at_every_point_loses_nothing"
+                }
+                Op::Archive => "edit::fault::tests::archive_killed_at_every_point_loses_nothing",
+                Op::Fix => "edit::fault::tests::lint_fix_killed_at_every_point_loses_nothing",
+                Op::Index => "edit::fault::tests::index_writer_killed_at_every_point_loses_nothing",
+            }
+        }
+
+        /// Make the fixture bank at `bank` ready for the write (what `--fix` repairs).
+        fn prepare(self, bank: &Path) {
+            if self != Op::Fix {
+                return;
+            }
+            std::fs::write(bank.join("_index.md"), "# stale\n").unwrap();
+            let edit = |file: &str, from: &str, to: &str| {
+                let path = bank.join(file);
+                let text = std::fs::read_to_string(&path).unwrap();
+                assert!(text.contains(from), "{file}: no {from:?}");
+                std::fs::write(&path, text.replacen(from, to, 1)).unwrap();
+            };
+            edit("lint-in-ci.md", "\n# ", "\n# Not the title: ");
+            edit("run-clippy-in-ci.md", "\n## ", "\n## \u{200b}");
+        }
+
+        /// Do the write once, in the child process.
+        fn run(self, bank: &Path) {
+            let stamp = Stamp {
+                at: NOW.parse().unwrap(),
+                by: "tester".into(),
+            };
+            match self {
+                Op::Record => {
+                    let req = Request {
+                        slug: SLUG.into(),
+                        applied: Applied::Followed,
+                        run: RunOutcome::Success,
+                        evidence: crate::curate::new::NewEvidence {
+                            kind: crate::lesson::EvidenceKind::Run,
+                            reference: "r_fault".into(),
+                            note: None,
+                        },
+                        retrieval: None,
+                    };
+                    record(bank, &req, &stamp).unwrap();
+                }
+                Op::Add => {
+                    let candidates =
+                        add::read_candidates("new.md", NEW_LESSON.as_bytes().to_vec()).unwrap();
+                    let added = add::add(bank, &candidates, &add::Intake::default(), &stamp, false)
+                        .unwrap();
+                    assert_eq!(added.admitted.len(), 1, "{added:?}");
+                }
+                Op::Supersede => {
+                    let done = crate::curate::supersede::supersede(
+                        bank,
+                        &["document-exit-codes".into()],
+                        "pin-the-toolchain",
+                        &stamp,
+                    )
+                    .unwrap();
+                    assert!(done.changed());
+                }
+                Op::Archive => {
+                    let selection = crate::curate::archive::Selection {
+                        slugs: vec!["pin-the-toolchain".into(), "hand-written".into()],
+                        ..Default::default()
+                    };
+                    let moved =
+                        crate::curate::archive::archive(bank, &selection, &stamp, false).unwrap();
+                    assert_eq!(moved.len(), 2);
+                }
+                Op::Fix => {
+                    let fixed = crate::lint::fix::fix_and_write(
+                        bank,
+                        &Selection::default(),
+                        false,
+                        stamp.at,
+                    )
+                    .unwrap();
+                    assert!(!fixed.changes.is_empty());
+                }
+                Op::Index => {
+                    std::hint::black_box(search(bank));
+                }
+            }
+        }
+    }
+
+    /// A lesson for `lesson add`, unlike every lesson of the fixture.
+    const NEW_LESSON: &str = concat!(
+        "---\nschema: learning/v1\nslug: vendor-the-fixtures\ntitle: Vendor the test fixtures.\n",
+        "trigger:\n  description: Tests fetch fixtures from a mirror that goes down.\n",
+        "  tags: [tests]\noutcome: failure\nevidence:\n  - kind: run\n    ref: r_vendor\n---\n\n",
+        "# Vendor the test fixtures.\n\n## When this applies\n\nTests download data.\n\n",
+        "## What to do (or avoid)\n\nKeep it in the repository.\n\n",
+        "## Counter-example\n\nData too big for git.\n",
+    );
+
+    /// The hits (slug, score) of a search of `bank` for what the fixture is about.
+    fn search(bank: &Path) -> Vec<(String, f64)> {
+        let mut retriever = crate::retrieve::Retriever::open(bank).unwrap();
+        let request = crate::retrieve::Request::new("ci lint clippy toolchain retries")
+            .k(10)
+            .now(NOW.parse().unwrap());
+        let found = retriever.search(&request).unwrap();
+        found
+            .hits
+            .iter()
+            .map(|h| (h.slug.clone(), h.score.score))
+            .collect()
+    }
+
+    /// Run `op`'s test again as a child process that does the write once into `bank`.
+    fn run_in_child(op: Op, bank: &Path, env: &[(&str, &Path)]) -> std::process::ExitStatus {
         Command::new(std::env::current_exe().unwrap())
-            .args([
-                "--exact",
-                "edit::fault::tests::record_killed_at_every_point_loses_nothing",
-                "--test-threads=1",
-            ])
+            .args(["--exact", op.test(), "--test-threads=1"])
             .env(CHILD_BANK, bank)
             .envs(env.iter().map(|(k, v)| (k, v.as_os_str())))
             .stdout(std::process::Stdio::null())
@@ -118,71 +252,70 @@ mod tests {
         out
     }
 
-    /// `lesson record` killed at each point of the write door in turn: what the bank held is
-    /// still there (the ledger only grew, untouched files are untouched, the lesson is its old
-    /// or its new text), every file parses, lint finds nothing new that `--fix --unsafe-fixes`
-    /// does not repair, and no temp file outlives the next locked write.
-    #[test]
-    fn record_killed_at_every_point_loses_nothing() {
+    /// `op` killed at each point of the write door in turn: what the bank held is still there
+    /// (a ledger only grew, untouched files are untouched, a written file is its old or its new
+    /// text, a moved file is at one of its two places), every file parses, lint finds nothing
+    /// new that `--fix` does not repair, no temp file outlives the next locked
+    /// write, and a search answers as it does in the bank the whole write left.
+    fn killed_at_every_point(op: Op) {
         if let Some(bank) = std::env::var_os(CHILD_BANK) {
-            let req = Request {
-                slug: SLUG.into(),
-                applied: Applied::Followed,
-                run: RunOutcome::Success,
-                evidence: crate::curate::new::NewEvidence {
-                    kind: crate::lesson::EvidenceKind::Run,
-                    reference: "r_fault".into(),
-                    note: None,
-                },
-                retrieval: None,
-            };
-            let stamp = Stamp {
-                at: NOW.parse().unwrap(),
-                by: "tester".into(),
-            };
-            record(Path::new(&bank), &req, &stamp).unwrap();
+            op.run(Path::new(&bank));
             return;
         }
         let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/banks/ledger");
         let tmp = tempfile::tempdir().unwrap();
+        let fresh = |name: &str| {
+            let bank = tmp.path().join(name);
+            copy(&fixture, &bank);
+            op.prepare(&bank);
+            bank
+        };
         // a whole run, to count the points and to know the bank it leaves
-        let whole = tmp.path().join("whole");
-        copy(&fixture, &whole);
+        let whole = fresh("whole");
         let before = files(&whole);
         let baseline = findings(&whole);
         let log = tmp.path().join("points");
-        assert!(record_in_child(&whole, &[("LESSON_FAULT_LOG", &log)]).success());
+        assert!(run_in_child(op, &whole, &[("LESSON_FAULT_LOG", &log)]).success());
         let points: Vec<String> = std::fs::read_to_string(&log)
             .unwrap()
             .lines()
             .map(str::to_string)
             .collect();
-        assert!(points.len() >= 4, "{points:?}");
+        assert!(points.len() >= 4, "{op:?}: {points:?}");
         let after = files(&whole);
-        let lesson = PathBuf::from(format!("{SLUG}.md"));
-        let ledger = PathBuf::from(format!("_log/{SLUG}.jsonl"));
+        let answer = search(&whole);
+        // where the whole write moved each file it moved: the new file of the same name
+        let moved_to = |path: &Path| {
+            after
+                .keys()
+                .find(|q| !before.contains_key(*q) && q.file_name() == path.file_name())
+                .cloned()
+        };
+        let is_ledger = |path: &Path| {
+            path.starts_with("_log") && path.extension().is_some_and(|e| e == "jsonl")
+        };
         for n in 1..=points.len() {
-            let bank = tmp.path().join(format!("killed-{n}"));
-            copy(&fixture, &bank);
+            let bank = fresh(&format!("killed-{n}"));
             let at = PathBuf::from(n.to_string());
-            let status = record_in_child(&bank, &[("LESSON_FAULT_AT", &at)]);
+            let status = run_in_child(op, &bank, &[("LESSON_FAULT_AT", &at)]);
             let point = &points[n - 1];
-            assert!(!status.success(), "not killed at {n} ({point})");
+            let at = format!("{op:?} killed at {n} ({point})");
+            assert!(!status.success(), "{at}: not killed");
             let now = files(&bank);
             for (path, old) in &before {
                 let new = now.get(path);
-                let kept = if *path == ledger {
+                let kept = if is_ledger(path) {
                     new.is_some_and(|b| b.starts_with(old))
-                } else if *path == lesson || Some(old) != after.get(path) {
-                    new == Some(old) || new == after.get(path)
+                } else if new.is_none() && !after.contains_key(path) {
+                    // moved: at its new place, as it was or as the whole write left it
+                    moved_to(path).is_some_and(|q| {
+                        now.get(&q)
+                            .is_some_and(|b| b == old || Some(b) == after.get(&q))
+                    })
                 } else {
-                    new == Some(old)
+                    new == Some(old) || (new.is_some() && new == after.get(path))
                 };
-                assert!(
-                    kept,
-                    "killed at {n} ({point}): {} lost or mangled",
-                    path.display()
-                );
+                assert!(kept, "{at}: {} lost or mangled", path.display());
             }
             for (path, bytes) in &now {
                 if path.extension().is_some_and(|e| e == "md") {
@@ -192,54 +325,81 @@ mod tests {
                     let index = path.file_name().is_some_and(|f| f == "_index.md");
                     assert!(
                         index || doc.lesson.is_some(),
-                        "killed at {n} ({point}): {} no longer parses",
+                        "{at}: {} no longer parses",
                         path.display()
                     );
                 }
             }
             // a line torn by the kill is the one finding `--fix` leaves (L002, by design: the
-            // ledger is append-only); the record it was is then lost whole, the lesson untouched
-            let torn = |(p, c, _): &(PathBuf, &str, bool)| *p == ledger && *c == "L002";
+            // ledger is append-only); the event it was is then lost whole
+            let torn = |(p, c, _): &(PathBuf, &str, bool)| is_ledger(p) && *c == "L002";
             for f in findings(&bank) {
                 let known = baseline.iter().any(|(p, c, _)| *p == f.0 && *c == f.1);
                 assert!(
                     known || f.2 || torn(&f),
-                    "killed at {n} ({point}): new unfixable {} in {}",
+                    "{at}: new unfixable {} in {}",
                     f.1,
                     f.0.display()
                 );
-                if torn(&f) {
-                    assert_eq!(
-                        now.get(&lesson),
-                        before.get(&lesson),
-                        "killed at {n} ({point})"
-                    );
-                }
             }
-            // a kill between the ledger append and the lesson's write leaves counts behind the
-            // ledger: L001, whose fix is unsafe (it is for hand-edited counts too)
+            // the index answers from the files as they are: as a fresh index of this bank
+            // does, and, when the kill cut no lesson write short, as the whole write's bank
+            let answer_now = search(&bank);
+            let rebuilt = tmp.path().join(format!("rebuilt-{n}"));
+            copy(&bank, &rebuilt);
+            assert_eq!(answer_now, search(&rebuilt), "{at}: the index went stale");
+            if op == Op::Index {
+                assert_eq!(answer_now, answer, "{at}");
+            }
+            // a kill between a ledger append and the lesson's write leaves counts behind the
+            // ledger: L001, which plain `--fix` completes
             crate::lint::fix::fix_and_write(
                 &bank,
                 &Selection::default(),
-                true,
+                false,
                 NOW.parse().unwrap(),
             )
             .unwrap();
             let new: Vec<_> = findings(&bank)
                 .into_iter()
                 .filter(|f| !baseline.contains(f) && !torn(f))
+                .filter(|f| op != Op::Fix || f.2)
                 .collect();
-            assert!(
-                new.is_empty(),
-                "killed at {n} ({point}): --fix left {new:?}"
-            );
+            assert!(new.is_empty(), "{at}: --fix left {new:?}");
             let temp = files(&bank)
                 .into_keys()
                 .find(|p| p.to_string_lossy().contains(super::super::TEMP_PREFIX));
-            assert_eq!(
-                temp, None,
-                "killed at {n} ({point}): a temp file outlived --fix"
-            );
+            assert_eq!(temp, None, "{at}: a temp file outlived --fix");
         }
+    }
+
+    #[test]
+    fn record_killed_at_every_point_loses_nothing() {
+        killed_at_every_point(Op::Record);
+    }
+
+    #[test]
+    fn add_killed_at_every_point_loses_nothing() {
+        killed_at_every_point(Op::Add);
+    }
+
+    #[test]
+    fn supersede_killed_at_every_point_loses_nothing() {
+        killed_at_every_point(Op::Supersede);
+    }
+
+    #[test]
+    fn archive_killed_at_every_point_loses_nothing() {
+        killed_at_every_point(Op::Archive);
+    }
+
+    #[test]
+    fn lint_fix_killed_at_every_point_loses_nothing() {
+        killed_at_every_point(Op::Fix);
+    }
+
+    #[test]
+    fn index_writer_killed_at_every_point_loses_nothing() {
+        killed_at_every_point(Op::Index);
     }
 }

@@ -52,6 +52,18 @@ impl<'a> Frontmatter<'a> {
                 "the frontmatter is one flow mapping (`{...}`); write it as one key per line",
             ));
         }
+        // YAML ends a line at a lone `\r` too; the edits find lines by `\n` (found by the
+        // `edit` fuzz target: an item appended after the line a lone `\r` had ended)
+        let content = text[fences.content.clone()].as_bytes();
+        let lone_cr = content
+            .iter()
+            .enumerate()
+            .any(|(i, &b)| b == b'\r' && content.get(i + 1) != Some(&b'\n'));
+        if lone_cr {
+            return Err(unusual(
+                "the frontmatter has a carriage return that ends no `\\r\\n` line; write its lines with one line ending",
+            ));
+        }
         let eol = if text[fences.open.end..].starts_with("\r\n") {
             "\r\n"
         } else {
@@ -207,6 +219,50 @@ impl<'a> Frontmatter<'a> {
             }
         }
         Ok(Edit::insert(after_line(self.text, last_span.end), text))
+    }
+
+    /// The edit that takes `metadata.lesson.quarantine` out (`lesson review --approve`): its
+    /// lines deleted, and with them `lesson:` when it held nothing else, and `metadata:` when
+    /// that held nothing else. `None` when the lesson has no such key; refused when one of the
+    /// three is written in flow style (`{...}`) or does not start its own line.
+    pub fn remove_quarantine(&self) -> Result<Option<Edit>, Unedit> {
+        let Some((meta_key, meta)) = self.get("metadata") else {
+            return Ok(None);
+        };
+        let Some((ours_key, ours)) = self.yaml.get(meta, "lesson") else {
+            return Ok(None);
+        };
+        let Some((key, value)) = self.yaml.get(ours, crate::lesson::QUARANTINE_KEY) else {
+            return Ok(None);
+        };
+        let alone = |map: NodeId| self.yaml.map(map).is_some_and(|entries| entries.len() == 1);
+        let (key, value) = if !alone(ours) {
+            (key, value)
+        } else if !alone(meta) {
+            (ours_key, ours)
+        } else {
+            (meta_key, meta)
+        };
+        for map in [meta, ours] {
+            if self.text[self.span(map).start..].starts_with('{') {
+                return Err(Unedit(
+                    "`metadata.lesson` is written as a flow mapping (`{...}`); write one key per line"
+                        .into(),
+                ));
+            }
+        }
+        let key_start = self.span(key).start;
+        let start = line_start(self.text, key_start);
+        if !self.text[start..key_start].chars().all(|c| c == ' ') {
+            return Err(Unedit(
+                "the `quarantine` key does not start its own line".into(),
+            ));
+        }
+        let end = after_line(
+            self.text,
+            node_end(self.text, self.span(value)).max(self.span(key).end),
+        );
+        Ok(Some(Edit::delete(start..end)))
     }
 
     /// The edit that appends `slugs` to `supersedes` (creating the key when absent), or `None`
@@ -397,6 +453,42 @@ mod tests {
     };
 
     #[test]
+    fn quarantine_is_removed_with_what_only_it_needed() {
+        let remove = |text: &str| {
+            edited(text, |fm| {
+                fm.remove_quarantine().unwrap().into_iter().collect()
+            })
+        };
+        // beside other keys of ours: its line only (a block list too)
+        let text = "---\nslug: a\nmetadata:\n  lesson:\n    origin: {source: x}\n    quarantine: [D007] # why\n  acme: 1\n---\nbody\n";
+        assert_eq!(
+            remove(text),
+            "---\nslug: a\nmetadata:\n  lesson:\n    origin: {source: x}\n  acme: 1\n---\nbody\n"
+        );
+        let text = "---\nmetadata:\n  lesson:\n    quarantine:\n      - D007\n      - D010\n    pinned: true\nslug: a\n---\n";
+        assert_eq!(
+            remove(text),
+            "---\nmetadata:\n  lesson:\n    pinned: true\nslug: a\n---\n"
+        );
+        // the only key of ours: `lesson:` goes; the only vendor: `metadata:` goes
+        let text = "---\nslug: a\nmetadata:\n  acme: 1\n  lesson:\n    quarantine: [D007]\n---\n";
+        assert_eq!(remove(text), "---\nslug: a\nmetadata:\n  acme: 1\n---\n");
+        let text =
+            "---\nslug: a\nmetadata:\n  lesson:\n    quarantine: [D007]\nsuccess_count: 0\n---\n";
+        assert_eq!(remove(text), "---\nslug: a\nsuccess_count: 0\n---\n");
+        // CRLF kept, nothing to remove, flow style refused
+        let text = "---\r\nslug: a\r\nmetadata:\r\n  lesson:\r\n    pinned: true\r\n    quarantine: []\r\n---\r\n";
+        assert_eq!(
+            remove(text),
+            "---\r\nslug: a\r\nmetadata:\r\n  lesson:\r\n    pinned: true\r\n---\r\n"
+        );
+        let d = doc("---\nslug: a\nmetadata:\n  lesson: {pinned: true}\n---\n");
+        assert_eq!(Frontmatter::of(&d).unwrap().remove_quarantine(), Ok(None));
+        let d = doc("---\nslug: a\nmetadata:\n  lesson: {quarantine: [D007], pinned: true}\n---\n");
+        assert!(Frontmatter::of(&d).unwrap().remove_quarantine().is_err());
+    }
+
+    #[test]
     fn counts_are_replaced_or_inserted() {
         let text =
             "---\nslug: a\nsuccess_count: 1 # cached\nmetadata:\n  x: |\n    y\n\n---\nbody\n";
@@ -529,6 +621,14 @@ mod tests {
         assert_eq!(node_end("\"a\\\"b\" # x", 0..10), 6);
         assert_eq!(node_end("[a, '] #', {b: [c]}] # x", 0..24), 20);
         assert_eq!(node_end("plain  ", 0..7), 5);
+    }
+
+    #[test]
+    fn a_lone_carriage_return_is_refused() {
+        let d = doc("---\r\nslug: a\r\nnote: x\rother: 1\r\nevidence: []\r\n---\r\n");
+        assert!(Frontmatter::of(&d).is_err());
+        let d = doc("---\r\nslug: a\r\nevidence: []\r\n---\r\nbody\rtext\r\n");
+        assert!(Frontmatter::of(&d).is_ok());
     }
 
     #[test]

@@ -57,6 +57,16 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> EditError + '_ {
     }
 }
 
+/// An I/O error without the temp file's name that `tempfile` adds to it ("at path
+/// .lesson-tmp-…"): the user knows the file they asked to write, not our temp file.
+fn plain(e: std::io::Error) -> std::io::Error {
+    // tempfile wraps the OS error in one of its own that hides its code: keep its kind
+    match (e.raw_os_error(), e.kind()) {
+        (None, kind) if kind != std::io::ErrorKind::Other => std::io::Error::from(kind),
+        _ => e,
+    }
+}
+
 /// Resolve `path` for writing and check that it stays inside `bank`.
 ///
 /// The parent directory must exist inside the bank; an existing target must not be a symlink
@@ -155,11 +165,11 @@ pub fn write_atomic(bank: &Path, path: &Path, contents: &[u8]) -> Result<(), Edi
         use std::os::unix::fs::PermissionsExt;
         builder.permissions(std::fs::Permissions::from_mode(0o666));
     }
-    let mut tmp = builder.tempfile_in(dir).map_err(io(dir))?;
+    let mut tmp = builder.tempfile_in(dir).map_err(|e| io(path)(plain(e)))?;
     fault::point("write_atomic: temp file created");
-    tmp.write_all(contents).map_err(io(path))?;
+    tmp.as_file_mut().write_all(contents).map_err(io(path))?;
     fault::point("write_atomic: temp file written");
-    tmp.as_file().sync_all().map_err(io(path))?;
+    tmp.as_file().sync_all().map_err(|e| io(path)(plain(e)))?;
     fault::point("write_atomic: temp file synced");
     let existed = match std::fs::metadata(&target) {
         Ok(meta) => {
@@ -171,7 +181,7 @@ pub fn write_atomic(bank: &Path, path: &Path, contents: &[u8]) -> Result<(), Edi
     };
     tmp.persist(&target).map_err(|e| EditError::Io {
         path: path.display().to_string(),
-        source: e.error,
+        source: plain(e.error),
     })?;
     fault::point("write_atomic: renamed into place");
     journal::note(|| journal::Change::Written {

@@ -56,6 +56,22 @@ pub enum GitError {
     },
 }
 
+/// libgit2's settings for a bank, made once per process before its first repository is opened
+/// ([`BankRepo::open`] is the library's one door to libgit2): a bank's folder is one tree of
+/// all its lessons (about 7 MB at 100,000 lessons), and libgit2 caches no tree over 4 KiB by
+/// default, so every path looked up in it, by us or by libgit2's own merge, read, inflated and
+/// hashed the whole tree again (the largest cost of a sync at 100,000 lessons); trees up to
+/// 256 MiB are cached, within libgit2's cache of 256 MiB in all.
+fn tune_libgit2() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        // SAFETY: this writes libgit2's global cache settings; it runs once, before the first
+        // repository of the process is opened through `BankRepo::open`, the only place the
+        // library uses libgit2, so no other thread is reading them.
+        let _ = unsafe { git2::opts::set_cache_object_limit(git2::ObjectType::Tree, 256 << 20) };
+    });
+}
+
 /// A bank's repository: the libgit2 handle, its work tree and the bank's folder in it.
 pub struct BankRepo {
     /// The repository.
@@ -72,6 +88,7 @@ pub struct BankRepo {
 impl BankRepo {
     /// The repository whose work tree holds `bank` (searching up from it, as `git` does).
     pub fn open(bank: &Path) -> Result<BankRepo, GitError> {
+        tune_libgit2();
         let canonical = bank.canonicalize().map_err(|source| GitError::Io {
             path: bank.to_path_buf(),
             source,

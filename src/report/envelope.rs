@@ -97,7 +97,9 @@ impl ErrorCode {
             CurateError::Refused(_) | CurateError::Included { .. } => ErrorCode::InvalidRequest,
             CurateError::Uneditable { .. } => ErrorCode::LessonInvalid,
             CurateError::Bank(crate::bank::BankError::NotFound(_)) => ErrorCode::BankUnavailable,
-            CurateError::Edit(_) => ErrorCode::BankUnavailable,
+            CurateError::Edit(_) | CurateError::AfterLedger { .. } | CurateError::Lock { .. } => {
+                ErrorCode::BankUnavailable
+            }
             CurateError::ReadBack { .. }
             | CurateError::Bank(_)
             | CurateError::Ledger(_)

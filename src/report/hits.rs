@@ -137,6 +137,10 @@ pub fn explanation_text(slug: &str, why: &Explanation) -> String {
             "held back: its own file has errors ({}); `lesson lint` says why",
             codes.join(", ")
         ),
+        Explanation::Quarantined { rules } => format!(
+            "quarantined ({}): `lesson review` lists it; `lesson review --approve {slug}` releases it",
+            list(rules)
+        ),
         Explanation::Superseded { by } => format!("superseded by {}", list(by)),
         Explanation::Expired { expires_at } => {
             format!("expired at {expires_at} (--include-expired serves it)")

@@ -22,6 +22,7 @@ pub fn text(findings: &[Finding]) -> String {
     lessons.dedup();
     let mut parts = Vec::new();
     for reason in [
+        Reason::Quarantined,
         Reason::FailureDominant,
         Reason::Expired,
         Reason::MixedBand,

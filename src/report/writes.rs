@@ -69,14 +69,21 @@ fn admitted(root: &Path, a: &Admitted) -> Value {
             path,
             counts: c,
             conflicts_with,
-        } => json!({
-            "action": "created",
-            "label": label,
-            "slug": slug,
-            "path": rel(root, path),
-            "counts": counts(*c),
-            "conflicts_with": conflicts_with,
-        }),
+            quarantine,
+        } => {
+            let mut out = json!({
+                "action": "created",
+                "label": label,
+                "slug": slug,
+                "path": rel(root, path),
+                "counts": counts(*c),
+                "conflicts_with": conflicts_with,
+            });
+            if let Some(rules) = quarantine {
+                out["quarantined"] = json!(rules);
+            }
+            out
+        }
         Admitted::Merged {
             label,
             candidate,
@@ -214,6 +221,16 @@ pub fn created(root: &Path, slug: &str, draft: &Draft, text: bool) -> Value {
             "shared_tags": p.shared_tags,
         })),
         "text": text.then(|| draft.text.clone()),
+    })
+}
+
+/// `lesson review --approve`'s result: the lesson released from quarantine, its file, and the
+/// rules it had been quarantined for.
+pub fn approved(root: &Path, a: &crate::curate::approve::Approved) -> Value {
+    json!({
+        "slug": a.slug,
+        "path": rel(root, &a.path),
+        "rules": a.rules,
     })
 }
 

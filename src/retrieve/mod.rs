@@ -281,6 +281,11 @@ pub enum Explanation {
         /// The codes of its findings.
         codes: Vec<String>,
     },
+    /// Admitted in quarantine: never served until `lesson review --approve` clears it.
+    Quarantined {
+        /// The injection-carrier rules it tripped.
+        rules: Vec<String>,
+    },
     /// A live lesson supersedes it.
     Superseded {
         /// The lessons that supersede it.

@@ -117,6 +117,9 @@ impl Record {
         let lesson = doc.lesson.as_ref().map(|l| {
             let mut fields = LessonFields::new(doc, l);
             fields.errors = error_codes(doc, config);
+            if let Some(rules) = &l.quarantine {
+                fields.errors.extend(quarantine_marks(rules));
+            }
             let ledger = bank_root(&doc.source.path, &path)
                 .map(|root| ledger_facts(root, &l.slug.value))
                 .unwrap_or_default();
@@ -262,6 +265,38 @@ fn error_codes(doc: &Document, config: &Config) -> Vec<String> {
     codes.sort();
     codes.dedup();
     codes
+}
+
+/// How the index marks a quarantined lesson among the codes that hold a lesson back (so that a
+/// quarantined lesson is held back as one with errors is, with no change to the index's
+/// format): `quarantine`, and `quarantine:CODE` for each rule it tripped.
+pub const QUARANTINE_MARK: &str = "quarantine";
+
+/// The marks of a lesson quarantined for `rules`.
+pub fn quarantine_marks(rules: &[String]) -> Vec<String> {
+    std::iter::once(QUARANTINE_MARK.to_string())
+        .chain(rules.iter().map(|r| format!("{QUARANTINE_MARK}:{r}")))
+        .collect()
+}
+
+/// Held-back codes split into the error codes and, for a quarantined lesson, its rules.
+pub fn split_marks<'a>(
+    codes: impl IntoIterator<Item = &'a str>,
+) -> (Vec<String>, Option<Vec<String>>) {
+    let (mut errors, mut quarantined, mut rules) = (Vec::new(), false, Vec::new());
+    for code in codes {
+        if code == QUARANTINE_MARK {
+            quarantined = true;
+        } else if let Some(rule) = code
+            .strip_prefix(QUARANTINE_MARK)
+            .and_then(|r| r.strip_prefix(':'))
+        {
+            rules.push(rule.to_string());
+        } else {
+            errors.push(code.to_string());
+        }
+    }
+    (errors, quarantined.then_some(rules))
 }
 
 /// The bank's root, from a file's path and its path relative to the root.

@@ -3,8 +3,8 @@
 //!
 //! 0. the commit and its trees are in the object database already (invisible: no ref names
 //!    them yet);
-//! 1. `.lesson/sync-merge` records `HEAD-before target` (atomic write): the note the next sync
-//!    reads to finish the job;
+//! 1. `.lesson/sync-merge` records `HEAD-before target pending` (atomic write; `pending` the
+//!    commit of the pending files): the note the next sync reads to finish the job;
 //! 2. each working-tree file that changes is written atomically (temp + rename), new
 //!    directories created, removed files removed;
 //! 3. the index entries of those paths are set (`git update-index`, which writes the index
@@ -43,6 +43,11 @@ pub fn resume(repo: &BankRepo, branch: &str, options: &SyncOptions) -> Result<bo
         let mut words = text.split_whitespace();
         let before = words.next().and_then(|w| git2::Oid::from_str(w).ok());
         let target = words.next().and_then(|w| git2::Oid::from_str(w).ok());
+        // a note of an older `lesson sync` has no third word: the target's first parent then
+        let pending = words
+            .next()
+            .and_then(|w| git2::Oid::from_str(w).ok())
+            .filter(|p| !p.is_zero());
         let head = super::remote::head_commit(repo)?.map(|c| c.id());
         let done = match (before, target) {
             (Some(before), Some(target)) if repo.repo.find_commit(target).is_ok() => {
@@ -50,7 +55,7 @@ pub fn resume(repo: &BankRepo, branch: &str, options: &SyncOptions) -> Result<bo
                 if head == Some(target) {
                     true
                 } else if head == before {
-                    apply_locked(repo, branch, before, target, options)?;
+                    apply_locked(repo, branch, before, target, pending, options)?;
                     true
                 } else {
                     false
@@ -64,16 +69,19 @@ pub fn resume(repo: &BankRepo, branch: &str, options: &SyncOptions) -> Result<bo
 }
 
 /// Move the repository from HEAD `before` to the commit `target` (see the module docs),
-/// holding the bank's lock.
+/// holding the bank's lock. `pending` is the commit of the pending files the target was
+/// merged from (HEAD when there were none): a working-tree file that still holds its version
+/// is not a change made beside the sync.
 pub fn apply(
     repo: &BankRepo,
     branch: &str,
     before: Option<git2::Oid>,
     target: git2::Oid,
+    pending: git2::Oid,
     options: &SyncOptions,
 ) -> Result<(), SyncError> {
     let mut lock = BankLock::open(&repo.bank)?;
-    lock.with(|| apply_locked(repo, branch, before, target, options))?
+    lock.with(|| apply_locked(repo, branch, before, target, Some(pending), options))?
 }
 
 /// One path's move.
@@ -92,6 +100,7 @@ fn apply_locked(
     branch: &str,
     before: Option<git2::Oid>,
     target: git2::Oid,
+    pending: Option<git2::Oid>,
     options: &SyncOptions,
 ) -> Result<(), SyncError> {
     let git = &repo.repo;
@@ -106,8 +115,9 @@ fn apply_locked(
         Some(id) => git.find_commit(id)?.tree()?,
         None => empty.clone(),
     };
-    // the commit of pending files this target was merged from (its first parent)
-    let pending_tree = match commit.parent_ids().next() {
+    // the commit of pending files this target was merged from (a merge of several branches
+    // is a chain of merges: only the first holds it as a parent)
+    let pending_tree = match pending.or_else(|| commit.parent_ids().next()) {
         Some(p) => git.find_commit(p)?.tree()?,
         None => empty,
     };
@@ -232,7 +242,11 @@ fn apply_locked(
     }
     // 1. the note
     let note = crate::layout::state_path(&repo.bank, NOTE);
-    let line = format!("{} {target}\n", before.unwrap_or(git2::Oid::ZERO_SHA1));
+    let line = format!(
+        "{} {target} {}\n",
+        before.unwrap_or(git2::Oid::ZERO_SHA1),
+        pending.unwrap_or(git2::Oid::ZERO_SHA1)
+    );
     crate::edit::write_atomic(&repo.bank, &note, line.as_bytes())?;
     // 2. the working tree
     for step in steps.iter().filter(|s| !s.written) {

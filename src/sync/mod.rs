@@ -24,6 +24,33 @@
 //!    merges of one side each.
 //! 5. **apply** (`apply.rs`), under the bank's lock: working-tree files, then the index, then
 //!    HEAD (see the order and why in `apply`).
+//!
+//! **A fleet: one branch per runtime.** One branch takes one push at a time, so a large fleet
+//! gives each runtime a branch only it writes and merges those branches into the main one:
+//!
+//! - A runtime (`--branch lesson/RUNTIME --from main`, [`SyncOptions::from`]): step 2 fetches
+//!   its own branch and the main branch in one `git fetch`; step 3 merges ours with its own
+//!   branch (normally contained already), then with the main branch; step 4 pushes to its own
+//!   branch, a fast-forward since nobody else writes there (a rejection still goes round the
+//!   same retry loop).
+//! - A merger (`--merge-branches [PATTERN]`, [`SyncOptions::merge_branches`]): step 2 lists
+//!   the remote's branches matching the glob (`git ls-remote --heads`) and fetches them with
+//!   the target branch in one `git fetch`; step 3 merges the target branch as a sync does,
+//!   then each matching branch the result does not contain yet, in name order, each merge on
+//!   top of the one before; step 4 pushes the target branch. A real conflict in any one branch
+//!   stops the round with nothing changed, the conflicts naming that branch
+//!   ([`ConflictFile::branch`]).
+//!
+//! Runtimes and the merger merge each other's commits back and forth, so merges are
+//! criss-cross: two merge bases, of which libgit2 takes one, and the sides hold the same
+//! ledger lines and evidence items in different orders. No outcome is counted twice: ledgers
+//! merge as a union of lines (a line on both sides kept once) and lessons by
+//! [`crate::merge::lesson`], which takes evidence as a set, also where libgit2's line merge
+//! was clean (in a merge with several bases only: with one, a single-branch sync's merge is as
+//! before), and counts are re-derived from the ledgers' distinct outcomes. A lesson added on
+//! both sides keeps the main branch's version in both directions (a runtime keeps the branch
+//! it receives, a merger its own), so a runtime and the merger admitting the same duplicate
+//! at once write the same lesson.
 
 mod apply;
 mod pending;
@@ -63,6 +90,12 @@ pub struct SyncOptions {
     pub message: Option<String>,
     /// Say what would happen; change nothing (the fetch only updates what `git fetch` does).
     pub dry_run: bool,
+    /// A runtime on a branch of its own: the remote branch it receives too (`main`), merged
+    /// after `branch`; its version of a lesson added on both sides stays.
+    pub from: Option<String>,
+    /// A merger: the glob (`lesson/*`) naming the remote branches to merge into `branch`, one
+    /// after another; `branch`'s version of a lesson added on both sides stays.
+    pub merge_branches: Option<String>,
     /// Who and when, for the ledger events an add/add merge writes; `at` is also "now" for the
     /// regenerated `_index.md`.
     pub stamp: Stamp,
@@ -75,6 +108,19 @@ pub struct ConflictFile {
     pub path: String,
     /// What conflicts.
     pub what: String,
+    /// The remote branch whose merge conflicts.
+    pub branch: String,
+}
+
+/// A remote branch a sync merged (or found merged already) besides its own.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct BranchTip {
+    /// The branch's name on the remote.
+    pub branch: String,
+    /// The commit it pointed at.
+    pub commit: String,
+    /// How many of its commits the merge brought (0 when it was merged already).
+    pub fetched: usize,
 }
 
 /// What a sync did (or, with `dry_run`, would do).
@@ -92,7 +138,8 @@ pub struct SyncReport {
     pub message: Option<String>,
     /// The bank files committed from the working tree (paths relative to the work tree).
     pub files: Vec<String>,
-    /// How many commits the fetch brought that were not in the local branch.
+    /// How many commits of the remote branch (`branch`) the fetch brought that were not in the
+    /// local branch (those of the other branches merged: [`BranchTip::fetched`]).
     pub fetched: usize,
     /// Whether a merge (or a fast-forward) took the remote's commits in.
     pub merged: bool,
@@ -110,6 +157,14 @@ pub struct SyncReport {
     pub conflicts: Vec<ConflictFile>,
     /// Whether an interrupted earlier sync was completed first.
     pub resumed: bool,
+    /// The branch a runtime receives besides its own (`--from`).
+    pub from: Option<String>,
+    /// The glob of the branches a merger merges (`--merge-branches`).
+    pub pattern: Option<String>,
+    /// The branches (`from`, or those matching `pattern`) merged, in the order merged.
+    pub merged_branches: Vec<BranchTip>,
+    /// The branches (`from`, or those matching `pattern`) whose commits were merged already.
+    pub contained_branches: Vec<BranchTip>,
 }
 
 impl SyncReport {
@@ -156,6 +211,17 @@ pub enum SyncError {
     /// The histories share no commit.
     #[error("the local branch and {0} share no history: run `git pull --allow-unrelated-histories`, then `lesson sync` again")]
     Unrelated(String),
+    /// `--from` names a branch the remote does not have.
+    #[error("{remote} has no branch `{branch}` to receive: check the name (`git ls-remote --heads {remote}`)")]
+    NoBranch {
+        /// The remote.
+        remote: String,
+        /// The branch.
+        branch: String,
+    },
+    /// The `--merge-branches` pattern is not a glob.
+    #[error("--merge-branches {0}")]
+    Pattern(String),
     /// The push kept being rejected.
     #[error("the push to {remote} {branch} was rejected {attempts} times in {elapsed} s because other runtimes kept pushing first; the local commits are kept (nothing is lost): run `lesson sync` again")]
     Exhausted {
@@ -200,8 +266,8 @@ pub fn sync(bank: &Path, options: &SyncOptions) -> Result<SyncReport, SyncError>
     sync_with(bank, options, &crate::progress::Silent)
 }
 
-/// [`sync`], telling `progress` its phases (`committing`, `fetching`, `merging`, `pushing`,
-/// `applying`; again for each round after a rejected push).
+/// [`sync`], telling `progress` its phases (`committing`, `fetching`, `merging` (once per
+/// branch merged), `pushing`, `applying`; again for each round after a rejected push).
 pub fn sync_with(
     bank: &Path,
     options: &SyncOptions,
@@ -217,6 +283,8 @@ pub fn sync_with(
         remote: target.remote.clone(),
         branch: target.branch.clone(),
         dry_run: options.dry_run,
+        from: options.from.clone(),
+        pattern: options.merge_branches.clone(),
         ..SyncReport::default()
     };
     if options.dry_run {
@@ -287,6 +355,8 @@ fn round(
     report.merged = false;
     report.fetched = 0;
     report.add_add.clear();
+    report.merged_branches.clear();
+    report.contained_branches.clear();
     let head = remote::head_commit(repo)?;
     let changes = match pending {
         Some(changes) => changes,
@@ -314,7 +384,30 @@ fn round(
         report.commits.push(id.to_string());
         Some(id)
     };
-    let theirs = phase(progress, "fetching", || remote::fetch(repo, target))?;
+    // the target branch, and the branches merged after it: a runtime's `--from`, a merger's
+    // branches matching `--merge-branches` (listed, then fetched with the target in one fetch)
+    let tips = phase(progress, "fetching", || {
+        let mut others: Vec<String> = match (&options.from, &options.merge_branches) {
+            (Some(from), _) => vec![from.clone()],
+            (None, Some(pattern)) => remote::matching_branches(repo, &target.remote, pattern)?,
+            (None, None) => Vec::new(),
+        };
+        others.retain(|b| *b != target.branch);
+        let mut wanted = vec![target.branch.clone()];
+        wanted.extend(others.iter().cloned());
+        let tips = remote::fetch_branches(repo, &target.remote, &wanted)?;
+        Ok::<_, SyncError>((others, tips))
+    })?;
+    let (others, tips) = tips;
+    if let Some(from) = options.from.as_ref().filter(|f| others.contains(f)) {
+        if !tips.contains_key(from) {
+            return Err(SyncError::NoBranch {
+                remote: target.remote.clone(),
+                branch: from.clone(),
+            });
+        }
+    }
+    let theirs = tips.get(&target.branch).copied();
     report.new_branch = theirs.is_none();
     let Some(ours) = ours else {
         // an unborn branch with nothing to commit
@@ -328,6 +421,31 @@ fn round(
             ))),
         };
     };
+    // one merge into the result so far: the merge commit (or the fast-forward), `None` on a
+    // real conflict (in `report.conflicts`)
+    let merge = |ours: git2::Oid,
+                 theirs: git2::Oid,
+                 branch: &str,
+                 keep_ours: bool,
+                 report: &mut SyncReport|
+     -> Result<Option<git2::Oid>, SyncError> {
+        let merged = phase(progress, "merging", || {
+            resolve::merge(repo, ours, theirs, branch, keep_ours, options, report)
+        })?;
+        match merged {
+            Some(id) if report.conflicts.is_empty() => {
+                if id != ours {
+                    report.merged = true;
+                    // a new merge commit (not a fast-forward to theirs)
+                    if id != theirs {
+                        report.commits.push(id.to_string());
+                    }
+                }
+                Ok(Some(id))
+            }
+            _ => Ok(None),
+        }
+    };
     let mut final_commit = ours;
     if let Some(theirs) = theirs {
         if head.is_none() {
@@ -336,21 +454,37 @@ fn round(
                 target.remote, target.branch, target.remote, target.branch
             )));
         }
-        let merged = phase(progress, "merging", || {
-            resolve::merge(repo, ours, theirs, options, report)
-        })?;
-        if !report.conflicts.is_empty() {
-            return Ok(Pushed::Nothing);
+        match merge(ours, theirs, &target.branch, false, report)? {
+            Some(id) => final_commit = id,
+            None => return Ok(Pushed::Nothing),
         }
-        if let Some(id) = merged {
-            if id != ours {
-                report.merged = true;
-                if repo.repo.find_commit(id)?.parent_count() > 1 {
-                    report.commits.push(id.to_string());
-                }
-            }
-            final_commit = id;
+    }
+    // then each other branch, in name order: a runtime keeps the main branch's version of a
+    // lesson added on both sides (as it keeps the remote's), a merger keeps its own (the main
+    // branch's), so that both directions of a criss-cross settle an add/add alike
+    let keep_ours = options.merge_branches.is_some();
+    for branch in &others {
+        let Some(&tip) = tips.get(branch) else {
+            continue;
+        };
+        let mut seen = BranchTip {
+            branch: branch.clone(),
+            commit: tip.to_string(),
+            fetched: 0,
+        };
+        if final_commit == tip || repo.repo.graph_descendant_of(final_commit, tip)? {
+            report.contained_branches.push(seen);
+            continue;
         }
+        // `fetched` counts the target branch's commits; each other branch's are its own
+        let fetched = report.fetched;
+        let merged = merge(final_commit, tip, branch, keep_ours, report)?;
+        seen.fetched = std::mem::replace(&mut report.fetched, fetched) - fetched;
+        match merged {
+            Some(id) => final_commit = id,
+            None => return Ok(Pushed::Nothing),
+        }
+        report.merged_branches.push(seen);
     }
     let head_id = head.as_ref().map(|c| c.id());
     let ahead = match theirs {
@@ -378,7 +512,7 @@ fn round(
     };
     if head_id != Some(final_commit) {
         phase(progress, "applying", || {
-            apply::apply(repo, branch, head_id, final_commit, options)
+            apply::apply(repo, branch, head_id, final_commit, ours, options)
         })?;
     }
     Ok(pushed)

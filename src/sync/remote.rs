@@ -2,6 +2,7 @@
 //! through the system `git` (never forced, never a `+refspec`), and the jitter between
 //! attempts.
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use super::{SyncError, SyncOptions};
@@ -97,24 +98,95 @@ pub fn target(repo: &BankRepo, branch: &str, options: &SyncOptions) -> Result<Ta
     Ok(Target { remote, branch })
 }
 
-/// Fetch the remote branch; its commit, `None` when the remote has no such branch (an empty
-/// remote: the first sync pushes it). Only `FETCH_HEAD` (and the remote-tracking branch, as
-/// `git fetch` does) change.
-pub fn fetch(repo: &BankRepo, target: &Target) -> Result<Option<git2::Oid>, SyncError> {
-    let refname = format!("refs/heads/{}", target.branch);
-    let args = ["fetch", "--quiet", "--no-tags", &target.remote, &refname];
-    match repo.git(&args) {
-        Ok(_) => {}
-        Err(GitError::Command { stderr, .. }) if stderr.contains("couldn't find remote ref") => {
-            return Ok(None)
+/// Fetch the branches `branches` of `remote` in one `git fetch`: each one's commit, by name; a
+/// branch the remote does not have is left out (the fetch is run again without it). Only
+/// `FETCH_HEAD` (and remote-tracking branches, as `git fetch` does) change.
+pub fn fetch_branches(
+    repo: &BankRepo,
+    remote: &str,
+    branches: &[String],
+) -> Result<BTreeMap<String, git2::Oid>, SyncError> {
+    let mut wanted: Vec<String> = branches.iter().map(|b| format!("refs/heads/{b}")).collect();
+    wanted.sort();
+    wanted.dedup();
+    loop {
+        if wanted.is_empty() {
+            return Ok(BTreeMap::new());
         }
-        Err(e) => return Err(e.into()),
+        let mut args = vec!["fetch", "--quiet", "--no-tags", remote];
+        args.extend(wanted.iter().map(String::as_str));
+        match repo.git(&args) {
+            Ok(_) => break,
+            Err(GitError::Command { stderr, .. })
+                if stderr.contains("couldn't find remote ref") =>
+            {
+                // `fatal: couldn't find remote ref refs/heads/NAME`: fetch the others
+                let missing = stderr
+                    .split("couldn't find remote ref ")
+                    .nth(1)
+                    .and_then(|rest| rest.split_whitespace().next())
+                    .map(str::to_string);
+                let before = wanted.len();
+                wanted.retain(|w| Some(w) != missing.as_ref());
+                if wanted.len() == before {
+                    return Err(GitError::Command {
+                        args: format!("fetch {remote}"),
+                        status: "failed".into(),
+                        stderr,
+                    }
+                    .into());
+                }
+            }
+            Err(e) => return Err(e.into()),
+        }
     }
-    // FETCH_HEAD's first line is the branch fetched
+    // FETCH_HEAD: one line per branch fetched, `HASH<TAB><TAB>branch 'NAME' of URL`
     let fetch_head = repo.repo.path().join("FETCH_HEAD");
     let text = std::fs::read_to_string(&fetch_head).map_err(super::io_error(&fetch_head))?;
-    let hash = text.split_whitespace().next().unwrap_or_default();
-    Ok(Some(git2::Oid::from_str(hash)?))
+    let mut tips = BTreeMap::new();
+    for line in text.lines() {
+        let mut fields = line.splitn(3, '\t');
+        let (Some(hash), Some(_), Some(what)) = (fields.next(), fields.next(), fields.next())
+        else {
+            continue;
+        };
+        // a branch name holds no space: the name ends at the first `' of `
+        let Some(name) = what
+            .strip_prefix("branch '")
+            .and_then(|rest| rest.split("' of ").next())
+        else {
+            continue;
+        };
+        if wanted
+            .iter()
+            .any(|w| w.strip_prefix("refs/heads/") == Some(name))
+        {
+            tips.insert(name.to_string(), git2::Oid::from_str(hash)?);
+        }
+    }
+    Ok(tips)
+}
+
+/// The remote's branches whose names match the glob `pattern` (`lesson/*`; `*` also matches
+/// `/`, as in a git refspec), by name, from one `git ls-remote --heads`.
+pub fn matching_branches(
+    repo: &BankRepo,
+    remote: &str,
+    pattern: &str,
+) -> Result<Vec<String>, SyncError> {
+    let glob = globset::Glob::new(pattern)
+        .map_err(|e| SyncError::Pattern(format!("`{pattern}`: {e}")))?
+        .compile_matcher();
+    let out = repo.git(&["ls-remote", "--heads", remote])?;
+    let mut names: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|line| line.split('\t').nth(1)?.strip_prefix("refs/heads/"))
+        .filter(|name| glob.is_match(name))
+        .map(str::to_string)
+        .collect();
+    names.sort();
+    names.dedup();
+    Ok(names)
 }
 
 /// Push the commit `commit` to the remote branch, never forced: `Ok(false)` when the remote

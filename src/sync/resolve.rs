@@ -1,5 +1,6 @@
-//! The merge, in memory: libgit2 merges the trees; each conflicted bank path is resolved by the
-//! bank's rules ([`crate::merge`]); an add/add of one slug goes through the `lesson add` gate;
+//! The merge, in memory: libgit2 merges the trees; each conflicted bank path, and in a
+//! criss-cross each ledger or lesson both sides changed that libgit2 merged by itself, is
+//! merged by the bank's rules ([`crate::merge`]); an add/add of one slug goes through the `lesson add` gate;
 //! counts and `_index.md` are re-derived. Nothing outside the object database is written, so a
 //! real conflict leaves the repository exactly as it was.
 
@@ -15,13 +16,17 @@ use crate::git::repo::BankRepo;
 /// A bank's files in a tree: path relative to the bank -> bytes.
 pub type Files = BTreeMap<String, Vec<u8>>;
 
-/// Merge the commit `theirs` into `ours`: the commit to move to (`ours` when `theirs` is in it
-/// already, `theirs` for a fast-forward, else a new merge commit), or `None` with the real
-/// conflicts in `report.conflicts`.
+/// Merge the commit `theirs` (the tip of the remote branch `branch`) into `ours`: the commit to
+/// move to (`ours` when `theirs` is in it already, `theirs` for a fast-forward, else a new
+/// merge commit), or `None` with the real conflicts in `report.conflicts`. A lesson added on
+/// both sides keeps theirs' version (ours' with `keep_ours`), the other admitted as its
+/// duplicate. The commits it brings are added to `report.fetched`.
 pub fn merge(
     repo: &BankRepo,
     ours: git2::Oid,
     theirs: git2::Oid,
+    branch: &str,
+    keep_ours: bool,
     options: &SyncOptions,
     report: &mut SyncReport,
 ) -> Result<Option<git2::Oid>, SyncError> {
@@ -32,14 +37,12 @@ pub fn merge(
     let base = match git.merge_base(ours, theirs) {
         Ok(b) => b,
         Err(e) if e.code() == git2::ErrorCode::NotFound => {
-            return Err(SyncError::Unrelated(format!(
-                "{}/{}",
-                report.remote, report.branch
-            )))
+            return Err(SyncError::Unrelated(format!("{}/{branch}", report.remote)))
         }
         Err(e) => return Err(e.into()),
     };
-    report.fetched = git.graph_ahead_behind(theirs, base)?.0;
+    let fetched = git.graph_ahead_behind(theirs, base)?.0;
+    report.fetched += fetched;
     let ours_tree = git.find_commit(ours)?.tree()?;
     let theirs_tree = git.find_commit(theirs)?.tree()?;
     if base == ours {
@@ -52,6 +55,17 @@ pub fn merge(
     opts.find_renames(true);
     let mut index = git.merge_trees(&base_tree, &ours_tree, &theirs_tree, Some(&opts))?;
     let exclude = super::pending::exclude(repo);
+    // libgit2's clean merges of ledgers are not taken on trust (its `merge=union` keeps an
+    // event both sides hold at different places twice), nor, in a criss-cross (runtimes'
+    // branches and the main branch merging each other), its clean merges of lessons
+    let criss_cross = git.merge_bases(ours, theirs)?.len() > 1;
+    remerge_clean(
+        repo,
+        &mut index,
+        [&base_tree, &ours_tree, &theirs_tree],
+        &exclude,
+        criss_cross,
+    )?;
     let mut conflicts = Vec::new();
     let mut add_add: BTreeMap<String, (String, Vec<u8>)> = BTreeMap::new();
     let mut resolved: Vec<(Vec<PathBuf>, String, Vec<u8>)> = Vec::new();
@@ -80,7 +94,11 @@ pub fn merge(
         for (all, path, result) in moved_and_changed(repo, &mut entries) {
             match result {
                 Ok(text) => resolved.push((all, path, text.into_bytes())),
-                Err(what) => conflicts.push(ConflictFile { path, what }),
+                Err(what) => conflicts.push(ConflictFile {
+                    path,
+                    what,
+                    branch: String::new(),
+                }),
             }
         }
         for (a, o, t) in entries {
@@ -109,6 +127,7 @@ pub fn merge(
                 conflicts.push(ConflictFile {
                     path: path.clone(),
                     what: what.to_string(),
+                    branch: String::new(),
                 })
             };
             let Some(rel) = rel.filter(|r| is_bank_file(r, &exclude)) else {
@@ -131,10 +150,12 @@ pub fn merge(
             } else if rel.ends_with(".md") {
                 match (&a, &o, &t) {
                     (None, Some(_), Some(_)) => {
-                        // add/add: the remote's version stays, ours goes through the gate
+                        // add/add: the remote's version stays (ours' with `keep_ours`), the
+                        // other goes through the gate
                         let slug = slug_of(&rel);
-                        add_add.insert(slug, (rel.clone(), ot.into_bytes()));
-                        resolved.push((all, path.clone(), tt.into_bytes()));
+                        let (kept, admitted) = if keep_ours { (ot, tt) } else { (tt, ot) };
+                        add_add.insert(slug, (rel.clone(), admitted.into_bytes()));
+                        resolved.push((all, path.clone(), kept.into_bytes()));
                     }
                     (Some(_), Some(_), Some(_)) => match crate::merge::lesson(&bt, &ot, &tt) {
                         Ok(text) => resolved.push((all, path.clone(), text.into_bytes())),
@@ -156,8 +177,8 @@ pub fn merge(
     }
     for (all, path, rel, added, bt, ot, tt) in ledgers {
         let slug = slug_of(&rel);
-        // an add/add: the remote's lines first, so its `created` event stays the first
-        let text = if added && add_add.contains_key(&slug) {
+        // an add/add: the kept version's lines first, so its `created` event stays the first
+        let text = if added && !keep_ours && add_add.contains_key(&slug) {
             crate::merge::ledger(&bt, &tt, &ot)
         } else {
             crate::merge::ledger(&bt, &ot, &tt)
@@ -165,7 +186,7 @@ pub fn merge(
         resolved.push((all, path, text.into_bytes()));
     }
     if !conflicts.is_empty() {
-        report.conflicts = conflicts;
+        report.conflicts = on_branch(conflicts, branch);
         return Ok(None);
     }
     for (all, path, bytes) in &resolved {
@@ -197,7 +218,8 @@ pub fn merge(
             let mut files = read_bank(repo, &merged_tree)?;
             let before = files.clone();
             for (slug, (rel, bytes)) in &add_add {
-                admit_duplicate(repo, &mut files, slug, rel, bytes, options)
+                let source = if keep_ours { branch } else { "local" };
+                admit_duplicate(repo, &mut files, slug, rel, bytes, source, options)
                     .map_err(|e| SyncError::Derive(format!("{}: {e}", repo.repo_path(rel))))?;
                 report.add_add.push(slug.clone());
             }
@@ -222,25 +244,32 @@ pub fn merge(
             marked.push(ConflictFile {
                 path: repo.repo_path(rel),
                 what: "holds a merge-conflict marker".into(),
+                branch: String::new(),
             });
         }
     }
     if !marked.is_empty() {
-        report.conflicts = marked;
+        report.conflicts = on_branch(marked, branch);
         return Ok(None);
     }
     let sig = signature(repo)?;
     let message = format!(
-        "merge {}/{}: {} commit{} from the remote\n",
+        "merge {}/{branch}: {fetched} commit{} from the remote\n",
         report.remote,
-        report.branch,
-        report.fetched,
-        if report.fetched == 1 { "" } else { "s" }
+        if fetched == 1 { "" } else { "s" }
     );
     let parents = [&git.find_commit(ours)?, &git.find_commit(theirs)?];
     Ok(Some(
         git.commit(None, &sig, &sig, &message, &tree, &parents)?,
     ))
+}
+
+/// The conflicts of the merge with `branch`, named so.
+fn on_branch(mut conflicts: Vec<ConflictFile>, branch: &str) -> Vec<ConflictFile> {
+    for c in &mut conflicts {
+        c.branch = branch.to_string();
+    }
+    conflicts
 }
 
 /// One side of a conflicted index entry: its path in the repository and its bytes.
@@ -428,17 +457,108 @@ fn changed_paths(
     repo: &BankRepo,
     a: &git2::Tree<'_>,
     b: &git2::Tree<'_>,
+    under: Option<&str>,
 ) -> Result<BTreeSet<String>, SyncError> {
     let (Some(a), Some(b)) = (bank_tree(repo, a)?, bank_tree(repo, b)?) else {
         return Ok(BTreeSet::new());
     };
-    let diff = repo.repo.diff_tree_to_tree(Some(&a), Some(&b), None)?;
+    // only one folder of the bank: diff its two trees, not the bank's (whose lessons folder
+    // holds every lesson: 100,000 entries read twice per merge in a large bank)
+    let (a, b, prefix) = match under {
+        None => (Some(a), Some(b), String::new()),
+        Some(dir) => {
+            let sub = |t: &git2::Tree<'_>| -> Result<Option<git2::Tree<'_>>, SyncError> {
+                match t.get_path(Path::new(dir)) {
+                    Ok(e) if e.kind() == Some(git2::ObjectType::Tree) => {
+                        Ok(Some(repo.repo.find_tree(e.id())?))
+                    }
+                    _ => Ok(None),
+                }
+            };
+            (sub(&a)?, sub(&b)?, format!("{dir}/"))
+        }
+    };
+    if a.as_ref().map(git2::Tree::id) == b.as_ref().map(git2::Tree::id) {
+        return Ok(BTreeSet::new());
+    }
+    let diff = repo.repo.diff_tree_to_tree(a.as_ref(), b.as_ref(), None)?;
     Ok(diff
         .deltas()
         .flat_map(|d| [d.old_file().path(), d.new_file().path()])
         .flatten()
-        .map(|p| p.to_string_lossy().replace('\\', "/"))
+        .map(|p| format!("{prefix}{}", p.to_string_lossy().replace('\\', "/")))
         .collect())
+}
+
+/// The ledgers (and with `lessons`, the lessons) both sides changed since the base that
+/// libgit2 merged by itself (as text, or by the `merge=union` attribute), merged again by the
+/// bank's rules ([`crate::merge::ledger`], [`crate::merge::lesson`]) in `index`. Once merges
+/// have run both ways (a runtime's branch and the main branch merging each other), the two
+/// sides can hold one ledger line or evidence item at different places: a line merge keeps it
+/// twice where the bank's rules, which take both as sets, keep it once. Lessons are merged
+/// again in a criss-cross merge only (several merge bases); a lesson the bank's rule finds in
+/// conflict keeps libgit2's clean merge.
+fn remerge_clean(
+    repo: &BankRepo,
+    index: &mut git2::Index,
+    [base, ours, theirs]: [&git2::Tree<'_>; 3],
+    exclude: &GlobSet,
+    lessons: bool,
+) -> Result<(), SyncError> {
+    let git = &repo.repo;
+    // outside a criss-cross only the ledgers are merged again: diff the ledgers' folder only
+    let under = (!lessons).then_some(crate::layout::LOG_DIR);
+    let theirs_changed = changed_paths(repo, base, theirs, under)?;
+    if theirs_changed.is_empty() {
+        return Ok(());
+    }
+    let both: BTreeSet<String> = changed_paths(repo, base, ours, under)?
+        .into_iter()
+        .filter(|p| {
+            theirs_changed.contains(p)
+                && (crate::layout::is_ledger_path(p)
+                    || (lessons
+                        && (crate::walk::is_lesson_path(p, exclude)
+                            || (p.starts_with("_archive/") && p.ends_with(".md")))))
+        })
+        // no entry at stage 0: a conflict, resolved by the same rules after
+        .filter(|p| index.get_path(Path::new(&repo.repo_path(p)), 0).is_some())
+        .collect();
+    if both.is_empty() {
+        return Ok(());
+    }
+    let [b, o, t] = [base, ours, theirs].map(|tree| read_paths(repo, tree, &both));
+    let (b, o, t) = (b?, o?, t?);
+    let text = |files: &Files, rel: &String| {
+        files
+            .get(rel)
+            .and_then(|bytes| String::from_utf8(bytes.clone()).ok())
+    };
+    for rel in &both {
+        let (Some(ot), Some(tt)) = (text(&o, rel), text(&t, rel)) else {
+            continue;
+        };
+        let merged = if crate::layout::is_ledger_path(rel) {
+            crate::merge::ledger("", &ot, &tt)
+        } else {
+            let Some(Ok(merged)) = text(&b, rel).map(|bt| crate::merge::lesson(&bt, &ot, &tt))
+            else {
+                continue;
+            };
+            merged
+        };
+        let path = repo.repo_path(rel);
+        let Some(current) = index.get_path(Path::new(&path), 0) else {
+            continue;
+        };
+        if git.find_blob(current.id)?.content() != merged.as_bytes() {
+            let mut e = entry(&path, current.mode);
+            e.id = git.blob(merged.as_bytes())?;
+            e.file_size = merged.len() as u32;
+            index.add(&e)?;
+        }
+    }
+    Ok(())
 }
 
 /// [`derive`] reading only what the merge changed: the files that differ between `ours` and
@@ -457,7 +577,7 @@ fn derive_changed(
     let index_file = crate::layout::INDEX_FILE.to_string();
     let config_file = crate::config::CONFIG_FILE.to_string();
     let template = format!("templates/{}", crate::index_md::TEMPLATE);
-    let changed = changed_paths(repo, ours, merged)?;
+    let changed = changed_paths(repo, ours, merged, None)?;
     if changed
         .iter()
         .any(|p| *p == config_file || p.starts_with("templates/"))
@@ -759,9 +879,10 @@ fn derive_counts(
     }
 }
 
-/// An add/add of one slug: the remote's lesson (in `files` already) stays; the local version
-/// (`ours`) is admitted through the `lesson add` gate as its duplicate, as `lesson add` would
-/// have done on one machine: its evidence items appended, a `merged` event naming the source.
+/// An add/add of one slug: the kept lesson (in `files` already) stays; the other version
+/// (`ours`, named `<rel> (<source>)`) is admitted through the `lesson add` gate as its
+/// duplicate, as `lesson add` would have done on one machine: its evidence items appended, a
+/// `merged` event naming the source.
 /// The gate writes into a scratch copy of the two files below `.lesson/`, never into the bank.
 fn admit_duplicate(
     repo: &BankRepo,
@@ -769,6 +890,7 @@ fn admit_duplicate(
     slug: &str,
     rel: &str,
     ours: &[u8],
+    source: &str,
     options: &SyncOptions,
 ) -> Result<(), String> {
     use crate::curate::add::{prepare_all, Batch, Candidate, Intake};
@@ -790,11 +912,13 @@ fn admit_duplicate(
         }
     }
     let bank = bank_at(root, files, options.stamp.at);
-    let candidate = Candidate::from_markdown(format!("{rel} (local)"), ours.to_vec());
+    let candidate = Candidate::from_markdown(format!("{rel} ({source})"), ours.to_vec());
     let intake = Intake {
         origin: serde_json::Map::new(),
         run: None,
         run_id: None,
+        // the local version was admitted on its machine; only its evidence is merged here
+        screen: false,
     };
     let (prepared, rejection) = prepare_all(&bank, std::slice::from_ref(&candidate), &intake);
     if rejection.refused() || prepared.is_empty() {

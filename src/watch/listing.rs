@@ -30,17 +30,22 @@ pub fn entries(index: &Index, now: jiff::Timestamp) -> Result<Vec<IndexEntry>, C
     }
     let now_ns = clamp_ns(now.as_nanosecond());
     // a lesson with errors of its own is left out, as `lesson index` leaves it out; what it
-    // supersedes stays superseded (above)
-    let held: std::collections::HashSet<&str> =
-        index.held_back().iter().map(|h| h.path.as_str()).collect();
+    // supersedes stays superseded (above); a quarantined one is listed as quarantined
+    let held: HashMap<&str, &crate::retrieve::HeldBack> = index
+        .held_back()
+        .iter()
+        .map(|h| (h.path.as_str(), h))
+        .collect();
     let mut entries: Vec<IndexEntry> = listed
         .iter()
-        .filter(|l| !held.contains(l.path.as_str()))
+        .filter(|l| held.get(l.path.as_str()).is_none_or(|h| h.codes.is_empty()))
         .map(|l| {
-            let status = match superseded_by.get(l.slug.as_str()) {
-                Some(by) => Status::Superseded(by.iter().map(|s| s.to_string()).collect()),
-                None if l.expires_ns.is_some_and(|at| at <= now_ns) => Status::Expired,
-                None => Status::Active,
+            let quarantine = held.get(l.path.as_str()).and_then(|h| h.quarantine.clone());
+            let status = match (superseded_by.get(l.slug.as_str()), quarantine) {
+                (Some(by), _) => Status::Superseded(by.iter().map(|s| s.to_string()).collect()),
+                (None, Some(rules)) => Status::Quarantined(rules),
+                (None, None) if l.expires_ns.is_some_and(|at| at <= now_ns) => Status::Expired,
+                (None, None) => Status::Active,
             };
             let superseded_by = match &status {
                 Status::Superseded(by) => by.clone(),
@@ -81,8 +86,8 @@ pub struct Key {
     confidence: u64,
     counts: (u64, u64),
     expires: Option<i64>,
-    /// Held back for errors of its own (left out of `_index.md`).
-    held: bool,
+    /// Held back for errors of its own (left out of `_index.md`) or quarantined.
+    held: Option<crate::retrieve::HeldBack>,
 }
 
 /// The [`Key`] of the live lesson at `path` (relative to the bank), if any.
@@ -98,6 +103,6 @@ pub fn key(index: &Index, path: &str) -> Result<Option<Key>, Corrupt> {
         confidence: l.confidence.to_bits(),
         counts: (l.successes, l.failures),
         expires: l.expires_ns,
-        held: index.held_back().iter().any(|h| h.path == path),
+        held: index.held_back().iter().find(|h| h.path == path).cloned(),
     }))
 }

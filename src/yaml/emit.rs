@@ -133,7 +133,7 @@ mod tests {
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig::with_cases(2000))]
+        #![proptest_config(ProptestConfig::with_cases(crate::test_cases(2000)))]
 
         #[test]
         fn any_string_round_trips(s in any::<String>()) {

@@ -24,6 +24,9 @@ struct Line {
     end: usize,
     /// Leading spaces.
     indent: usize,
+    /// `end` before trailing spaces were taken off: saphyr ends a quoted scalar or a flow
+    /// sequence there.
+    spaced_end: usize,
 }
 
 impl Line {
@@ -86,7 +89,12 @@ pub fn parse(content: &str, base: usize) -> Option<Yaml> {
             return None;
         }
         let indent = bytes[start..end].iter().take_while(|&&b| b == b' ').count();
-        let mut line = Line { start, end, indent };
+        let mut line = Line {
+            start,
+            end,
+            indent,
+            spaced_end: end,
+        };
         // trailing spaces are not content
         while line.end > line.start + line.indent && bytes[line.end - 1] == b' ' {
             line.end -= 1;
@@ -295,6 +303,10 @@ impl<'a> Parser<'a> {
             b'[' => self.flow_seq(from, end)?,
             _ => return self.plain(from, end, parent),
         };
+        // saphyr's span of a quoted scalar or a flow sequence runs on over trailing spaces
+        if let Some(line) = self.line() {
+            self.nodes[id].span.end = self.base + line.spaced_end;
+        }
         self.at += 1;
         self.skip_blank();
         if self.line().is_some_and(|l| l.indent > parent) {
@@ -443,5 +455,39 @@ mod tests {
             let text = format!("a: b{c}c\n");
             assert!(parse(&text, 0).is_some(), "{c:?}");
         }
+    }
+
+    /// Found by the `parse` fuzz target: saphyr ends a flow sequence followed by spaces at the
+    /// end of its line, the fast path ended it at `]`. Trailing spaces after every kind of
+    /// value the fast path reads, at every depth, give saphyr's tree or go to saphyr.
+    #[test]
+    fn trailing_spaces_give_saphyrs_spans() {
+        let values = ["[a]", "[a, b]", "[]", "'q'", "\"q\"", "plain", "two words"];
+        let mut differ = Vec::new();
+        for value in values {
+            for pad in [" ", "    "] {
+                for eol in ["\n", "\r\n"] {
+                    let texts = [
+                        format!("k: {value}{pad}{eol}x: 1{eol}"),
+                        format!("k: {value}{pad}{eol}"),
+                        format!("t:{eol}  k: {value}{pad}{eol}x: 1{eol}"),
+                        format!("t:{eol}  - {value}{pad}{eol}  - b{eol}"),
+                        format!("t:{eol}- {value}{pad}{eol}"),
+                    ];
+                    for text in texts {
+                        if let Some(fast) = parse(&text, 4) {
+                            let (reference, errors) = Yaml::parse_with_saphyr(&text, 4);
+                            if !errors.is_empty() || Some(fast) != reference {
+                                differ.push(text);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        assert!(
+            differ.is_empty(),
+            "the fast path differs from saphyr on {differ:#?}"
+        );
     }
 }

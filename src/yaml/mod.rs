@@ -174,6 +174,9 @@ enum Open {
         entries: Vec<(NodeId, NodeId)>,
         pending_key: Option<NodeId>,
         seen: HashMap<String, NodeId>,
+        /// Where the entries of duplicate keys (left out of `entries`) end: the mapping's span
+        /// still covers them, so that an edit after the mapping goes after them too.
+        dropped_end: usize,
     },
 }
 
@@ -300,34 +303,41 @@ impl Yaml {
                             entries: Vec::new(),
                             pending_key: None,
                             seen: HashMap::new(),
+                            dropped_end: 0,
                         }
                     });
                     None
                 }
                 Event::SequenceEnd | Event::MappingEnd => {
                     let open = stack.pop().expect("parser balances collections");
-                    let (kind, start, anchor, children) = match open {
+                    let (kind, start, anchor, children, dropped_end) = match open {
                         Open::Seq {
                             start,
                             anchor,
                             items,
                         } => {
                             let c: Vec<NodeId> = items.clone();
-                            (NodeKind::Seq(items), start, anchor, c)
+                            (NodeKind::Seq(items), start, anchor, c, None)
                         }
                         Open::Map {
                             start,
                             anchor,
                             entries,
+                            dropped_end,
                             ..
                         } => {
                             let c: Vec<NodeId> =
                                 entries.iter().flat_map(|&(k, v)| [k, v]).collect();
-                            (NodeKind::Map(entries), start, anchor, c)
+                            let dropped = (dropped_end > 0).then_some(dropped_end);
+                            (NodeKind::Map(entries), start, anchor, c, dropped)
                         }
                     };
                     let first = children.first().map(|&c| nodes[c].span.start);
-                    let last = children.iter().map(|&c| nodes[c].span.end).max();
+                    let last = children
+                        .iter()
+                        .map(|&c| nodes[c].span.end)
+                        .chain(dropped_end)
+                        .max();
                     let start = if start == usize::MAX {
                         first.unwrap_or(range.start)
                     } else {
@@ -367,6 +377,7 @@ impl Yaml {
                     entries,
                     pending_key,
                     seen,
+                    dropped_end,
                     ..
                 }) => match pending_key.take() {
                     None => *pending_key = Some(id),
@@ -383,6 +394,7 @@ impl Yaml {
                                     message: format!("duplicate key `{k}`"),
                                     first: Some(nodes[first].span.clone()),
                                 });
+                                *dropped_end = (*dropped_end).max(nodes[id].span.end);
                                 continue;
                             }
                             seen.insert(k, key);
@@ -618,6 +630,19 @@ mod tests {
         assert_eq!(errs.len(), 1);
         assert_eq!(errs[0].kind, YamlErrorKind::DuplicateKey);
         assert_eq!(errs[0].span, 10..11);
+    }
+
+    #[test]
+    fn a_mapping_spans_its_duplicate_keys_too() {
+        // found by the `edit` fuzz target: the list ended after the first `note`, and a key
+        // inserted after it split the item in two
+        let text = "evidence:\n  - ref: a\n    note: b\n    ref: c\n    note: d\n";
+        let (y, errs) = parse(text);
+        let y = y.unwrap();
+        assert_eq!(errs.len(), 2);
+        let (_, list) = y.get(y.root.unwrap(), "evidence").unwrap();
+        let end = y.node(list).span.end;
+        assert_eq!(text[..end].trim_end(), text.trim_end());
     }
 
     #[test]

@@ -262,7 +262,7 @@ mod batches {
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig::with_cases(24))]
+        #![proptest_config(ProptestConfig::with_cases(crate::cases(24)))]
 
         #[test]
         fn all_or_nothing(mut batch in prop::collection::vec(candidate(), 1..5), broken in prop::option::of(0usize..5)) {

@@ -28,7 +28,7 @@ const SIZE_LIMIT: u64 = 64 << 20;
 
 /// `../shared/corpora` next to the checkout, or `$LESSON_CORPORA_DIR` (for a git worktree that
 /// sits elsewhere).
-fn corpora_dir() -> PathBuf {
+pub(crate) fn corpora_dir() -> PathBuf {
     match std::env::var_os("LESSON_CORPORA_DIR") {
         Some(dir) => PathBuf::from(dir),
         None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/corpora"),
@@ -43,7 +43,7 @@ fn empty_bank() -> Bank {
 }
 
 /// Every markdown file below `root`, sorted.
-fn markdown_files(root: &Path) -> Vec<PathBuf> {
+pub(crate) fn markdown_files(root: &Path) -> Vec<PathBuf> {
     let mut files: Vec<PathBuf> = walkdir::WalkDir::new(root)
         .into_iter()
         .filter_map(Result::ok)

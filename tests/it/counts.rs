@@ -156,3 +156,57 @@ fn record_on_a_lesson_without_counts_that_ends_with_evidence() {
         "{text}"
     );
 }
+
+/// A `lesson record` stopped between its ledger append and its lesson write leaves counts
+/// behind the ledger by the outcomes it appended: plain `--fix` completes them. A count raised
+/// by hand above what the ledger backs needs `--unsafe-fixes`.
+#[test]
+fn counts_behind_the_ledger_are_a_safe_fix_counts_above_it_are_not() {
+    let s = Sandbox::with_bank("lessons");
+    let path = s.bank().join(format!("{SLUG}.md"));
+    let before = std::fs::read_to_string(&path).unwrap();
+    for run in ["r1", "r2"] {
+        let evidence = format!("run:{run}");
+        let out = s.run(&[
+            "record",
+            SLUG,
+            "--followed",
+            "--run-outcome",
+            "success",
+            "--evidence",
+            &evidence,
+        ]);
+        assert_eq!(out.code, 0, "{out}");
+    }
+    let recorded = std::fs::read_to_string(&path).unwrap();
+    // the lesson as it was before both records: its ledger holds two outcomes more
+    std::fs::write(&path, &before).unwrap();
+    let lint = s.run(&["lint", "--output-format", "concise", "--select", "L001"]);
+    assert_eq!(lint.code, 1, "{lint}");
+    let fix = s.run(&["lint", "--fix", "--select", "L001"]);
+    assert_eq!(fix.code, 0, "{fix}");
+    let fixed = std::fs::read_to_string(&path).unwrap();
+    let counts = |t: &str| -> Vec<String> {
+        t.lines()
+            .filter(|l| l.starts_with("success_count:") || l.starts_with("failure_count:"))
+            .map(str::to_string)
+            .collect()
+    };
+    assert_eq!(counts(&fixed), counts(&recorded));
+    assert_eq!(s.run(&["lint", "--select", "L001"]).code, 0);
+
+    // above the ledger: the plain fix leaves it, the unsafe one resets it
+    std::fs::write(
+        &path,
+        fixed.replace("\nsuccess_count: 2\n", "\nsuccess_count: 9\n"),
+    )
+    .unwrap();
+    let fix = s.run(&["lint", "--fix", "--select", "L001"]);
+    assert_eq!(fix.code, 1, "{fix}");
+    let fix = s.run(&["lint", "--fix", "--unsafe-fixes", "--select", "L001"]);
+    assert_eq!(fix.code, 0, "{fix}");
+    assert_eq!(
+        counts(&std::fs::read_to_string(&path).unwrap()),
+        counts(&recorded)
+    );
+}

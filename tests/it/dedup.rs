@@ -282,7 +282,7 @@ fn write_bank(root: &Path, specs: &[Spec]) -> Vec<String> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: crate::cases(48), ..ProptestConfig::default() })]
 
     /// The index finds exactly the pairs an all-pairs comparison accepts, in a deterministic
     /// order, each pair once with the smaller slug first, whatever order the files are in.

@@ -201,7 +201,7 @@ fn frontmatter() -> impl Strategy<Value = String> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 2000, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: crate::cases(2000), ..ProptestConfig::default() })]
 
     #[test]
     fn heading_scanner_equals_pulldown_on_generated_bodies(text in body()) {

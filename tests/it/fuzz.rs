@@ -58,6 +58,17 @@ fn replay_index() {
     replay("index", fuzz_checks::index);
 }
 
+#[test]
+fn replay_edit() {
+    replay("edit", fuzz_checks::edit);
+}
+
+#[cfg(feature = "mcp")]
+#[test]
+fn replay_mcp() {
+    replay("mcp", fuzz_checks::mcp);
+}
+
 /// The `index` target's inputs that damage one byte: every third byte of the delta and every
 /// 31st of the base (a checksum covers each section, so the section a byte is in decides the
 /// path; a damaged delta section failed `Retriever::open` instead of rebuilding).

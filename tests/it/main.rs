@@ -7,6 +7,7 @@
 //! proptest regressions beside each module (`MODULE.proptest-regressions`).
 
 mod add;
+mod carriers;
 mod cli;
 mod conventions;
 mod corpora;
@@ -18,6 +19,7 @@ mod distill;
 mod edits;
 mod embed;
 mod fast_paths;
+mod faults;
 mod fuzz;
 mod fuzz_checks;
 mod hostile;
@@ -30,11 +32,17 @@ mod listing;
 mod man;
 #[cfg(feature = "mcp")]
 mod mcp;
+/// The MCP tools' argument types, for the `mcp` fuzz check.
+#[cfg(feature = "mcp")]
+#[path = "../../src/cli/mcp/params.rs"]
+#[allow(dead_code)]
+mod mcp_params;
 mod parse_props;
 mod plain_git;
 mod pr;
 mod project_bank;
 mod provenance;
+mod quarantine;
 mod report;
 mod retrieve;
 mod rules;
@@ -44,3 +52,13 @@ mod spec_examples;
 mod sync;
 mod usage;
 mod watch;
+mod writer_props;
+
+/// A property test's case count: `n`, times `LESSON_STRESS` when set (`cargo xtask stress`
+/// runs the suite with more cases).
+pub fn cases(n: u32) -> u32 {
+    n * std::env::var("LESSON_STRESS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1)
+}

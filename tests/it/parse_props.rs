@@ -129,7 +129,7 @@ fn parse_and_check(bytes: Vec<u8>) -> Result<(), TestCaseError> {
 
 proptest! {
     #![proptest_config(ProptestConfig {
-        cases: 1024,
+        cases: crate::cases(1024),
         failure_persistence: Some(Box::new(FileFailurePersistence::WithSource("proptest-regressions"))),
         ..ProptestConfig::default()
     })]

@@ -976,7 +976,7 @@ fn apply(root: &Path, op: &Op, tick: u64, retriever: &mut Retriever) {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(24))]
+    #![proptest_config(ProptestConfig::with_cases(crate::cases(24)))]
 
     #[test]
     fn patched_index_answers_as_a_fresh_build(ops in proptest::collection::vec(op(), 1..14)) {

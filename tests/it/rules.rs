@@ -368,7 +368,7 @@ mod bank_rules_by_definition {
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig::with_cases(48))]
+        #![proptest_config(ProptestConfig::with_cases(crate::cases(48)))]
         #[test]
         fn agree(files in proptest::collection::vec(file(), 1..16)) {
             let tmp = tempfile::tempdir().unwrap();

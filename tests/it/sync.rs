@@ -152,6 +152,17 @@ fn candidate(slug: &str, trigger: &str, evidence: &str) -> String {
     .to_string()
 }
 
+/// The lesson `slug` added on two runtimes (an add/add), with near-identical triggers.
+fn add_on_both(net: &Net, dirs: [&Path; 2], slug: &str, evidence: [&str; 2]) {
+    let triggers = [
+        "Two runtimes learn the same thing at once.",
+        "Two runtimes learn the same thing at the same time.",
+    ];
+    for ((dir, trigger), evidence) in dirs.into_iter().zip(triggers).zip(evidence) {
+        net.add(dir, slug, trigger, evidence);
+    }
+}
+
 /// Every file of a work tree but `.git/` and `.lesson/`, with its bytes.
 fn tree(dir: &Path) -> BTreeMap<String, Vec<u8>> {
     let mut out = BTreeMap::new();
@@ -242,18 +253,7 @@ fn three_runtimes_converge_and_count_each_outcome_once() {
     for dir in &c {
         net.lesson_ok(dir, &["sync"]);
     }
-    net.add(
-        &c[0],
-        "same-slug",
-        "Two runtimes learn the same thing at once.",
-        "same-0",
-    );
-    net.add(
-        &c[1],
-        "same-slug",
-        "Two runtimes learn the same thing at the same time.",
-        "same-1",
-    );
+    add_on_both(&net, [&c[0], &c[1]], "same-slug", ["same-0", "same-1"]);
     net.add(
         &c[2],
         "near-twin-a",
@@ -698,4 +698,471 @@ fn many_rounds_on_one_lesson_in_rotating_order_never_conflict() {
     for dir in &c {
         assert_clean(&net, dir);
     }
+}
+
+/// A runtime on a branch of its own: publish to `lesson/NAME`, receive `main`.
+fn runtime_sync(net: &Net, dir: &Path) -> Run {
+    let name = dir.file_name().unwrap().to_string_lossy().into_owned();
+    net.lesson_ok(
+        dir,
+        &[
+            "sync",
+            "--branch",
+            &format!("lesson/{name}"),
+            "--from",
+            "main",
+        ],
+    )
+}
+
+/// The `success_count` of the lesson `slug` in a tree (live or archived).
+fn success_count(files: &BTreeMap<String, Vec<u8>>, slug: &str) -> usize {
+    let text = [format!("{slug}.md"), format!("_archive/{slug}.md")]
+        .iter()
+        .find_map(|p| files.get(p))
+        .map(|b| String::from_utf8_lossy(b).into_owned())
+        .unwrap_or_else(|| panic!("no lesson {slug}"));
+    text.lines()
+        .find_map(|l| l.strip_prefix("success_count: "))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no success_count in {slug}: {text}"))
+}
+
+/// No ledger holds a line twice and no lesson an evidence item (`ref`) twice: what criss-cross
+/// merges would double if a merge took a text merge's word for it.
+fn assert_no_duplicates(files: &BTreeMap<String, Vec<u8>>) {
+    for (path, bytes) in files {
+        let text = String::from_utf8_lossy(bytes);
+        let lines: Vec<&str> = if path.starts_with("_log/") {
+            text.lines().collect()
+        } else if path.ends_with(".md") && path != "_index.md" {
+            text.lines()
+                .filter(|l| l.trim_start().starts_with("ref: "))
+                .collect()
+        } else {
+            continue;
+        };
+        let distinct: std::collections::BTreeSet<&str> = lines.iter().copied().collect();
+        assert_eq!(
+            distinct.len(),
+            lines.len(),
+            "{path} repeats a line:\n{text}"
+        );
+    }
+}
+
+/// Every runtime on its own branch, a fourth clone merging them: the trees converge, each
+/// distinct run counts once, also over criss-cross merges (a runtime receiving a main branch
+/// that does not hold its newest commit while the merger merges that commit), and again in a
+/// second cycle of work.
+#[test]
+fn runtimes_on_their_own_branches_converge_through_merge_branches() {
+    let (net, c) = three();
+    let merger = net.clone("merger");
+    // each distinct run recorded, by lesson (the same run on two runtimes counts once)
+    let mut runs: BTreeMap<String, std::collections::BTreeSet<String>> = BTreeMap::new();
+    let record = |runs: &mut BTreeMap<String, std::collections::BTreeSet<String>>,
+                  net: &Net,
+                  dir: &Path,
+                  slug: &str,
+                  run: &str| {
+        net.record(dir, slug, run);
+        runs.entry(slug.to_string())
+            .or_default()
+            .insert(run.to_string());
+    };
+    let all = |net: &Net| {
+        let children: Vec<_> = c
+            .iter()
+            .map(|dir| {
+                let name = dir.file_name().unwrap().to_string_lossy().into_owned();
+                let branch = format!("lesson/{name}");
+                net.spawn(dir, &["sync", "--branch", &branch, "--from", "main"])
+            })
+            .collect();
+        for child in children {
+            let out = done(child.wait_with_output().unwrap());
+            assert_eq!(out.code, 0, "{out}");
+        }
+    };
+    let merge = |net: &Net| net.lesson_ok(&merger, &["sync", "--merge-branches"]);
+    for cycle in 0..2 {
+        // round 1: each records on the shared lesson, adds its own; r0 and r2 add one slug;
+        // r0 and r1 record the same run; the runtimes sync at once (no race: one branch each)
+        for (i, dir) in c.iter().enumerate() {
+            record(
+                &mut runs,
+                &net,
+                dir,
+                "shared-lesson",
+                &format!("c{cycle}-r{i}-a"),
+            );
+            if cycle == 0 {
+                net.add(
+                    dir,
+                    &format!("own-lesson-{i}"),
+                    &format!("Runtime number {i} has a distinct concern number {i}."),
+                    &format!("own-{i}"),
+                );
+            }
+        }
+        let same = format!("same-slug-{cycle}");
+        let (one, two) = [
+            (
+                "Two runtimes learn the same thing at once.",
+                "Two runtimes learn the same thing at the same time.",
+            ),
+            (
+                "A cache key that omits the locale serves pages in the wrong language.",
+                "A cache key without the locale serves pages in the wrong language.",
+            ),
+        ][cycle];
+        net.add(&c[0], &same, one, &format!("same-{cycle}-0"));
+        net.add(&c[2], &same, two, &format!("same-{cycle}-2"));
+        record(
+            &mut runs,
+            &net,
+            &c[0],
+            "shared-lesson",
+            &format!("both-{cycle}"),
+        );
+        record(
+            &mut runs,
+            &net,
+            &c[1],
+            "shared-lesson",
+            &format!("both-{cycle}"),
+        );
+        all(&net);
+        let report = merge(&net);
+        assert!(report.stdout.contains("merge origin lesson/r1"), "{report}");
+        assert!(
+            report.stdout.contains(&format!(
+                "`{same}` was added on both sides: the version on origin main stays"
+            )),
+            "{report}"
+        );
+        // round 2: records on each other's lessons after receiving them
+        all(&net);
+        record(
+            &mut runs,
+            &net,
+            &c[0],
+            "own-lesson-1",
+            &format!("c{cycle}-x0"),
+        );
+        record(
+            &mut runs,
+            &net,
+            &c[1],
+            "own-lesson-2",
+            &format!("c{cycle}-x1"),
+        );
+        record(
+            &mut runs,
+            &net,
+            &c[2],
+            "shared-lesson",
+            &format!("c{cycle}-x2"),
+        );
+        record(&mut runs, &net, &c[2], &same, &format!("c{cycle}-x2"));
+        all(&net);
+        // a criss-cross: r1 receives a main branch that lacks its newest commit (the main
+        // branch as it was, kept under `snap`) while the merger merges that commit
+        record(
+            &mut runs,
+            &net,
+            &c[1],
+            "shared-lesson",
+            &format!("c{cycle}-y1"),
+        );
+        record(
+            &mut runs,
+            &net,
+            &c[1],
+            "own-lesson-0",
+            &format!("c{cycle}-y1"),
+        );
+        runtime_sync(&net, &c[1]);
+        record(
+            &mut runs,
+            &net,
+            &c[0],
+            "shared-lesson",
+            &format!("c{cycle}-y0"),
+        );
+        runtime_sync(&net, &c[0]);
+        net.lesson_ok(&merger, &["sync", "--merge-branches", "lesson/r0"]);
+        net.git_ok(&net.remote(), &["update-ref", "refs/heads/snap", "main"]);
+        record(
+            &mut runs,
+            &net,
+            &c[0],
+            "shared-lesson",
+            &format!("c{cycle}-z0"),
+        );
+        runtime_sync(&net, &c[0]);
+        merge(&net);
+        record(
+            &mut runs,
+            &net,
+            &c[1],
+            "shared-lesson",
+            &format!("c{cycle}-z1"),
+        );
+        net.lesson_ok(&c[1], &["sync", "--branch", "lesson/r1", "--from", "snap"]);
+        let bases = net.git_ok(&net.remote(), &["merge-base", "--all", "main", "lesson/r1"]);
+        assert_eq!(bases.lines().count(), 2, "not a criss-cross: {bases}");
+        // the merger merges the criss-cross, then everyone receives everything
+        merge(&net);
+        all(&net);
+        merge(&net);
+        all(&net);
+        let first = tree(&merger);
+        net.lesson_ok(&merger, &["sync"]);
+        for dir in &c {
+            assert_eq!(
+                tree(dir),
+                first,
+                "{} differs from the merger",
+                dir.display()
+            );
+        }
+        for dir in c.iter().chain([&merger]) {
+            assert_clean(&net, dir);
+        }
+        assert_no_duplicates(&first);
+        for (slug, distinct) in &runs {
+            assert_eq!(success_count(&first, slug), distinct.len(), "{slug}");
+        }
+        // the add/add: one lesson holding both runtimes' evidence
+        let text = String::from_utf8_lossy(&first[&format!("{same}.md")]).into_owned();
+        assert!(
+            text.contains(&format!("same-{cycle}-0")) && text.contains(&format!("same-{cycle}-2")),
+            "{text}"
+        );
+        // the runtime branches and main hold one commit
+        let main = net.git_ok(&net.remote(), &["rev-parse", "main"]);
+        for name in ["r0", "r1", "r2"] {
+            let tip = net.git_ok(&net.remote(), &["rev-parse", &format!("lesson/{name}")]);
+            assert_eq!(tip, main, "lesson/{name}");
+        }
+    }
+}
+
+/// One lesson added on two runtimes, and a criss-cross: the merger admits one runtime's
+/// version into the main branch while that runtime admits the main branch's into its own
+/// branch. Both keep the main branch's version and admit the other alike, so the next merge
+/// is clean and the lesson holds each evidence item once.
+#[test]
+fn a_lesson_added_on_two_runtimes_settles_alike_in_a_criss_cross() {
+    let (net, c) = three();
+    let merger = net.clone("merger");
+    add_on_both(&net, [&c[0], &c[2]], "same-slug", ["same-0", "same-2"]);
+    runtime_sync(&net, &c[0]);
+    runtime_sync(&net, &c[2]);
+    net.lesson_ok(&merger, &["sync", "--merge-branches", "lesson/r0"]);
+    net.git_ok(&net.remote(), &["update-ref", "refs/heads/snap", "main"]);
+    let merged = net.lesson_ok(&merger, &["sync", "--merge-branches"]);
+    assert!(
+        merged
+            .stdout
+            .contains("`same-slug` was added on both sides"),
+        "{merged}"
+    );
+    // r2 receives the main branch as it was before the merger took its branch in
+    let received = net.lesson_ok(&c[2], &["sync", "--branch", "lesson/r2", "--from", "snap"]);
+    assert!(
+        received
+            .stdout
+            .contains("`same-slug` was added on both sides"),
+        "{received}"
+    );
+    let main = net.git_ok(&net.remote(), &["show", "main:same-slug.md"]);
+    let r2 = net.git_ok(&net.remote(), &["show", "lesson/r2:same-slug.md"]);
+    assert_eq!(main, r2, "the two admissions differ");
+    net.lesson_ok(&merger, &["sync", "--merge-branches"]);
+    for dir in &c {
+        runtime_sync(&net, dir);
+    }
+    let files = tree(&merger);
+    for dir in &c {
+        assert_eq!(tree(dir), files, "{}", dir.display());
+        assert_clean(&net, dir);
+    }
+    assert_no_duplicates(&files);
+    let text = String::from_utf8_lossy(&files["same-slug.md"]).into_owned();
+    assert!(
+        text.contains("Two runtimes learn the same thing at once."),
+        "{text}"
+    );
+    assert!(text.contains("ref: same-2"), "{text}");
+}
+
+/// A criss-cross where no count line tells the sides apart: the merger merges r0's and then
+/// r1's record on one lesson into the main branch while r1, with nothing new, receives the
+/// main branch holding only r0's. Both sides hold the same evidence items in different orders
+/// and the same counts; a line merge from either base keeps r1's item twice, the bank's rule
+/// once.
+#[test]
+fn a_criss_cross_of_the_same_records_in_two_orders_keeps_each_item_once() {
+    let (net, c) = three();
+    let merger = net.clone("merger");
+    net.record(&c[0], "shared-lesson", "x-run");
+    runtime_sync(&net, &c[0]);
+    net.record(&c[1], "shared-lesson", "y-run");
+    runtime_sync(&net, &c[1]);
+    net.lesson_ok(&merger, &["sync", "--merge-branches", "lesson/r0"]);
+    net.git_ok(&net.remote(), &["update-ref", "refs/heads/snap", "main"]);
+    net.lesson_ok(&merger, &["sync", "--merge-branches"]);
+    net.lesson_ok(&c[1], &["sync", "--branch", "lesson/r1", "--from", "snap"]);
+    let bases = net.git_ok(&net.remote(), &["merge-base", "--all", "main", "lesson/r1"]);
+    assert_eq!(bases.lines().count(), 2, "not a criss-cross: {bases}");
+    net.lesson_ok(&merger, &["sync", "--merge-branches"]);
+    let files = tree(&merger);
+    assert_no_duplicates(&files);
+    assert_eq!(success_count(&files, "shared-lesson"), 2);
+    assert_clean(&net, &merger);
+}
+
+/// Two runtime branches rewrite one lesson's body: the merger stops, names the branch and the
+/// file, and changes nothing (HEAD, index, working tree, the remote's main branch).
+#[test]
+fn merge_branches_stops_on_a_real_conflict_with_nothing_changed() {
+    let (net, c) = three();
+    let merger = net.clone("merger");
+    for dir in &c[1..] {
+        runtime_sync(&net, dir);
+    }
+    let rewrite = |dir: &Path, what: &str| {
+        let path = dir.join("shared-lesson.md");
+        let text = std::fs::read_to_string(&path).unwrap();
+        std::fs::write(
+            &path,
+            text.replace("Do the thing about shared-lesson.", what),
+        )
+        .unwrap();
+    };
+    rewrite(&c[1], "Do it the way runtime one says.");
+    rewrite(&c[2], "Do it the way runtime two says.");
+    runtime_sync(&net, &c[1]);
+    runtime_sync(&net, &c[2]);
+    net.record(&merger, "shared-lesson", "merger-run");
+    let before = state(&net, &merger);
+    let main = net.git_ok(&net.remote(), &["rev-parse", "main"]);
+    let run = net.lesson(&merger, &["sync", "--merge-branches"]);
+    assert_eq!(run.code, 1, "{run}");
+    assert!(
+        run.stderr
+            .contains("the merge with origin lesson/r2 conflicts; nothing was changed"),
+        "{run}"
+    );
+    assert!(run.stderr.contains("shared-lesson.md"), "{run}");
+    assert!(run.stderr.contains("git pull origin lesson/r2"), "{run}");
+    assert_eq!(
+        state(&net, &merger),
+        before,
+        "the failed merge changed something"
+    );
+    assert_eq!(net.git_ok(&net.remote(), &["rev-parse", "main"]), main);
+    let json = net.lesson(&merger, &["sync", "--merge-branches", "--format", "json"]);
+    assert_eq!(json.code, 1, "{json}");
+    let report: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
+    assert_eq!(report["conflicts"][0]["branch"], "lesson/r2", "{json}");
+    assert_eq!(report["conflicts"][0]["path"], "shared-lesson.md", "{json}");
+    assert_eq!(
+        report["merged_branches"][0]["branch"], "lesson/r1",
+        "{json}"
+    );
+    assert_eq!(state(&net, &merger), before);
+}
+
+/// Hashes (40 or 12 hex digits) as `[hash]`.
+fn redact_hashes(text: &str) -> String {
+    let mut out = String::new();
+    let mut word = String::new();
+    let flush = |word: &mut String, out: &mut String| {
+        let hex = word
+            .chars()
+            .all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase());
+        if hex && (word.len() == 40 || word.len() == 12) {
+            out.push_str("[hash]");
+        } else {
+            out.push_str(word);
+        }
+        word.clear();
+    };
+    for ch in text.chars() {
+        if ch.is_ascii_alphanumeric() {
+            word.push(ch);
+        } else {
+            flush(&mut word, &mut out);
+            out.push(ch);
+        }
+    }
+    flush(&mut word, &mut out);
+    out
+}
+
+/// Two runtimes that recorded on the shared lesson and synced to their own branches, and a
+/// merger, a clone of the main branch.
+fn two_branches() -> (Net, PathBuf) {
+    let (net, c) = three();
+    let merger = net.clone("merger");
+    for dir in &c[1..] {
+        let name = dir.file_name().unwrap().to_string_lossy().into_owned();
+        net.record(dir, "shared-lesson", &format!("{name}-run"));
+        runtime_sync(&net, dir);
+    }
+    // a branch the pattern does not name stays out
+    net.git_ok(
+        &net.remote(),
+        &["update-ref", "refs/heads/other", "lesson/r1"],
+    );
+    (net, merger)
+}
+
+/// The reports of a merge of two runtime branches, text and JSON, and of the next merge (both
+/// merged already); a dry run, which says the same and changes nothing.
+#[test]
+fn merge_branches_reports_each_branch() {
+    let (net, merger) = two_branches();
+    // what a fetch brings is not the dry run's doing
+    net.git_ok(&merger, &["fetch", "-q", "origin"]);
+    let before = state(&net, &merger);
+    let objects = tree(&merger.join(".git/objects")).len();
+    let main = net.git_ok(&net.remote(), &["rev-parse", "main"]);
+    let dry = net.lesson_ok(&merger, &["sync", "--merge-branches", "--dry-run"]);
+    assert_eq!(state(&net, &merger), before);
+    assert_eq!(
+        tree(&merger.join(".git/objects")).len(),
+        objects,
+        "objects were written"
+    );
+    assert_eq!(net.git_ok(&net.remote(), &["rev-parse", "main"]), main);
+    let text = net.lesson_ok(&merger, &["sync", "--merge-branches"]);
+    let again = net.lesson_ok(&merger, &["sync", "--merge-branches", "lesson/*"]);
+    assert_clean(&net, &merger);
+    assert_eq!(success_count(&tree(&merger), "shared-lesson"), 2);
+    // the same merge, reported as JSON
+    let (net2, merger2) = two_branches();
+    let json = net2.lesson_ok(&merger2, &["sync", "--merge-branches", "--format", "json"]);
+    let report: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
+    assert_eq!(report["merged_branches"].as_array().unwrap().len(), 2);
+    assert_eq!(
+        net2.git_ok(&net2.remote(), &["rev-parse", "main"]).trim(),
+        report["commits"][0].as_str().unwrap()
+    );
+    insta::assert_snapshot!(redact_hashes(&format!(
+        "--- dry run\n{dry}--- merge\n{text}--- again\n{again}--- json\n{json}"
+    )));
+    // a branch to receive that the remote lacks, a pattern that is no glob: exit 2
+    let run = net.lesson(&merger, &["sync", "--branch", "lesson/m", "--from", "mian"]);
+    assert_eq!(run.code, 2, "{run}");
+    assert!(run.stderr.contains("origin has no branch `mian`"), "{run}");
+    let run = net.lesson(&merger, &["sync", "--merge-branches", "lesson/[a"]);
+    assert_eq!(run.code, 2, "{run}");
+    assert!(run.stderr.contains("--merge-branches `lesson/[a`"), "{run}");
+    let run = net.lesson(&merger, &["sync", "--merge-branches", "--from", "main"]);
+    assert_eq!(run.code, 2, "{run}");
 }

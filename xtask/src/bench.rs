@@ -58,6 +58,11 @@ pub struct Options {
     pub sizes: Vec<usize>,
     /// Timed runs per tool and size.
     pub runs: usize,
+    /// The git bench's contention rows: 16 runtimes on one branch, and on a branch each with
+    /// a merger (`--contention one-branch,fleet`, the default; `none` for neither).
+    pub one_branch: bool,
+    /// See `one_branch`.
+    pub fleet: bool,
 }
 
 impl Default for Options {
@@ -66,6 +71,8 @@ impl Default for Options {
             targets: Target::ALL.to_vec(),
             sizes: vec![10_000, 100_000],
             runs: 3,
+            one_branch: true,
+            fleet: true,
         }
     }
 }

@@ -18,7 +18,19 @@ use anyhow::{bail, Context};
 use crate::bench::Paths;
 
 /// The targets, in the order `cargo xtask fuzz` runs them.
-pub const TARGETS: &[&str] = &["parse", "ledger", "merge", "add", "judge", "index"];
+pub const TARGETS: &[&str] = &[
+    "parse", "ledger", "merge", "add", "judge", "index", "edit", "mcp",
+];
+
+/// The first lines of the `edit` target's seeds: each span edit the writers make.
+const EDITS: &[&str] = &[
+    "counts 3 5",
+    "outcome mixed",
+    "evidence run\tr_fuzz\tit worked: twice",
+    "record 4 2 conversation\tc-7\t",
+    "supersedes old-lesson other-one",
+    "quarantine",
+];
 
 /// What to run.
 #[derive(Debug, PartialEq)]
@@ -64,11 +76,11 @@ pub fn run(options: &Options) -> anyhow::Result<()> {
         println!("fuzz {target}: {seeds} seed inputs in {}", corpus.display());
         summaries.push((target, fuzz(&paths.root, target, &corpus, options.seconds)?));
     }
-    println!("\ntarget   executions  exec/s  cov (edges)  ft (features)  corpus");
+    println!("\ntarget   seconds  executions  exec/s  cov (edges)  ft (features)  corpus");
     for (target, s) in summaries {
         println!(
-            "{target:<8} {:>10}  {:>6}  {:>11}  {:>13}  {:>6}",
-            s.runs, s.per_second, s.cov, s.ft, s.corpus
+            "{target:<8} {:>7}  {:>10}  {:>6}  {:>11}  {:>13}  {:>6}",
+            s.seconds, s.runs, s.per_second, s.cov, s.ft, s.corpus
         );
     }
     Ok(())
@@ -155,6 +167,19 @@ fn seed(root: &Path, target: &str, corpus: &Path) -> anyhow::Result<usize> {
                 inputs.push([ours.as_slice(), b"\0", theirs].concat());
             }
         }
+        "edit" => {
+            let mut lessons = files(&root.join("tests/fixtures"), markdown, usize::MAX);
+            lessons.extend(files(&root.join("lessons"), markdown, usize::MAX));
+            // each file under each edit: the edit's line, then the file
+            for p in lessons {
+                let Ok(bytes) = std::fs::read(&p) else {
+                    continue;
+                };
+                for edit in EDITS {
+                    inputs.push([edit.as_bytes(), b"\n", &bytes].concat());
+                }
+            }
+        }
         _ => {}
     }
     let mut seen = HashSet::new();
@@ -206,6 +231,7 @@ fn fnv(bytes: &[u8]) -> u64 {
 /// libFuzzer's closing figures.
 #[derive(Debug, Default, PartialEq)]
 pub struct Summary {
+    seconds: u64,
     runs: u64,
     per_second: u64,
     cov: u64,
@@ -245,8 +271,9 @@ fn fuzz(root: &Path, target: &str, corpus: &Path, seconds: usize) -> anyhow::Res
     Ok(summary(&log))
 }
 
-/// Read libFuzzer's last status line (`#N DONE cov: C ft: F corp: K/...`) and
-/// `-print_final_stats` (`stat::number_of_executed_units`, `stat::average_exec_per_sec`).
+/// Read libFuzzer's last status line (`#N DONE cov: C ft: F corp: K/...`), its closing
+/// `Done N runs in S second(s)` and `-print_final_stats` (`stat::number_of_executed_units`,
+/// `stat::average_exec_per_sec`).
 pub fn summary(log: &str) -> Summary {
     let mut s = Summary::default();
     let field = |line: &str, name: &str| -> Option<u64> {
@@ -261,6 +288,9 @@ pub fn summary(log: &str) -> Summary {
             s.cov = field(line, " cov: ").unwrap_or(s.cov);
             s.ft = field(line, " ft: ").unwrap_or(s.ft);
             s.corpus = field(line, " corp: ").unwrap_or(s.corpus);
+        }
+        if line.starts_with("Done ") {
+            s.seconds = field(line, " runs in ").unwrap_or(s.seconds);
         }
         if let Some(n) = field(line, "stat::number_of_executed_units:") {
             s.runs = n;
@@ -285,6 +315,7 @@ mod tests {
         assert_eq!(
             summary(log),
             Summary {
+                seconds: 2,
                 runs: 5000,
                 per_second: 2500,
                 cov: 1234,

@@ -43,7 +43,7 @@ mod tidy;
 use anyhow::{bail, Context};
 
 const USAGE: &str = "\
-Usage: cargo xtask bench [TARGET] [--sizes N[,N...]] [--runs N]
+Usage: cargo xtask bench [TARGET] [--sizes N[,N...]] [--runs N] [--contention MODE[,MODE]]
        cargo xtask eval-retrieval DIR [--k N] [--split NAME] [--tags N] [--inferred-tags MODE,...]
                                   [--model DIR]
        cargo xtask eval-dedup [DIR]
@@ -65,6 +65,9 @@ Bench options:
   --sizes N[,N...]  bank sizes in lessons (default: 10000,100000)
   --runs N          timed runs per tool and size (search: per query); best and median are
                     reported (default: 3)
+  --contention M,M  git: the contention rows, `one-branch` (16 runtimes race on one branch),
+                    `fleet` (each on its own branch, a 17th clone runs sync --merge-branches)
+                    or `none` (default: one-branch,fleet)
 
 eval-retrieval: DIR is a BEIR-format set (corpus.jsonl, queries.jsonl, qrels/*.tsv)
   --k N        cut-off for nDCG, Recall and MRR (default: 10)
@@ -84,11 +87,13 @@ eval-dedup: DIR holds the corpora (default: $LESSON_CORPORA_DIR, else ../shared/
 
 mcp-check: the official MCP Python SDK (pip install mcp, in a temporary virtualenv) talks to
   `lesson mcp` on a copy of lessons/: tools, a resource, the lessons_for prompt
-fuzz: the cargo-fuzz targets (parse, ledger, merge, add, judge, index; default: all), each
-  for --seconds N (default: 60), from a seed corpus of tests/fuzz/, the fixtures and the
-  shared corpora; needs nightly (skips with a message without it), installs cargo-fuzz
-stress: the long hostile-input tests (a 100 MB file, a 1,000,000-line frontmatter, a 50 MB
-  line, 100,000 empty files) in a release build, with each command's wall time and peak RSS
+fuzz: the cargo-fuzz targets (parse, edit, ledger, merge, add, judge, index, mcp; default:
+  all), each for --seconds N (default: 60), from a seed corpus of tests/fuzz/, the fixtures
+  and the shared corpora; needs nightly (skips with a message without it), installs cargo-fuzz
+stress: in a release build, the library's and the integration tests with ten times the
+  property-test cases (faults and hostile input beside them), then the long hostile-input
+  tests (a 100 MB file, a 1,000,000-line frontmatter, a 50 MB line, 100,000 empty files) with
+  each command's wall time and peak RSS
 mcp-load: N `lesson mcp` processes (default 8) x N record calls each (default 100) on one bank,
   `lesson watch` running, a search after each record: calls/s, p50/p99 latencies";
 
@@ -166,6 +171,17 @@ fn parse_bench(args: &[String]) -> anyhow::Result<bench::Options> {
         match flag {
             "--sizes" => options.sizes = parse_sizes(&value()?)?,
             "--runs" => options.runs = positive(flag, &value()?)?,
+            "--contention" => {
+                let v = value()?;
+                let modes: Vec<&str> = v.split(',').map(str::trim).collect();
+                for m in &modes {
+                    if !matches!(*m, "one-branch" | "fleet" | "none") {
+                        bail!("--contention takes one-branch, fleet or none, not `{m}`\n\n{USAGE}");
+                    }
+                }
+                options.one_branch = modes.contains(&"one-branch");
+                options.fleet = modes.contains(&"fleet");
+            }
             "-h" | "--help" => {
                 println!("{USAGE}");
                 std::process::exit(0);

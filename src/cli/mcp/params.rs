@@ -55,6 +55,8 @@ pub enum Status {
     Superseded,
     /// Lessons past their `expires_at`.
     Expired,
+    /// Lessons in quarantine (a human approves them with `lesson review --approve`).
+    Quarantined,
     /// Every lesson.
     #[default]
     All,
@@ -249,6 +251,7 @@ impl List {
                 Status::Active => l::StatusFilter::Active,
                 Status::Superseded => l::StatusFilter::Superseded,
                 Status::Expired => l::StatusFilter::Expired,
+                Status::Quarantined => l::StatusFilter::Quarantined,
             },
             date: match self.date {
                 DateField::Created => l::DateField::Created,
@@ -283,5 +286,94 @@ impl List {
             by: &self.by,
         };
         query.with_text(text, now)
+    }
+}
+
+impl Search {
+    /// The library's request for these parameters at `now`, and the run to log the search for.
+    pub fn request(self, now: jiff::Timestamp) -> (lesson::retrieve::Request, Option<String>) {
+        let request = lesson::retrieve::Request {
+            text: self.request,
+            tags: self.tags,
+            operator: self.operator,
+            role: self.role,
+            skill: self.skill,
+            k: self.k,
+            budget: self.budget,
+            include_expired: self.include_expired,
+            inferred_tags: None,
+            now,
+        };
+        (request, self.run_id)
+    }
+}
+
+impl Record {
+    /// The library's request for these parameters, and who records; refused (the message says
+    /// why) for an unknown evidence kind or a ref or note that is not one line.
+    pub fn request(self) -> Result<(lesson::curate::record::Request, Option<String>), String> {
+        use lesson::lesson::EvidenceKind;
+        let kind = EvidenceKind::parse(&self.evidence.kind).ok_or_else(|| {
+            let kinds: Vec<&str> = EvidenceKind::ALL.iter().map(|k| k.as_str()).collect();
+            format!(
+                "`{}` is not an evidence kind; use one of {}",
+                self.evidence.kind,
+                kinds.join(", ")
+            )
+        })?;
+        if self.evidence.reference.trim().is_empty() {
+            return Err(
+                "the evidence ref is empty; give the id of the run, conversation or work item"
+                    .into(),
+            );
+        }
+        let one_line = |s: &str| !s.contains(['\n', '\r']);
+        if !one_line(&self.evidence.reference)
+            || !self.evidence.note.as_deref().is_none_or(one_line)
+        {
+            return Err("the evidence ref and note are one line each".into());
+        }
+        let request = lesson::curate::record::Request {
+            slug: self.slug,
+            applied: match self.applied {
+                Applied::Followed => lesson::ledger::Applied::Followed,
+                Applied::Contradicted => lesson::ledger::Applied::Contradicted,
+            },
+            run: match self.run_outcome {
+                RunOutcome::Success => lesson::ledger::RunOutcome::Success,
+                RunOutcome::Failure => lesson::ledger::RunOutcome::Failure,
+            },
+            evidence: lesson::curate::new::NewEvidence {
+                kind,
+                reference: self.evidence.reference,
+                note: self.evidence.note.filter(|n| !n.is_empty()),
+            },
+            retrieval: self.run_id,
+        };
+        Ok((request, self.by))
+    }
+}
+
+impl Propose {
+    /// The input of `lesson add`'s reader and the intake (`origin`), taken out of the
+    /// parameters; refused unless exactly one of `candidates` and `markdown` is given.
+    pub fn input(&mut self) -> Result<(Vec<u8>, lesson::curate::add::Intake), String> {
+        let bytes = match (self.candidates.take(), self.markdown.take()) {
+            (Some(c), None) => serde_json::to_vec(&c).map_err(|e| format!("candidates: {e}"))?,
+            (None, Some(md)) => md.into_bytes(),
+            _ => {
+                return Err("give `candidates` (JSON) or `markdown` (a LESSON.md), not both".into())
+            }
+        };
+        let mut origin = serde_json::Map::new();
+        origin.insert(
+            "source".into(),
+            Value::from(self.origin.take().unwrap_or_else(|| "mcp".into())),
+        );
+        let intake = lesson::curate::add::Intake {
+            origin,
+            ..Default::default()
+        };
+        Ok((bytes, intake))
     }
 }

@@ -22,18 +22,16 @@ use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{tool, tool_handler, tool_router, ErrorData, Peer, RoleServer, ServerHandler};
 use serde_json::{json, Value};
 
-use lesson::curate::add::{self, Intake};
-use lesson::curate::new::NewEvidence;
+use lesson::curate::add;
 use lesson::curate::record;
 use lesson::curate::show::{self, Found};
 use lesson::curate::stack;
 use lesson::layout::bank_relative;
-use lesson::lesson::EvidenceKind;
 use lesson::lint::{self, Selection, Summary};
 use lesson::report::envelope::{self, Envelope, ErrorCode};
 use lesson::report::lessons::LessonJson;
 use lesson::report::writes::{self, LedgerSummary};
-use lesson::retrieve::{index::Listed, Request, Retriever};
+use lesson::retrieve::{index::Listed, Retriever};
 use lesson::watch::follow::Follower;
 
 use super::params;
@@ -174,6 +172,14 @@ impl Lessons {
     fn listed(&self) -> Outcome2<Vec<Listed>> {
         self.with_retriever(|r| {
             let mut all = r.index().listed().map_err(|e| internal("the index", e))?;
+            // a quarantined lesson (and one with errors) is never served
+            let held: std::collections::HashSet<&str> = r
+                .index()
+                .held_back()
+                .iter()
+                .map(|h| h.path.as_str())
+                .collect();
+            all.retain(|l| !held.contains(l.path.as_str()));
             all.sort_by(|a, b| (&a.slug, &a.path).cmp(&(&b.slug, &b.path)));
             Ok(all)
         })
@@ -244,20 +250,9 @@ impl Lessons {
 
     fn do_search(&self, p: params::Search) -> Outcome {
         let now = super::super::now().map_err(from_anyhow)?;
-        let request = Request {
-            text: p.request,
-            tags: p.tags,
-            operator: p.operator,
-            role: p.role,
-            skill: p.skill,
-            k: p.k,
-            budget: p.budget,
-            include_expired: p.include_expired,
-            inferred_tags: None,
-            now,
-        };
+        let (request, run_id) = p.request(now);
         let root = self.root().to_path_buf();
-        let logger = match &p.run_id {
+        let logger = match &run_id {
             Some(run) => {
                 lesson::usage::check_run(run).map_err(|e| invalid(e.to_string()))?;
                 Some(super::super::stamp(&root, None).map_err(from_anyhow)?.by)
@@ -266,7 +261,7 @@ impl Lessons {
         };
         self.with_retriever(|r| {
             let answer = r.answer(&request).map_err(|e| Envelope::of_retrieve(&e))?;
-            if let (Some(run), Some(by)) = (&p.run_id, &logger) {
+            if let (Some(run), Some(by)) = (&run_id, &logger) {
                 r.log_shown(&answer, run, by)
                     .map_err(|e| Envelope::of_retrieve(&e))?;
             }
@@ -329,6 +324,17 @@ impl Lessons {
         let Some(lesson) = &doc.lesson else {
             return Err(Envelope::new(ErrorCode::LessonInvalid, "not a lesson"));
         };
+        if let lesson::bank::Status::Quarantined(rules) = &status {
+            return Err(Envelope::new(
+                ErrorCode::NotFound,
+                format!(
+                    "lesson `{}` is in quarantine ({}): it is served once a human runs `lesson review --approve {}`",
+                    p.slug,
+                    rules.join(", "),
+                    p.slug
+                ),
+            ));
+        }
         if status.label() == "expired" && !p.include_expired {
             return Err(Envelope::new(
                 ErrorCode::Expired,
@@ -436,69 +442,17 @@ impl Lessons {
 
     fn do_record(&self, p: params::Record) -> Outcome {
         check_slug(&p.slug)?;
-        let kind = EvidenceKind::parse(&p.evidence.kind).ok_or_else(|| {
-            let kinds: Vec<&str> = EvidenceKind::ALL.iter().map(|k| k.as_str()).collect();
-            invalid(format!(
-                "`{}` is not an evidence kind; use one of {}",
-                p.evidence.kind,
-                kinds.join(", ")
-            ))
-        })?;
-        if p.evidence.reference.trim().is_empty() {
-            return Err(invalid(
-                "the evidence ref is empty; give the id of the run, conversation or work item",
-            ));
-        }
-        let one_line = |s: &str| !s.contains(['\n', '\r']);
-        if !one_line(&p.evidence.reference) || !p.evidence.note.as_deref().is_none_or(one_line) {
-            return Err(invalid("the evidence ref and note are one line each"));
-        }
-        let applied = match p.applied {
-            params::Applied::Followed => lesson::ledger::Applied::Followed,
-            params::Applied::Contradicted => lesson::ledger::Applied::Contradicted,
-        };
-        let run = match p.run_outcome {
-            params::RunOutcome::Success => lesson::ledger::RunOutcome::Success,
-            params::RunOutcome::Failure => lesson::ledger::RunOutcome::Failure,
-        };
+        let (req, by) = p.request().map_err(invalid)?;
         let root = self.root();
-        let stamp = super::super::stamp(root, p.by).map_err(from_anyhow)?;
-        let req = record::Request {
-            slug: p.slug,
-            applied,
-            run,
-            evidence: NewEvidence {
-                kind,
-                reference: p.evidence.reference,
-                note: p.evidence.note.filter(|n| !n.is_empty()),
-            },
-            retrieval: p.run_id,
-        };
+        let stamp = super::super::stamp(root, by).map_err(from_anyhow)?;
         let done = record::record(root, &req, &stamp).map_err(|e| Envelope::of_curate(&e))?;
         Ok(writes::recorded(root, &req.slug, &done))
     }
 
-    fn do_propose(&self, p: params::Propose) -> Outcome {
+    fn do_propose(&self, mut p: params::Propose) -> Outcome {
         const LABEL: &str = "propose";
-        let bytes = match (p.candidates, p.markdown) {
-            (Some(c), None) => serde_json::to_vec(&c).map_err(|e| internal("candidates", e))?,
-            (None, Some(md)) => md.into_bytes(),
-            _ => {
-                return Err(invalid(
-                    "give `candidates` (JSON) or `markdown` (a LESSON.md), not both",
-                ))
-            }
-        };
+        let (bytes, intake) = p.input().map_err(invalid)?;
         let candidates = add::read_candidates(LABEL, bytes).map_err(|e| Envelope::of_add(&e))?;
-        let mut origin = serde_json::Map::new();
-        origin.insert(
-            "source".into(),
-            Value::from(p.origin.unwrap_or_else(|| "mcp".into())),
-        );
-        let intake = Intake {
-            origin,
-            ..Intake::default()
-        };
         let root = self.root();
         let stamp = super::super::stamp(root, p.by).map_err(from_anyhow)?;
         let added = add::add(root, &candidates, &intake, &stamp, p.dry_run)
@@ -611,7 +565,7 @@ impl Lessons {
 
     /// `review`.
     #[tool(
-        description = "The lessons that need a human (as `lesson review`): failure-dominant, expired, mixed, never applied, imported counts, near-duplicates."
+        description = "The lessons that need a human (as `lesson review`): quarantined, failure-dominant, expired, mixed, never applied, imported counts, near-duplicates."
     )]
     async fn review(
         &self,

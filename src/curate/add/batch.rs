@@ -43,6 +43,9 @@ pub enum Admitted {
         counts: Counts,
         /// Lessons it conflicts with.
         conflicts_with: Vec<String>,
+        /// The injection-carrier rules it tripped: written in quarantine, never served until
+        /// `lesson review --approve` clears it.
+        quarantine: Option<Vec<String>>,
     },
     /// Absorbed by an existing lesson, which gained the evidence items.
     Merged {
@@ -200,7 +203,18 @@ impl Batch {
     pub fn admit(&mut self, candidate: &Prepared) -> Result<Admitted, AddError> {
         let slug = candidate.lesson.slug.value.clone();
         let same_slug = self.bank.lessons().any(|(_, l)| l.slug.value == slug);
+        // a merge copies only evidence into a live lesson: a quarantined candidate is merged
+        // only when its evidence is clean
+        let guarded = candidate.quarantine.is_some() && candidate.evidence_carriers;
         if same_slug {
+            if guarded {
+                return Err(CurateError::Refused(format!(
+                    "{}: its evidence trips the injection-carrier rules ({}), so it cannot be merged into the live lesson `{slug}`; clean the evidence, or give it a slug of its own",
+                    candidate.label,
+                    candidate.quarantine.as_deref().unwrap_or_default().join(", ")
+                ))
+                .into());
+            }
             if !candidate.conflicts_with.is_empty() {
                 return Err(CurateError::Refused(format!(
                     "{}: the candidate conflicts with other lessons but has the slug of the existing lesson `{slug}`; give it a slug of its own",
@@ -210,7 +224,7 @@ impl Batch {
             }
             return Ok(self.absorb(candidate, &slug, Why::SameSlug)?);
         }
-        if candidate.conflicts_with.is_empty() {
+        if candidate.conflicts_with.is_empty() && !guarded {
             if let Some(into) = self.recorded_in(&candidate.lesson)? {
                 return Ok(self.absorb(candidate, &into, Why::Recorded)?);
             }
@@ -326,6 +340,12 @@ impl Batch {
         self.insert(&slug, doc);
         let created = self.event(EventKind::Created(candidate.counts));
         self.push(&slug, vec![created]);
+        if let Some(rules) = &candidate.quarantine {
+            let quarantined = self.event(EventKind::Quarantined {
+                rules: rules.clone(),
+            });
+            self.push(&slug, vec![quarantined]);
+        }
         for (with, note) in &candidate.conflicts_with {
             let mine = self.event(EventKind::Conflict {
                 with: with.clone(),
@@ -356,6 +376,7 @@ impl Batch {
                 .iter()
                 .map(|(s, _)| s.clone())
                 .collect(),
+            quarantine: candidate.quarantine.clone(),
         })
     }
 

@@ -40,7 +40,9 @@ use crate::diagnostic::{Diagnostic, Severity};
 use crate::document::Document;
 use crate::ledger::RunOutcome;
 use crate::lesson::Counts;
+use crate::lesson::QUARANTINE_KEY;
 use crate::lesson::{Lesson, LEGACY_SCHEMAS, SCHEMA};
+use crate::lint::rules::carrier;
 use crate::lint::{Check, FileContext};
 use crate::source::Source;
 
@@ -193,7 +195,7 @@ pub fn json_type(v: &Value) -> &'static str {
 }
 
 /// How candidates enter the bank.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct Intake {
     /// `metadata.lesson.origin` of every new lesson (`claimed` is added to it when the
     /// candidate brought counts, confidence or an origin of its own).
@@ -202,6 +204,23 @@ pub struct Intake {
     pub run: Option<RunOutcome>,
     /// The run the batch is for: recorded in every ledger event (`lesson distill`).
     pub run_id: Option<String>,
+    /// Whether a candidate that trips an injection-carrier rule ([`carrier::CARRIER_RULES`],
+    /// whatever the bank's levels and the candidate's suppressions say) is admitted in
+    /// quarantine: on by default (`lesson add`, `lesson distill`, the MCP `propose`, `lesson
+    /// promote`); `lesson sync`, which only merges a lesson someone already admitted, turns it
+    /// off.
+    pub screen: bool,
+}
+
+impl Default for Intake {
+    fn default() -> Intake {
+        Intake {
+            origin: Map::new(),
+            run: None,
+            run_id: None,
+            screen: true,
+        }
+    }
 }
 
 /// A new lesson's counts, from the one run it was distilled from: a success lesson from a
@@ -308,6 +327,12 @@ pub struct Prepared {
     pub counts: Counts,
     /// Existing lessons it conflicts with, and why.
     pub conflicts_with: Vec<(String, Option<String>)>,
+    /// The injection-carrier rules it tripped: it is written with
+    /// `metadata.lesson.quarantine` listing them.
+    pub quarantine: Option<Vec<String>>,
+    /// Whether one of its evidence items trips a carrier rule itself: a quarantined candidate
+    /// is merged into a live lesson (which takes only its evidence) only when none does.
+    pub evidence_carriers: bool,
 }
 
 /// Validate every candidate. Returns those that passed and everything found (warnings
@@ -336,6 +361,7 @@ pub fn prepare(
 ) -> Option<Prepared> {
     let label = candidate.label.as_str();
     let errors_before = out.errors();
+    let first_finding = out.diagnostics.len();
     if let Some(input) = &candidate.input {
         // a LESSON.md as given: findings point into the user's file; those on the fields a
         // candidate cannot bring are moot (their values only go to `origin.claimed`)
@@ -376,7 +402,7 @@ pub fn prepare(
         }
     };
     let counts = initial_counts(fields.get("outcome").and_then(Value::as_str), intake.run);
-    let intended = match intended_fields(fields, intake, counts, &candidate.conflicts_with) {
+    let mut intended = match intended_fields(fields, intake, counts, &candidate.conflicts_with) {
         Ok(v) => v,
         Err(message) => {
             out.problem(label, message);
@@ -398,7 +424,7 @@ pub fn prepare(
         None => PathBuf::from(label),
         Some(_) => PathBuf::from(format!("{label} (as it would be written)")),
     };
-    let doc = Document::parse(Source::new(shown, text), None);
+    let mut doc = Document::parse(Source::new(shown, text), None);
     if candidate.input.is_none() {
         // a JSON candidate: findings point into the LESSON.md it would become
         let body_start = doc.body.as_ref().map_or(usize::MAX, |b| b.start);
@@ -425,6 +451,30 @@ pub fn prepare(
     }
     if out.errors() > errors_before {
         return None;
+    }
+    let mut quarantine = None;
+    let mut evidence_carriers = false;
+    if intake.screen {
+        let rules = screen(bank, candidate, &doc, &mut out.diagnostics);
+        out.diagnostics[first_finding..].sort_by(|a, b| a.sort_key().cmp(&b.sort_key()));
+        if !rules.is_empty() {
+            set_quarantine(&mut intended, &rules);
+            let text = render(&intended, body, crlf);
+            doc = Document::parse(Source::new(doc.source.path.clone(), text), None);
+            evidence_carriers = intended
+                .get("evidence")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .any(|item| {
+                    ["ref", "note"].iter().any(|k| {
+                        item.get(*k)
+                            .and_then(Value::as_str)
+                            .is_some_and(|t| !carrier::trips(t).is_empty())
+                    })
+                });
+            quarantine = Some(rules);
+        }
     }
     if let Err(problem) = render::reads_back(&doc, &intended) {
         out.problem(
@@ -453,7 +503,57 @@ pub fn prepare(
         lesson: *lesson,
         counts,
         conflicts_with: candidate.conflicts_with.clone(),
+        quarantine,
+        evidence_carriers,
     })
+}
+
+/// The injection-carrier rules `candidate` trips, as rendered (`doc`) or as given (a
+/// `LESSON.md`), sorted. Their findings join `found` as warnings where the lint at the bank's
+/// levels did not report them (a rule turned off, a suppression), so that the quarantine says
+/// why, with positions in the file as given.
+fn screen(
+    bank: &Bank,
+    candidate: &Candidate,
+    doc: &Document,
+    found: &mut Vec<Diagnostic>,
+) -> Vec<String> {
+    let rendered = carrier::scan(&FileContext::new(doc, &bank.config, bank.now));
+    let mut rules = carrier::codes(&rendered);
+    let shown = match &candidate.input {
+        Some(input) => {
+            let given = carrier::scan(&FileContext::new(input, &bank.config, bank.now));
+            rules.extend(carrier::codes(&given));
+            rules.sort();
+            rules.dedup();
+            given
+        }
+        None => rendered,
+    };
+    for mut d in shown {
+        let same = |e: &Diagnostic| e.code == d.code && e.range == d.range && e.path == d.path;
+        if !found.iter().any(same) {
+            d.severity = Severity::Warning;
+            found.push(d);
+        }
+    }
+    rules
+}
+
+/// `metadata.lesson.quarantine: [rules]` in the fields a lesson is written with.
+fn set_quarantine(fields: &mut Map<String, Value>, rules: &[String]) {
+    let ours = fields
+        .entry("metadata")
+        .or_insert_with(|| Value::Object(Map::new()))
+        .as_object_mut()
+        .map(|m| {
+            m.entry("lesson")
+                .or_insert_with(|| Value::Object(Map::new()))
+        });
+    if let Some(Value::Object(ours)) = ours {
+        let rules = rules.iter().map(|r| Value::from(r.as_str())).collect();
+        ours.insert(QUARANTINE_KEY.into(), Value::Array(rules));
+    }
 }
 
 /// The byte ranges of the untrusted top-level entries (`confidence: 2`, key and value).
@@ -551,6 +651,10 @@ fn intended_fields(
     };
     if let Some(previous) = ours.remove("origin") {
         claimed.insert("origin".into(), previous);
+    }
+    // quarantine is the gate's to set, not the candidate's
+    if let Some(previous) = ours.remove(QUARANTINE_KEY) {
+        claimed.insert(QUARANTINE_KEY.into(), previous);
     }
     let mut origin = intake.origin.clone();
     if !claimed.is_empty() {
@@ -779,6 +883,7 @@ mod tests {
             origin: serde_json::from_str(r#"{"source": "in.json"}"#).unwrap(),
             run: Some(RunOutcome::Failure),
             run_id: None,
+            screen: true,
         };
         let counts = initial_counts(Some("failure"), intake.run);
         let out = intended_fields(&fields, &intake, counts, &[("other".into(), None)]).unwrap();

@@ -243,7 +243,7 @@ mod tests {
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig::with_cases(500))]
+        #![proptest_config(ProptestConfig::with_cases(crate::test_cases(500)))]
 
         /// The writer is faithful: whatever the fields, the frontmatter reads back as them.
         #[test]

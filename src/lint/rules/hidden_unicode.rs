@@ -66,14 +66,14 @@ fn check(ctx: &FileContext<'_>, out: &mut Vec<Diagnostic>) {
 
 /// Adjacent hidden characters.
 #[derive(Debug, PartialEq, Eq)]
-struct Run {
+pub(crate) struct Run {
     range: Range<usize>,
     chars: Vec<char>,
 }
 
 /// The runs of hidden characters in `text`. A BOM at offset 0 is not one, nor is a zero-width
 /// joiner inside an emoji sequence (👩‍👧 is two emoji and a joiner).
-fn runs(text: &str) -> Vec<Run> {
+pub(crate) fn runs(text: &str) -> Vec<Run> {
     let mut out: Vec<Run> = Vec::new();
     if text.is_ascii() {
         return out;

@@ -6,7 +6,7 @@ use crate::bank::Bank;
 use crate::declare_rule;
 use crate::diagnostic::{Diagnostic, Fix};
 use crate::edit::frontmatter::Frontmatter;
-use crate::ledger::{ledger_files, Ledger};
+use crate::ledger::{ledger_files, Counts, Ledger, Tally};
 use crate::lesson::slug_problem;
 use crate::lint::Check;
 
@@ -17,9 +17,13 @@ declare_rule! {
     /// For a lesson with a ledger (`_log/<slug>.jsonl`), adds up the counts the ledger records:
     /// the first `created` or `imported` event's counts, plus the `delta` of every distinct
     /// outcome (an outcome is identified by its run, the evidence's `kind` and `ref`: one run
-    /// recorded on two clones of the bank counts once). Reports the lesson when its frontmatter says otherwise. The unsafe fix sets both
-    /// count lines to the ledger's values (inserting a missing one). A lesson without a ledger
-    /// is not checked here: L004 (`unledgered-counts`) reports its counts when they are not 0.
+    /// recorded on two clones of the bank counts once). Reports the lesson when its frontmatter
+    /// says otherwise. The fix sets both count lines to the ledger's values (inserting a missing
+    /// one). It is safe when the counts are behind the ledger by its last outcomes (they equal
+    /// the initial counts plus the first outcomes': what a `lesson record` stopped between its
+    /// ledger append and its lesson write leaves), unsafe otherwise (counts edited by hand). A
+    /// lesson without a ledger is not checked here: L004 (`unledgered-counts`) reports its
+    /// counts when they are not 0.
     ///
     /// ## Why is this bad?
     /// Counts are evidence, so they come from observed outcomes, never from the author (AIP-11
@@ -105,13 +109,34 @@ fn check(bank: &Bank, out: &mut Vec<Diagnostic>) {
             "counts come from outcomes recorded with `lesson record`, never from the author; the fix resets them from the ledger",
         );
         if let Ok(edits) = fm.set_counts(expected) {
-            d = d.with_fix(Fix::unsafe_(
-                format!("set the counts to the ledger's {expected}"),
-                edits,
-            ));
+            let message = format!("set the counts to the ledger's {expected}");
+            d = d.with_fix(if behind(&ledger, &tally, actual) {
+                Fix::safe(message, edits)
+            } else {
+                Fix::unsafe_(message, edits)
+            });
         }
         out.push(d);
     }
+}
+
+/// Whether `counts` are the ledger's initial counts plus its first distinct outcomes, short of
+/// the last one or more: counts that missed outcomes the ledger recorded after them, never
+/// counts the ledger does not back.
+fn behind(ledger: &Ledger, tally: &Tally, counts: Counts) -> bool {
+    let mut sum = tally.initial;
+    let mut outcomes = ledger.distinct_outcomes().peekable();
+    while let Some((_, o)) = outcomes.next() {
+        if sum == counts {
+            return true;
+        }
+        if outcomes.peek().is_none() {
+            break;
+        }
+        sum.success_count += o.delta.success;
+        sum.failure_count += o.delta.failure;
+    }
+    false
 }
 
 fn ledger_name(slug: &str) -> String {

@@ -6,6 +6,8 @@ use crate::lint::Rule;
 use crate::source::{ReadProblem, Source};
 use crate::yaml::YamlErrorKind;
 
+pub mod carrier;
+pub mod comment_instruction;
 pub mod confidence_out_of_range;
 pub mod counts_without_outcomes;
 pub mod duplicate_key;
@@ -13,6 +15,8 @@ pub mod duplicate_path;
 pub mod duplicate_slug;
 pub mod empty_evidence;
 pub mod empty_target;
+pub mod encoded_payload;
+pub mod executable_link;
 pub mod expired;
 pub mod expires_at_without_offset;
 pub mod file_too_large;
@@ -43,6 +47,7 @@ pub mod missing_frontmatter;
 pub mod missing_required_field;
 pub mod missing_section;
 pub mod misspelled_field;
+pub mod model_instruction;
 pub mod non_yaml_frontmatter;
 pub mod nul_byte;
 pub mod opposite_verdicts;
@@ -86,6 +91,10 @@ pub static RULES: &[&Rule] = &[
     &hidden_unicode::RULE,
     &secret::RULE,
     &private_key_placeholder::RULE,
+    &model_instruction::RULE,
+    &comment_instruction::RULE,
+    &encoded_payload::RULE,
+    &executable_link::RULE,
     &ledger_rewritten::RULE,
     &counts_without_outcomes::RULE,
     &lesson_deleted::RULE,

@@ -157,10 +157,12 @@ impl Index {
                 }
                 candidates.clear(offset + id as usize);
                 let path = seg.path(id as usize)?;
+                let (codes, quarantine) = record::split_marks(codes.iter().copied());
                 held.push(HeldBack {
                     slug: seg.slug_of(id as usize, &path)?,
                     path,
-                    codes: codes.iter().map(|c| c.to_string()).collect(),
+                    codes,
+                    quarantine,
                 });
             }
         }
@@ -357,8 +359,9 @@ impl Index {
         self.base_count
     }
 
-    /// Live lessons held back for error-level findings in their own file, in path order: never
-    /// served, and left out of `_index.md` as `lesson index` leaves them out.
+    /// Live lessons held back for error-level findings in their own file (left out of
+    /// `_index.md` as `lesson index` leaves them out) or in quarantine (listed there as
+    /// quarantined), in path order: never served.
     pub fn held_back(&self) -> &[HeldBack] {
         &self.held
     }

@@ -257,8 +257,11 @@ pub struct HeldBack {
     pub slug: String,
     /// Path relative to the bank root.
     pub path: String,
-    /// The codes of its error-level findings, sorted.
+    /// The codes of its error-level findings, sorted (none when it is only quarantined).
     pub codes: Vec<String>,
+    /// For a lesson in quarantine (`metadata.lesson.quarantine`), the rules it tripped.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub quarantine: Option<Vec<String>>,
 }
 
 /// What a search found, and how much work it took.

@@ -700,7 +700,7 @@ mod tests {
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig::with_cases(48))]
+        #![proptest_config(ProptestConfig::with_cases(crate::test_cases(48)))]
 
         #[test]
         fn the_pruned_search_is_the_exhaustive_one(

@@ -499,8 +499,13 @@ impl Index {
             return Ok(Explanation::Unknown);
         };
         if let Some(h) = self.held.iter().find(|h| h.slug == slug) {
-            return Ok(Explanation::HeldBack {
-                codes: h.codes.clone(),
+            return Ok(match &h.quarantine {
+                Some(rules) if h.codes.is_empty() => Explanation::Quarantined {
+                    rules: rules.clone(),
+                },
+                _ => Explanation::HeldBack {
+                    codes: h.codes.clone(),
+                },
             });
         }
         if !self.candidates.get(id) {

@@ -25,6 +25,10 @@
 //!   at the same time against one bare remote: syncs per second, retries per sync (median, max),
 //!   and whether every one of the 320 outcomes is in the final ledgers exactly once and counted
 //!   once in the lessons' counts.
+//! - **fleet**: the same 16 × 20 rounds with each clone on a branch of its own (`lesson sync
+//!   --branch lesson/cI --from main`) and a 17th clone running `lesson sync --merge-branches` in
+//!   a loop meanwhile and once at the end; the same figures, the merger's runs, and the
+//!   outcomes counted in the merger's bank. `--contention one-branch,fleet|none` picks the rows.
 
 use std::collections::BTreeMap;
 use std::io::Write as _;
@@ -554,23 +558,48 @@ pub fn run(paths: &Paths, options: &Options) -> anyhow::Result<()> {
             let _ = std::fs::remove_dir_all(work.join(done));
         }
 
-        if sync {
-            let contended = contention(&lesson, &repo, &work);
-            let _ = std::fs::remove_dir_all(work.join("contention"));
+        let rows = [(options.one_branch, false), (options.fleet, true)];
+        for fleet in rows.iter().filter(|(on, _)| *on).map(|&(_, fleet)| fleet) {
+            let name = if fleet { "fleet" } else { "contention" };
+            if !sync || (fleet && !lesson_has_flag(&lesson, "sync", "--merge-branches")) {
+                println!(
+                    "\n{name}: skipped: lesson sync{} not available",
+                    if fleet { " --merge-branches" } else { "" }
+                );
+                continue;
+            }
+            let contended = contention(&lesson, &repo, &work, fleet);
+            // kept when an outcome went missing or counted twice, to see why
+            if contended
+                .as_ref()
+                .is_ok_and(|c| c.once == CLONES * ROUNDS && c.counts_ok)
+            {
+                let _ = std::fs::remove_dir_all(work.join(name));
+            }
             match contended {
                 Ok(c) => {
+                    let how = if fleet {
+                        "on a branch each (sync --branch lesson/cI --from main)"
+                    } else {
+                        "on one branch"
+                    };
                     println!(
-                        "\ncontention: {CLONES} clones × {ROUNDS} rounds of record + sync: {} syncs in {:.1} s = {:.2} syncs/s; retries per sync: median {}, max {}; failed commands {}; outcomes in the ledgers exactly once: {}/{}; counted once in the lessons' counts: {}",
-                        c.syncs, c.elapsed.as_secs_f64(), c.syncs as f64 / c.elapsed.as_secs_f64(), c.retries_median, c.retries_max, c.failed, c.once, CLONES * ROUNDS, c.counts_ok
+                        "\n{name}: {CLONES} clones {how} × {ROUNDS} rounds of record + sync: {} syncs in {:.1} s = {:.2} syncs/s; retries per sync: median {}, max {}; failed commands {}; outcomes in the ledgers exactly once: {}/{} (missing {}, repeated {}); counted once in the lessons' counts: {}",
+                        c.syncs, c.elapsed.as_secs_f64(), c.syncs as f64 / c.elapsed.as_secs_f64(), c.retries_median, c.retries_max, c.failed, c.once, CLONES * ROUNDS, c.missing, c.repeated, c.counts_ok
                     );
+                    if fleet {
+                        println!(
+                            "  merger: {} runs of sync --merge-branches while the runtimes ran, median {:.1} s each",
+                            c.merges,
+                            c.merge_median.as_secs_f64()
+                        );
+                    }
                     for (class, n) in &c.failures {
                         println!("  failed {n}×: {class}");
                     }
                 }
-                Err(e) => println!("\ncontention: failed: {e:#}"),
+                Err(e) => println!("\n{name}: failed: {e:#}"),
             }
-        } else {
-            println!("\ncontention: skipped: lesson sync not available");
         }
     }
     Ok(())
@@ -734,6 +763,12 @@ fn sync_round_trip(
 }
 
 struct Contention {
+    /// Outcomes in no ledger of the final bank, and in more than one line.
+    missing: usize,
+    repeated: usize,
+    /// The merger's completed runs (a fleet only), and their median wall time.
+    merges: usize,
+    merge_median: Duration,
     syncs: usize,
     failed: usize,
     /// Failed commands by class (what their stderr says), with a count.
@@ -745,21 +780,66 @@ struct Contention {
     counts_ok: bool,
 }
 
-/// 16 clones × 20 rounds of record + sync at the same time.
-fn contention(lesson: &Path, repo: &Path, work: &Path) -> anyhow::Result<Contention> {
-    let (_, clones) = remote_and_clones(repo, &work.join("contention"), CLONES)?;
+/// 16 clones × 20 rounds of record + sync at the same time. With `fleet`, each clone syncs
+/// with a branch of its own (`lesson sync --branch lesson/cI --from main`) and a 17th clone
+/// runs `lesson sync --merge-branches` in a loop until they are done, then once more.
+fn contention(lesson: &Path, repo: &Path, work: &Path, fleet: bool) -> anyhow::Result<Contention> {
+    let dir = work.join(if fleet { "fleet" } else { "contention" });
+    let (_, clones) = remote_and_clones(repo, &dir, CLONES + usize::from(fleet))?;
     let all = slugs(&clones[0].join(BANK))?;
     let hot: Vec<String> = (0..HOT).map(|i| all[i * all.len() / HOT].clone()).collect();
     let before: BTreeMap<String, u64> = hot
         .iter()
         .map(|s| (s.clone(), success_count(&clones[0].join(BANK), s)))
         .collect();
+    let sync_args = move |i: usize| -> Vec<String> {
+        let mut args = vec!["sync".to_string()];
+        if fleet {
+            args.extend([
+                "--branch".into(),
+                format!("lesson/c{i}"),
+                "--from".into(),
+                "main".into(),
+            ]);
+        }
+        args.extend(["--format".into(), "json".into()]);
+        args
+    };
     let started = Instant::now();
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let merger = fleet.then(|| {
+        let (lesson, bank, done) = (
+            lesson.to_path_buf(),
+            clones[CLONES].join(BANK),
+            done.clone(),
+        );
+        std::thread::spawn(move || -> (Vec<Duration>, Vec<String>) {
+            let (mut runs, mut failed) = (Vec::new(), Vec::new());
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                let t = Instant::now();
+                match lesson_cmd(&lesson, &bank)
+                    .args(["sync", "--merge-branches"])
+                    .output()
+                {
+                    Ok(o) if o.status.success() => runs.push(t.elapsed()),
+                    Ok(o) => failed.push(format!(
+                        "lesson sync --merge-branches: exit {}: {}",
+                        o.status.code().unwrap_or(-1),
+                        String::from_utf8_lossy(&o.stderr)
+                    )),
+                    Err(e) => failed.push(format!("lesson sync --merge-branches: {e}")),
+                }
+            }
+            (runs, failed)
+        })
+    });
     let handles: Vec<_> = clones
         .iter()
+        .take(CLONES)
         .enumerate()
         .map(|(i, clone)| {
             let (lesson, bank, hot) = (lesson.to_path_buf(), clone.join(BANK), hot.clone());
+            let args = sync_args(i);
             std::thread::spawn(move || -> (Vec<u64>, Vec<String>) {
                 let mut retries = Vec::new();
                 let mut failed = Vec::new();
@@ -769,10 +849,7 @@ fn contention(lesson: &Path, repo: &Path, work: &Path) -> anyhow::Result<Content
                         failed.push(format!("{e:#}"));
                         continue;
                     }
-                    match lesson_cmd(&lesson, &bank)
-                        .args(["sync", "--format", "json"])
-                        .output()
-                    {
+                    match lesson_cmd(&lesson, &bank).args(&args).output() {
                         Ok(o) if o.status.success() => {
                             let v: serde_json::Value =
                                 serde_json::from_slice(&o.stdout).unwrap_or_default();
@@ -801,15 +878,46 @@ fn contention(lesson: &Path, repo: &Path, work: &Path) -> anyhow::Result<Content
             *failures.entry(failure_class(&message)).or_default() += 1;
         }
     }
-    let failed = failures.values().sum();
     let elapsed = started.elapsed();
-    // everyone syncs once more (failed rounds left local commits), then one more pass to receive
-    for _ in 0..2 {
-        for clone in &clones {
-            let _ = lesson_cmd(lesson, &clone.join(BANK)).arg("sync").output();
+    done.store(true, std::sync::atomic::Ordering::Relaxed);
+    let mut merges = Vec::new();
+    if let Some(m) = merger {
+        let (runs, f) = m
+            .join()
+            .map_err(|_| anyhow::anyhow!("the merger's thread panicked"))?;
+        merges = runs;
+        for message in f {
+            *failures.entry(failure_class(&message)).or_default() += 1;
         }
     }
-    let bank = clones[0].join(BANK);
+    let failed = failures.values().sum();
+    // everyone syncs once more (failed rounds left local commits), then one more pass to
+    // receive; in a fleet the merger folds the branches in between
+    let mut settle = |bank: PathBuf, args: Vec<String>| {
+        if let Ok(o) = lesson_cmd(lesson, &bank).args(&args).output() {
+            if !o.status.success() {
+                let message = format!(
+                    "settling: lesson {}: exit {}: {}",
+                    args.join(" "),
+                    o.status.code().unwrap_or(-1),
+                    String::from_utf8_lossy(&o.stderr)
+                );
+                *failures.entry(failure_class(&message)).or_default() += 1;
+            }
+        }
+    };
+    for pass in 0..2 {
+        for (i, clone) in clones.iter().take(CLONES).enumerate() {
+            settle(clone.join(BANK), sync_args(i));
+        }
+        if fleet && pass == 0 {
+            settle(
+                clones[CLONES].join(BANK),
+                vec!["sync".into(), "--merge-branches".into()],
+            );
+        }
+    }
+    let bank = clones[if fleet { CLONES } else { 0 }].join(BANK);
     let mut once = 0;
     let mut ledgers = String::new();
     for s in &hot {
@@ -818,11 +926,14 @@ fn contention(lesson: &Path, repo: &Path, work: &Path) -> anyhow::Result<Content
                 .unwrap_or_default(),
         );
     }
+    let (mut missing, mut repeated) = (0, 0);
     for i in 0..CLONES {
         for r in 0..ROUNDS {
             let needle = format!("\"ref\":\"c{i}-r{r}\"");
-            if ledgers.matches(&needle).count() == 1 {
-                once += 1;
+            match ledgers.matches(&needle).count() {
+                0 => missing += 1,
+                1 => once += 1,
+                _ => repeated += 1,
             }
         }
     }
@@ -831,7 +942,12 @@ fn contention(lesson: &Path, repo: &Path, work: &Path) -> anyhow::Result<Content
         .map(|s| success_count(&bank, s).saturating_sub(before[s]))
         .sum();
     retries.sort();
+    merges.sort();
     Ok(Contention {
+        missing,
+        repeated,
+        merges: merges.len(),
+        merge_median: merges.get(merges.len() / 2).copied().unwrap_or_default(),
         syncs: retries.len(),
         failed,
         failures,

@@ -645,17 +645,33 @@ fn measure_logged(
             query_cmd(p, at, Tool::Lesson, "<query>").shown
         ),
     );
+    // (logged − unlogged) of each pair, wall and CPU: a new process's stat walk dwarfs the
+    // append, so the difference of two medians is mostly noise; the median of the paired
+    // differences is not
+    let mut wall_diffs: Vec<f64> = Vec::new();
+    let mut cpu_diffs: Vec<f64> = Vec::new();
     for round in 1..=runs {
         for (qi, q) in queries.iter().enumerate() {
             let mut unlogged = query_cmd(p, at, Tool::Lesson, q);
-            plain
-                .samples
-                .push(timed(&mut unlogged, &at.output("lesson-unlogged"), &[0])?);
             let mut cmd = query_cmd(p, at, Tool::Lesson, q);
             cmd.command
                 .args(["--log", &format!("bench-{round}-{qi}")])
                 .env("LESSON_BY", "bench");
-            let sample = timed(&mut cmd, &at.output("lesson-logged"), &[0])?;
+            // which goes first alternates, so that neither always runs on the other's cache
+            let (plain_sample, sample) = if (round + qi) % 2 == 0 {
+                let a = timed(&mut unlogged, &at.output("lesson-unlogged"), &[0])?;
+                (a, timed(&mut cmd, &at.output("lesson-logged"), &[0])?)
+            } else {
+                let b = timed(&mut cmd, &at.output("lesson-logged"), &[0])?;
+                (
+                    timed(&mut unlogged, &at.output("lesson-unlogged"), &[0])?,
+                    b,
+                )
+            };
+            plain.samples.push(plain_sample);
+            let cpu = |s: &Sample| (s.user + s.sys).as_secs_f64();
+            wall_diffs.push(sample.wall.as_secs_f64() - plain_sample.wall.as_secs_f64());
+            cpu_diffs.push(cpu(&sample) - cpu(&plain_sample));
             row.query.samples.push(sample);
             let entry = PerQuery {
                 measured: Measured {
@@ -670,15 +686,24 @@ fn measure_logged(
         }
         eprintln!("  {n} lessons: logged and unlogged queries, run {round}/{runs} done");
     }
+    let median = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v.get(v.len() / 2).copied().unwrap_or(0.0)
+    };
+    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len().max(1) as f64;
     if let (Some(logged), Some(unlogged)) = (row.query.stats(), plain.stats()) {
-        let extra = logged.median.as_secs_f64() - unlogged.median.as_secs_f64();
         notes.push(format!(
             "{LOGGED_ROW}: median {} a search logged (one line appended to _log/_shown.jsonl) against {} \
-             the same searches unlogged, run alternately ({:+.2} ms a search, as new processes); \
-             the in-process append alone is the warm row's note",
+             the same searches unlogged, as new processes in {} pairs (which runs first alternates); \
+             per pair, logged minus unlogged: wall {:+.2} ms median ({:+.2} ms mean), CPU {:+.2} ms \
+             median ({:+.2} ms mean); the in-process append alone is the warm row's note",
             ms(logged.median),
             ms(unlogged.median),
-            extra * 1e3
+            wall_diffs.len(),
+            median(&mut wall_diffs) * 1e3,
+            mean(&wall_diffs) * 1e3,
+            median(&mut cpu_diffs) * 1e3,
+            mean(&cpu_diffs) * 1e3,
         ));
     }
     Ok(row)
