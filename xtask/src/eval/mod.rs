@@ -9,6 +9,7 @@
 
 mod bank;
 mod beir;
+#[cfg(feature = "baselines")]
 mod dense;
 mod metrics;
 
@@ -195,6 +196,7 @@ pub fn run(options: &Options) -> anyhow::Result<()> {
         system.name = name;
         systems.push(system);
     }
+    #[cfg_attr(not(feature = "baselines"), allow(unused_mut))]
     let mut sweep = String::new();
     let model_dir = options.model.clone().or_else(|| {
         Some(crate::model::default_dir(&paths)).filter(|d| crate::model::is_model_dir(d))
@@ -208,6 +210,16 @@ pub fn run(options: &Options) -> anyhow::Result<()> {
             ));
             systems.push(System::skipped("lesson hybrid", why));
         }
+        #[cfg(not(feature = "baselines"))]
+        Some(_) => {
+            let why = "the dense systems need xtask's `baselines` feature: run `cargo xtask`";
+            systems.push(System::skipped(
+                "dense MiniLM (lesson::semantic)",
+                why.to_string(),
+            ));
+            systems.push(System::skipped("lesson hybrid", why.to_string()));
+        }
+        #[cfg(feature = "baselines")]
         Some(dir) => {
             let d = dense::embed(&dir, &set.corpus, &judged, &work)?;
             systems.push(dense::dense_system(&d, &set.corpus, &judged, &set.qrels, k));
