@@ -99,18 +99,25 @@ fn invalid(path: &Path, reason: impl std::fmt::Display) -> ModelError {
     }
 }
 
+/// Git's blob hash (SHA-1) of `bytes`, in hex.
+fn blob_hash(bytes: &[u8]) -> String {
+    git2::Oid::hash_object(git2::ObjectType::Blob, bytes)
+        .expect("hashing bytes in memory cannot fail")
+        .to_string()
+}
+
 /// The identity of a model from the bytes of its files: a SHA-1 over their own SHA-1s (git's
 /// blob hash, which the library already links), in [`FILES`] order.
 pub fn identity_of(files: &[&[u8]]) -> String {
-    let mut all = String::new();
-    for bytes in files {
-        let oid = git2::Oid::hash_object(git2::ObjectType::Blob, bytes)
-            .expect("hashing bytes in memory cannot fail");
-        all += &oid.to_string();
-    }
-    git2::Oid::hash_object(git2::ObjectType::Blob, all.as_bytes())
-        .expect("hashing bytes in memory cannot fail")
-        .to_string()
+    let all: String = files.iter().map(|bytes| blob_hash(bytes)).collect();
+    blob_hash(all.as_bytes())
+}
+
+/// The key of a text's embedding under one model: the SHA-1 of the text (git's blob hash, 40
+/// hex digits). A store of vectors keyed by it and by the model's [`Model::identity`] embeds a
+/// text again only when the text changed.
+pub fn text_key(text: &str) -> String {
+    blob_hash(text.as_bytes())
 }
 
 impl Model {
@@ -128,7 +135,7 @@ impl Model {
                 "hidden_size and num_attention_heads must be above 0",
             ));
         }
-        if config.hidden_size % config.num_attention_heads != 0 {
+        if !config.hidden_size.is_multiple_of(config.num_attention_heads) {
             return Err(invalid(
                 &config_path,
                 "hidden_size is not a multiple of num_attention_heads",
@@ -311,36 +318,58 @@ pub fn dot(a: &[f32], b: &[f32]) -> f32 {
     a.iter().zip(b).map(|(x, y)| x * y).sum()
 }
 
-/// The fused similarity of every candidate: `(1 − weight) · lexical′ + weight · cosine′`, each
-/// normalised over the candidates to `[0, 1]` (`lexical′ = lexical / max`, `cosine′ = (cosine −
-/// min) / (max − min)`), so that neither scale dominates. `weight` is clamped to `[0, 1]`; 0
-/// keeps the lexical order, 1 the cosine order.
-pub fn fuse(lexical: &[f64], cosine: &[f64], weight: f64) -> Vec<f64> {
+/// The hybrid similarity of a lesson: `(1 − weight) · lexical + weight · cosine`, each on its
+/// own fixed scale (the lexical similarity in `[0, 1)`, the cosine of two unit vectors in
+/// `[−1, 1]`), without normalising per request: a fused score means the same in every request
+/// and every bank, so hits of layered banks still merge by score and a threshold on it is a
+/// threshold. `weight` is clamped to `[0, 1]` (not a number: 0); 0 is the lexical similarity,
+/// 1 the cosine.
+///
+/// Chosen by `cargo xtask eval-retrieval` on the training sets (Cranfield, DBpedia-entity)
+/// against min-max over the corpus, min-max and z-scores over each side's top N, and
+/// reciprocal rank fusion (README, "Semantic retrieval").
+pub fn fuse(lexical: f64, cosine: f64, weight: f64) -> f64 {
     let w = if weight.is_finite() {
         weight.clamp(0.0, 1.0)
     } else {
         0.0
     };
-    let max_lex = lexical.iter().copied().fold(0.0f64, f64::max);
-    let (lo, hi) = cosine
-        .iter()
-        .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &c| {
-            (lo.min(c), hi.max(c))
-        });
-    let span = hi - lo;
-    lexical
-        .iter()
-        .zip(cosine)
-        .map(|(&l, &c)| {
-            let l = if max_lex > 0.0 { l / max_lex } else { 0.0 };
-            let c = if span > 0.0 { (c - lo) / span } else { 0.0 };
-            (1.0 - w) * l + w * c
+    (1.0 - w) * lexical + w * cosine
+}
+
+/// The hybrid ranking of one request: the union of the lexical hits (`lexical`: key and
+/// similarity) and the nearest lessons by cosine (`dense`: key and cosine), each scored by
+/// [`fuse`], best first (ties by key). A lexical hit's cosine comes from `cosine_of`; a lesson
+/// only the dense side found has lexical similarity 0 (it was no lexical hit).
+pub fn hybrid<K: Ord + Clone>(
+    lexical: &[(K, f64)],
+    dense: &[(K, f64)],
+    cosine_of: impl Fn(&K) -> f64,
+    weight: f64,
+) -> Vec<(K, f64)> {
+    let mut sides: std::collections::BTreeMap<K, (f64, Option<f64>)> =
+        std::collections::BTreeMap::new();
+    for (key, cosine) in dense {
+        sides.insert(key.clone(), (0.0, Some(*cosine)));
+    }
+    for (key, similarity) in lexical {
+        sides.entry(key.clone()).or_insert((0.0, None)).0 = *similarity;
+    }
+    let mut fused: Vec<(K, f64)> = sides
+        .into_iter()
+        .map(|(key, (lexical, cosine))| {
+            let cosine = cosine.unwrap_or_else(|| cosine_of(&key));
+            let score = fuse(lexical, cosine, weight);
+            (key, score)
         })
-        .collect()
+        .collect();
+    // stable: equal scores keep the keys' order
+    fused.sort_by(|a, b| b.1.total_cmp(&a.1));
+    fused
 }
 
 /// `[retrieve] semantic-weight` by default: the weight of the cosine in [`fuse`], chosen on the
-/// training sets (Cranfield, DBpedia-entity) by `cargo xtask eval-retrieval`'s sweep.
+/// training sets by `cargo xtask eval-retrieval`'s sweep.
 pub const DEFAULT_WEIGHT: f64 = 0.5;
 
 #[cfg(test)]
@@ -503,6 +532,10 @@ pub(crate) mod tests {
         assert_eq!(id(&a), id(&b), "same files, same identity");
         assert_ne!(id(&a), id(&c), "other weights (same size), other identity");
         assert_eq!(id(&a).len(), 40);
+        // a text's key: its bytes, nothing else
+        assert_eq!(text_key("deploy fails"), text_key("deploy fails"));
+        assert_ne!(text_key("deploy fails"), text_key("deploy  fails"));
+        assert_eq!(text_key("").len(), 40);
     }
 
     #[test]
@@ -541,24 +574,44 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn fuse_normalises_both_sides() {
-        let lexical = [0.2, 0.1, 0.0];
-        let cosine = [0.1, 0.3, 0.5];
-        let order = |v: Vec<f64>| {
-            let mut o: Vec<usize> = (0..v.len()).collect();
-            o.sort_by(|&a, &b| v[b].total_cmp(&v[a]));
-            o
+    fn fuse_is_a_convex_combination_of_the_raw_scores() {
+        assert_eq!(fuse(0.4, 0.8, 0.0), 0.4);
+        assert_eq!(fuse(0.4, 0.8, 1.0), 0.8);
+        assert!((fuse(0.4, 0.8, 0.25) - 0.5).abs() < 1e-12);
+        // out of range or not a number: clamped, else lexical
+        assert_eq!(fuse(0.4, 0.8, 7.0), 0.8);
+        assert_eq!(fuse(0.4, 0.8, -1.0), 0.4);
+        assert_eq!(fuse(0.4, 0.8, f64::NAN), 0.4);
+    }
+
+    #[test]
+    fn hybrid_ranks_the_union_of_both_sides() {
+        let lexical = [("a", 0.9), ("b", 0.5), ("c", 0.1)];
+        let dense = [("d", 0.9), ("b", 0.6)];
+        let cosine_of = |k: &&str| match *k {
+            "a" => 0.1,
+            "c" => 0.2,
+            other => panic!("{other} has its cosine from the dense side"),
         };
-        assert_eq!(order(fuse(&lexical, &cosine, 0.0)), [0, 1, 2]);
-        assert_eq!(order(fuse(&lexical, &cosine, 1.0)), [2, 1, 0]);
-        for (got, want) in fuse(&lexical, &cosine, 0.5)
-            .into_iter()
-            .zip([0.5, 0.5, 0.5])
-        {
-            assert!((got - want).abs() < 1e-12, "{got}");
+        fn keys(v: Vec<(&'static str, f64)>) -> Vec<&'static str> {
+            v.into_iter().map(|(k, _)| k).collect()
         }
-        let quarter = fuse(&lexical, &cosine, 0.25);
-        assert!((quarter[0] - 0.75).abs() < 1e-12 && (quarter[2] - 0.25).abs() < 1e-12);
-        assert_eq!(fuse(&[0.0, 0.0], &[0.3, 0.3], f64::NAN), vec![0.0, 0.0]);
+        // weight 0: the lexical order, the dense-only lesson last with 0
+        assert_eq!(
+            keys(hybrid(&lexical, &dense, cosine_of, 0.0)),
+            ["a", "b", "c", "d"]
+        );
+        // weight 1: the cosine order
+        assert_eq!(
+            keys(hybrid(&lexical, &dense, cosine_of, 1.0)),
+            ["d", "b", "c", "a"]
+        );
+        let half = hybrid(&lexical, &dense, cosine_of, 0.5);
+        assert_eq!(keys(half.clone()), ["b", "a", "d", "c"]);
+        assert!((half[0].1 - 0.55).abs() < 1e-12 && (half[2].1 - 0.45).abs() < 1e-12);
+        // equal scores: by key
+        let tied = hybrid(&[("z", 0.5), ("y", 0.5)], &[], |_| 0.5, 0.5);
+        assert_eq!(keys(tied), ["y", "z"]);
+        assert!(hybrid::<&str>(&[], &[], |_| 0.0, 0.5).is_empty());
     }
 }

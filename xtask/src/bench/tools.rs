@@ -131,6 +131,9 @@ pub struct SearchHit {
     pub slug: String,
     /// Its score.
     pub score: f64,
+    /// lesson's similarity part of the score (its lexical similarity), when the output has
+    /// score parts.
+    pub similarity: Option<f64>,
     /// Its file, when the output says.
     pub path: Option<String>,
 }
@@ -185,6 +188,7 @@ pub fn parse_search_hits(stdout: &str) -> anyhow::Result<Vec<SearchHit>> {
                     .get("score")
                     .and_then(|s| s.as_f64().or_else(|| s.get("score")?.as_f64()))
                     .unwrap_or(f64::NAN),
+                similarity: hit.get("score").and_then(|s| s.get("similarity")?.as_f64()),
                 path: hit
                     .get("path")
                     .and_then(serde_json::Value::as_str)
@@ -212,6 +216,8 @@ mod tests {
         )
         .unwrap();
         assert_eq!(parts[0].score, 0.2, "the product of lesson's score parts");
+        assert_eq!(parts[0].similarity, Some(0.4));
+        assert_eq!(hits[1].similarity, None);
         assert_eq!(parse_search_hits("[]\n").unwrap(), vec![]);
         assert_eq!(
             parse_search_hits(r#"{"hits": [{"slug": "x"}]}"#).unwrap()[0].slug,

@@ -137,12 +137,7 @@ pub fn topic_tags(corpus: &[Document], n: usize) -> Vec<Vec<String>> {
 pub fn render(slug: &str, doc: &Document, tags: &[String]) -> String {
     let text = clean_text(&doc.text);
     let title = title_for(doc);
-    let flat = one_line(&text);
-    let description = if flat.is_empty() {
-        title.clone()
-    } else {
-        truncate_words(&flat, DESCRIPTION_MAX)
-    };
+    let description = description_for(doc);
     let reference = truncate_chars(&one_line(&doc.id), REF_MAX);
     let reference = if reference.is_empty() {
         slug.to_string()
@@ -166,6 +161,17 @@ pub fn render(slug: &str, doc: &Document, tags: &[String]) -> String {
         s.push('\n');
     }
     s
+}
+
+/// `trigger.description`: the text on one line, at most 1000 characters (cut after a word),
+/// else the title.
+pub fn description_for(doc: &Document) -> String {
+    let flat = one_line(&clean_text(&doc.text));
+    if flat.is_empty() {
+        title_for(doc)
+    } else {
+        truncate_words(&flat, DESCRIPTION_MAX)
+    }
 }
 
 /// The title: the document's, else the text's first sentence or first 100 characters, else

@@ -55,8 +55,8 @@ pub struct Options {
 /// the hybrid fusion (a document below it counts as lexically unrelated).
 const POOL: usize = 100;
 
-/// Fusion weights the hybrid system is measured at (the sweep table).
-const WEIGHTS: [f64; 9] = [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9];
+/// The dense system's name.
+const DENSE: &str = "dense MiniLM (lesson::semantic)";
 
 /// One system's outcome.
 struct System {
@@ -196,68 +196,25 @@ pub fn run(options: &Options) -> anyhow::Result<()> {
         system.name = name;
         systems.push(system);
     }
-    #[cfg_attr(not(feature = "baselines"), allow(unused_mut))]
-    let mut sweep = String::new();
     let model_dir = options.model.clone().or_else(|| {
         Some(crate::model::default_dir(&paths)).filter(|d| crate::model::is_model_dir(d))
     });
-    match model_dir {
+    let (dense_report, dense_json) = match model_dir {
         None => {
             let why = "no model: `cargo xtask model`, or --model DIR".to_string();
-            systems.push(System::skipped(
-                "dense MiniLM (lesson::semantic)",
-                why.clone(),
-            ));
+            systems.push(System::skipped(DENSE, why.clone()));
             systems.push(System::skipped("lesson hybrid", why));
+            (String::new(), Json::Null)
         }
-        #[cfg(not(feature = "baselines"))]
-        Some(_) => {
-            let why = "the dense systems need xtask's `baselines` feature: run `cargo xtask`";
-            systems.push(System::skipped(
-                "dense MiniLM (lesson::semantic)",
-                why.to_string(),
-            ));
-            systems.push(System::skipped("lesson hybrid", why.to_string()));
-        }
-        #[cfg(feature = "baselines")]
-        Some(dir) => {
-            let d = dense::embed(&dir, &set.corpus, &judged, &work)?;
-            systems.push(dense::dense_system(&d, &set.corpus, &judged, &set.qrels, k));
-            let lexical = systems
-                .iter()
-                .find(|s| s.name == "lesson search" && s.skipped.is_none())
-                .map(|s| s.rankings.clone());
-            if let Some(lexical) = lexical {
-                let weight = lesson::semantic::DEFAULT_WEIGHT;
-                let name: &'static str =
-                    Box::leak(format!("lesson hybrid (weight {weight})").into_boxed_str());
-                systems.push(dense::hybrid_system(
-                    name,
-                    &d,
-                    &lexical,
-                    weight,
-                    &set.corpus,
-                    &judged,
-                    &set.qrels,
-                    k,
-                ));
-                sweep += "\nhybrid fusion weight sweep (nDCG@k; 0 = lexical, 1 = dense):\n";
-                for w in WEIGHTS {
-                    let s = dense::hybrid_system(
-                        "sweep",
-                        &d,
-                        &lexical,
-                        w,
-                        &set.corpus,
-                        &judged,
-                        &set.qrels,
-                        k,
-                    );
-                    sweep += &format!("  {w:.1}  {:.4}\n", metrics::mean(&s.scores).ndcg);
-                }
-            }
-        }
-    }
+        Some(dir) => run_dense(
+            &dir,
+            &set,
+            &judged,
+            &paths.bench().join("embeddings"),
+            k,
+            &mut systems,
+        )?,
+    };
     for s in systems.iter().filter(|s| s.skipped.is_none()) {
         let tag: String = s
             .name
@@ -317,7 +274,7 @@ pub fn run(options: &Options) -> anyhow::Result<()> {
     }
     report += &format!("at k = {k}:\n");
     report += &table.render();
-    report += &sweep;
+    report += &dense_report;
     for s in &systems {
         if let Some(why) = &s.skipped {
             report += &format!("{} skipped: {why}\n", s.name);
@@ -347,8 +304,9 @@ pub fn run(options: &Options) -> anyhow::Result<()> {
                lesson search: a new process per query; its build is the first search on the fresh bank; \
                the top 100 hits are read, the top k scored.\n\
                dense: lesson::semantic in process (title + text, 256-token cut, mean pooling, cosine over \
-               every document); build = loading the model and embedding the corpus (cached).\n\
-               lesson hybrid: lesson::semantic::fuse of lesson search's lexical scores and the cosine.\n";
+               every document); build = loading the model and embedding what the store under \
+               target/bench/embeddings lacks; query = embedding the request and the cosines.\n\
+               lesson hybrid: lesson::semantic::hybrid of lesson search's top 100 (the similarity part of each hit's score) and the dense top 100.\n";
     report += &format!(
         "rankings in TREC run format: {}/<system>.run\n",
         work.display()
@@ -357,7 +315,7 @@ pub fn run(options: &Options) -> anyhow::Result<()> {
 
     let json_path = paths.bench().join(format!("eval-{name}.json"));
     let json = to_json(
-        &set, options, &judged, unjudged, &lint, &systems, &machine, &bank_dir,
+        &set, options, &judged, unjudged, &lint, &systems, &machine, &bank_dir, dense_json,
     );
     std::fs::write(&json_path, json.render())
         .with_context(|| format!("cannot write {}", json_path.display()))?;
@@ -423,6 +381,35 @@ fn lint_bank(lesson: &Path, bank: &Path, out: &Path) -> anyhow::Result<LintSumma
         error_codes: errors,
         warning_codes: warnings,
     })
+}
+
+/// The dense and hybrid systems with the model in `dir` (see `dense.rs`), appended to
+/// `systems`; returns the report's section and its JSON.
+#[cfg(feature = "baselines")]
+fn run_dense(
+    dir: &Path,
+    set: &beir::TestSet,
+    judged: &[&beir::Query],
+    store: &Path,
+    k: usize,
+    systems: &mut Vec<System>,
+) -> anyhow::Result<(String, Json)> {
+    dense::run(dir, set, judged, store, k, systems)
+}
+
+#[cfg(not(feature = "baselines"))]
+fn run_dense(
+    _: &Path,
+    _: &beir::TestSet,
+    _: &[&beir::Query],
+    _: &Path,
+    _: usize,
+    systems: &mut Vec<System>,
+) -> anyhow::Result<(String, Json)> {
+    let why = "the dense systems need xtask's `baselines` feature: run `cargo xtask`".to_string();
+    systems.push(System::skipped(DENSE, why.clone()));
+    systems.push(System::skipped("lesson hybrid", why));
+    Ok((String::new(), Json::Null))
 }
 
 #[cfg(not(feature = "baselines"))]
@@ -523,10 +510,12 @@ fn run_lesson(
             &qrels[&q.id],
             k,
         ));
+        // the lexical side of the hybrid: the similarity part (the other parts are the same
+        // for every lesson of this bank)
         rankings.push(
             ranking
                 .into_iter()
-                .zip(hits.iter().map(|h| h.score))
+                .zip(hits.iter().map(|h| h.similarity.unwrap_or(h.score)))
                 .collect(),
         );
         if (i + 1) % 50 == 0 {
@@ -554,6 +543,7 @@ fn to_json(
     systems: &[System],
     machine: &Machine,
     bank: &Path,
+    dense: Json,
 ) -> Json {
     let counts = |v: &[(String, usize)]| {
         Json::Arr(
@@ -639,5 +629,6 @@ fn to_json(
         ),
         ("machine", machine.to_json()),
         ("systems", Json::Arr(systems)),
+        ("dense", dense),
     ])
 }
