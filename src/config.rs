@@ -291,6 +291,16 @@ pub struct RetrieveConfig {
     /// rich-get-richer loop, since what is shown more gets more chances to help.
     #[serde(default)]
     pub usage_weight: f64,
+    /// A sentence-embedding model directory (`config.json`, `tokenizer.json`,
+    /// `model.safetensors`), relative to the bank or absolute, that turns semantic retrieval
+    /// on in a `lesson` built with the `semantic` feature. Absent (the default): lexical
+    /// retrieval only, exactly as without the key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// With a `model`: the weight of the cosine in the hybrid similarity, 0 to 1
+    /// (`(1 − w) × lexical similarity + w × cosine`); 0 ranks as without a model.
+    #[serde(default = "default_semantic_weight")]
+    pub semantic_weight: f64,
     /// `[retrieve.weights]`
     #[serde(default)]
     pub weights: FieldWeights,
@@ -334,8 +344,17 @@ impl Default for RetrieveConfig {
             tag_boost: default_tag_boost(),
             max_cautions: default_max_cautions(),
             usage_weight: 0.0,
+            model: None,
+            semantic_weight: default_semantic_weight(),
             weights: FieldWeights::default(),
         }
+    }
+}
+
+impl RetrieveConfig {
+    /// The directory of `model`, resolved against the bank's root `bank` (none without one).
+    pub fn model_dir(&self, bank: &Path) -> Option<std::path::PathBuf> {
+        self.model.as_deref().map(|m| bank.join(m))
     }
 }
 
@@ -389,6 +408,11 @@ fn default_k1() -> f64 {
 }
 fn default_b() -> f64 {
     0.75
+}
+/// `lesson::semantic::DEFAULT_WEIGHT` (the library without the `semantic` feature has no such
+/// module; a test keeps the two equal).
+fn default_semantic_weight() -> f64 {
+    0.5
 }
 fn default_tag_boost() -> f64 {
     1.5
@@ -524,6 +548,54 @@ struct IncludeKeysBanks {
     include: Vec<toml::Spanned<String>>,
 }
 
+/// The spans of `[retrieve]`'s semantic keys, for an error message.
+#[derive(Deserialize, Default)]
+struct SemanticKeys {
+    #[serde(default)]
+    retrieve: SemanticKeysRetrieve,
+}
+
+#[derive(Deserialize, Default)]
+struct SemanticKeysRetrieve {
+    model: Option<toml::Spanned<toml::Value>>,
+    #[serde(rename = "semantic-weight")]
+    semantic_weight: Option<toml::Spanned<toml::Value>>,
+}
+
+impl RetrieveConfig {
+    /// The checks serde cannot make: `model` names a directory (not empty, no NUL), and
+    /// `semantic-weight` is a number from 0 to 1; an error points at the value.
+    fn check(&self, text: &str, path: &str) -> Result<(), ConfigError> {
+        let problem = match &self.model {
+            Some(m) if m.trim().is_empty() => Some(("model", "must name a model directory")),
+            Some(m) if m.contains('\0') => Some(("model", "must not contain a NUL character")),
+            _ => None,
+        }
+        .or_else(|| {
+            let w = self.semantic_weight;
+            (!(0.0..=1.0).contains(&w)).then_some(("semantic-weight", "must be from 0 to 1"))
+        });
+        let Some((key, message)) = problem else {
+            return Ok(());
+        };
+        let keys = toml::from_str::<SemanticKeys>(text).unwrap_or_default();
+        let span = match key {
+            "model" => keys.retrieve.model,
+            _ => keys.retrieve.semantic_weight,
+        };
+        let offset = span
+            .map(|s| s.span().start)
+            .or_else(|| text.find("[retrieve]"))
+            .unwrap_or(0);
+        Err(invalid_at(
+            text,
+            path,
+            offset,
+            format!("[retrieve] {key}: {message}"),
+        ))
+    }
+}
+
 /// `lesson.toml` could not be read or is invalid.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -569,14 +641,16 @@ impl Config {
     /// Parse configuration text; `path` is for messages. Which rules the keys of `[lint.rules]`
     /// name is the linter's to say ([`crate::lint::check_config`]).
     pub fn parse(text: &str, path: &str) -> Result<Config, ConfigError> {
-        toml::from_str(text).map_err(|e| {
+        let config: Config = toml::from_str(text).map_err(|e| {
             invalid_at(
                 text,
                 path,
                 e.span().map_or(0, |s| s.start),
                 e.message().to_string(),
             )
-        })
+        })?;
+        config.retrieve.check(text, path)?;
+        Ok(config)
     }
 
     /// An error at the key `key` of `[lint.rules]` in the configuration text `text`.
@@ -640,6 +714,57 @@ mod tests {
         assert_eq!(c.lint.rules["S006"], Level::Warning);
         assert_eq!(c.lint.rules["missing-section"], Level::Off);
         assert_eq!(c.lint.size_limit, 1024 * 1024);
+    }
+
+    #[test]
+    fn the_semantic_keys_are_optional_and_checked_at_their_value() {
+        let none = Config::parse("[retrieve]\nk = 3\n", "x").unwrap();
+        assert_eq!(none.retrieve.model, None);
+        assert_eq!(none.retrieve.model_dir(Path::new("/bank")), None);
+        assert_eq!(none.retrieve.semantic_weight, 0.5);
+        assert!(!none.to_toml().contains("model ="), "absent, not printed");
+
+        let c = Config::parse(
+            "[retrieve]\nmodel = \"models/minilm\"\nsemantic-weight = 0.3\n",
+            "x",
+        )
+        .unwrap();
+        assert_eq!(
+            c.retrieve.model_dir(Path::new("/bank")),
+            Some(Path::new("/bank/models/minilm").to_path_buf())
+        );
+        assert_eq!(c.retrieve.semantic_weight, 0.3);
+        assert!(c.to_toml().contains("model = \"models/minilm\""));
+        let abs = Config::parse("[retrieve]\nmodel = \"/opt/m\"\n", "x").unwrap();
+        assert_eq!(
+            abs.retrieve.model_dir(Path::new("/bank")),
+            Some(Path::new("/opt/m").to_path_buf())
+        );
+
+        let at = |text: &str| match Config::parse(text, "lesson.toml").unwrap_err() {
+            ConfigError::Invalid {
+                line,
+                column,
+                message,
+                ..
+            } => (line, column, message),
+            other => panic!("{other}"),
+        };
+        assert_eq!(
+            at("[retrieve]\nk = 3\nsemantic-weight = 1.5\n"),
+            (
+                3,
+                19,
+                "[retrieve] semantic-weight: must be from 0 to 1".into()
+            )
+        );
+        let (line, column, message) = at("[retrieve]\nmodel = \" \"\n");
+        assert_eq!((line, column), (2, 9));
+        assert!(message.contains("model directory"), "{message}");
+        assert!(at("[retrieve]\nsemantic-weight = nan\n")
+            .2
+            .contains("0 to 1"));
+        assert!(at("[retrieve]\nmodel = 3\n").2.contains("string"));
     }
 
     #[test]

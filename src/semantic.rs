@@ -135,7 +135,10 @@ impl Model {
                 "hidden_size and num_attention_heads must be above 0",
             ));
         }
-        if !config.hidden_size.is_multiple_of(config.num_attention_heads) {
+        if !config
+            .hidden_size
+            .is_multiple_of(config.num_attention_heads)
+        {
             return Err(invalid(
                 &config_path,
                 "hidden_size is not a multiple of num_attention_heads",
@@ -582,6 +585,14 @@ pub(crate) mod tests {
         assert_eq!(fuse(0.4, 0.8, 7.0), 0.8);
         assert_eq!(fuse(0.4, 0.8, -1.0), 0.4);
         assert_eq!(fuse(0.4, 0.8, f64::NAN), 0.4);
+    }
+
+    #[test]
+    fn the_default_weight_is_the_configs() {
+        assert_eq!(
+            crate::config::RetrieveConfig::default().semantic_weight,
+            DEFAULT_WEIGHT
+        );
     }
 
     #[test]
