@@ -420,11 +420,21 @@ fn bank_tree<'r>(
     repo: &'r BankRepo,
     tree: &git2::Tree<'_>,
 ) -> Result<Option<git2::Tree<'r>>, SyncError> {
+    subtree(repo, tree, &repo.prefix)
+}
+
+/// The folder at `path` in `tree` (the tree itself for an empty path); `None` when the tree
+/// has no such folder.
+fn subtree<'r>(
+    repo: &'r BankRepo,
+    tree: &git2::Tree<'_>,
+    path: &str,
+) -> Result<Option<git2::Tree<'r>>, SyncError> {
     let git = &repo.repo;
-    if repo.prefix.is_empty() {
+    if path.is_empty() {
         return Ok(Some(git.find_tree(tree.id())?));
     }
-    match tree.get_path(Path::new(&repo.prefix)) {
+    match tree.get_path(Path::new(path)) {
         Ok(e) if e.kind() == Some(git2::ObjectType::Tree) => Ok(Some(git.find_tree(e.id())?)),
         _ => Ok(None),
     }
@@ -466,17 +476,11 @@ fn changed_paths(
     // holds every lesson: 100,000 entries read twice per merge in a large bank)
     let (a, b, prefix) = match under {
         None => (Some(a), Some(b), String::new()),
-        Some(dir) => {
-            let sub = |t: &git2::Tree<'_>| -> Result<Option<git2::Tree<'_>>, SyncError> {
-                match t.get_path(Path::new(dir)) {
-                    Ok(e) if e.kind() == Some(git2::ObjectType::Tree) => {
-                        Ok(Some(repo.repo.find_tree(e.id())?))
-                    }
-                    _ => Ok(None),
-                }
-            };
-            (sub(&a)?, sub(&b)?, format!("{dir}/"))
-        }
+        Some(dir) => (
+            subtree(repo, &a, dir)?,
+            subtree(repo, &b, dir)?,
+            format!("{dir}/"),
+        ),
     };
     if a.as_ref().map(git2::Tree::id) == b.as_ref().map(git2::Tree::id) {
         return Ok(BTreeSet::new());

@@ -1025,6 +1025,34 @@ fn a_criss_cross_of_the_same_records_in_two_orders_keeps_each_item_once() {
     assert_clean(&net, &merger);
 }
 
+/// One merge base, and one ledger line both sides hold at different places (as a line that
+/// reached one side through another branch does): the bank's union rule keeps it once, where
+/// libgit2's `merge=union` keeps it twice. Only the ledgers' folder is diffed for this outside
+/// a criss-cross.
+#[test]
+fn a_ledger_line_both_sides_hold_at_different_places_is_kept_once() {
+    let (net, c) = three();
+    let ledger = "_log/shared-lesson.jsonl";
+    // theirs appends z, x; ours x, y: no common first or last line to take out of the hunk
+    net.record(&c[0], "shared-lesson", "z-run");
+    net.record(&c[0], "shared-lesson", "x-run");
+    net.lesson_ok(&c[0], &["sync"]);
+    let theirs = std::fs::read_to_string(c[0].join(ledger)).unwrap();
+    let x = theirs.lines().last().unwrap().to_string();
+    assert!(x.contains("x-run"), "{theirs}");
+    let path = c[1].join(ledger);
+    let ours = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(&path, format!("{ours}{x}\n")).unwrap();
+    net.record(&c[1], "shared-lesson", "y-run");
+    net.lesson_ok(&c[1], &["sync"]);
+    let bases = net.git_ok(&c[1], &["merge-base", "--all", "HEAD^1", "HEAD^2"]);
+    assert_eq!(bases.lines().count(), 1, "a criss-cross: {bases}");
+    let files = tree(&c[1]);
+    assert_no_duplicates(&files);
+    assert_eq!(success_count(&files, "shared-lesson"), 3);
+    assert_clean(&net, &c[1]);
+}
+
 /// Two runtime branches rewrite one lesson's body: the merger stops, names the branch and the
 /// file, and changes nothing (HEAD, index, working tree, the remote's main branch).
 #[test]
