@@ -36,7 +36,6 @@ pub mod progress;
 pub mod report;
 pub mod retrieve;
 pub mod schema;
-#[cfg(feature = "semantic")]
 pub mod semantic;
 pub mod source;
 pub mod sync;

@@ -36,6 +36,12 @@ pub fn run(
 ) -> anyhow::Result<ExitCode> {
     match args.command {
         ModelCommand::Fetch { name, out } => {
+            if !lesson::semantic::valid_name(&name) {
+                anyhow::bail!(
+                    "not a model name: {name:?} (one or two `/`-separated parts of letters, \
+                     digits, `-`, `_` and `.`, such as sentence-transformers/all-MiniLM-L6-v2)"
+                );
+            }
             let dir = match out {
                 Some(dir) => dir,
                 None => default_dir(&bank()?, &name),

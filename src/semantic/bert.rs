@@ -1,18 +1,16 @@
-//! Sentence embeddings for semantic retrieval (cargo feature `semantic`): a BERT-class encoder
-//! (all-MiniLM-L6-v2 and its kin) run in-process on the CPU with candle, its requests cut at
-//! [`MAX_TOKENS`] tokens, mean-pooled over the attention mask and L2-normalised, so that the dot
-//! product of two embeddings is their cosine.
+//! The BERT-class sentence encoder (cargo feature `semantic`): all-MiniLM-L6-v2 and its kin,
+//! run in-process on the CPU with candle, its requests cut at [`MAX_TOKENS`] tokens,
+//! mean-pooled over the attention mask and L2-normalised, so that the dot product of two
+//! embeddings is their cosine.
 //!
 //! A model directory holds the sentence-transformers layout's three files: `config.json` (the
 //! BERT configuration), `tokenizer.json` (a Hugging Face tokenizer) and `model.safetensors` (the
 //! weights, with or without a `bert.` prefix). Nothing is downloaded: `lesson model fetch` and
 //! `cargo xtask model` put the files there.
-//!
-//! A model's **identity** is a hash of the bytes of its three files (not their size and time: a
-//! retrained model can keep both), computed once when the model loads; the retrieval index
-//! records it, so that vectors of another model are never compared with this one's.
 
 use std::path::{Path, PathBuf};
+
+use super::{identity_of, Embedder, ModelError, FILES};
 
 use candle_core::{DType, Device, Tensor};
 use candle_nn::VarBuilder;
@@ -25,45 +23,18 @@ pub const MAX_TOKENS: usize = 256;
 /// Texts embedded in one forward pass at most.
 const BATCH: usize = 16;
 
-/// The files of a model directory.
-pub const FILES: [&str; 3] = ["config.json", "tokenizer.json", "model.safetensors"];
+fn read(path: PathBuf) -> Result<(PathBuf, Vec<u8>), ModelError> {
+    match std::fs::read(&path) {
+        Ok(bytes) => Ok((path, bytes)),
+        Err(source) => Err(ModelError::Read { path, source }),
+    }
+}
 
-/// Why a model cannot be loaded or run.
-#[derive(Debug, thiserror::Error)]
-pub enum ModelError {
-    /// A file of the model directory cannot be read (missing directory or file).
-    #[error("cannot read the model file {path}: {source}")]
-    Read {
-        /// The file.
-        path: PathBuf,
-        /// Why.
-        #[source]
-        source: std::io::Error,
-    },
-    /// A file of the model directory is not what it should be.
-    #[error("the model file {path} is not valid: {reason}")]
-    Invalid {
-        /// The file.
-        path: PathBuf,
-        /// Why.
-        reason: String,
-    },
-    /// A file of the model cannot be downloaded ([`fetch`]).
-    #[error("cannot download {url}: {reason}")]
-    Fetch {
-        /// What was asked for.
-        url: String,
-        /// Why it failed.
-        reason: String,
-    },
-    /// The encoder failed on a text.
-    #[error("the model in {dir} cannot embed: {reason}")]
-    Run {
-        /// The model directory.
-        dir: PathBuf,
-        /// Why.
-        reason: String,
-    },
+fn invalid(path: &Path, reason: impl std::fmt::Display) -> ModelError {
+    ModelError::Invalid {
+        path: path.to_path_buf(),
+        reason: reason.to_string(),
+    }
 }
 
 /// A loaded sentence encoder.
@@ -83,41 +54,6 @@ impl std::fmt::Debug for Model {
             .field("dimension", &self.dimension)
             .finish_non_exhaustive()
     }
-}
-
-fn read(path: PathBuf) -> Result<(PathBuf, Vec<u8>), ModelError> {
-    match std::fs::read(&path) {
-        Ok(bytes) => Ok((path, bytes)),
-        Err(source) => Err(ModelError::Read { path, source }),
-    }
-}
-
-fn invalid(path: &Path, reason: impl std::fmt::Display) -> ModelError {
-    ModelError::Invalid {
-        path: path.to_path_buf(),
-        reason: reason.to_string(),
-    }
-}
-
-/// Git's blob hash (SHA-1) of `bytes`, in hex.
-fn blob_hash(bytes: &[u8]) -> String {
-    git2::Oid::hash_object(git2::ObjectType::Blob, bytes)
-        .expect("hashing bytes in memory cannot fail")
-        .to_string()
-}
-
-/// The identity of a model from the bytes of its files: a SHA-1 over their own SHA-1s (git's
-/// blob hash, which the library already links), in [`FILES`] order.
-pub fn identity_of(files: &[&[u8]]) -> String {
-    let all: String = files.iter().map(|bytes| blob_hash(bytes)).collect();
-    blob_hash(all.as_bytes())
-}
-
-/// The key of a text's embedding under one model: the SHA-1 of the text (git's blob hash, 40
-/// hex digits). A store of vectors keyed by it and by the model's [`Model::identity`] embeds a
-/// text again only when the text changed.
-pub fn text_key(text: &str) -> String {
-    blob_hash(text.as_bytes())
 }
 
 impl Model {
@@ -254,6 +190,18 @@ impl Model {
     }
 }
 
+impl Embedder for Model {
+    fn identity(&self) -> &str {
+        Model::identity(self)
+    }
+    fn dimension(&self) -> usize {
+        Model::dimension(self)
+    }
+    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, ModelError> {
+        Model::embed(self, texts)
+    }
+}
+
 /// The Hugging Face hub [`fetch`] downloads from.
 pub const HUB: &str = "https://huggingface.co";
 
@@ -316,68 +264,10 @@ pub fn fetch(name: &str, dir: &Path) -> Result<Model, ModelError> {
     Model::load(dir)
 }
 
-/// The dot product of two vectors (their cosine when both have unit length).
-pub fn dot(a: &[f32], b: &[f32]) -> f32 {
-    a.iter().zip(b).map(|(x, y)| x * y).sum()
-}
-
-/// The hybrid similarity of a lesson: `(1 − weight) · lexical + weight · cosine`, each on its
-/// own fixed scale (the lexical similarity in `[0, 1)`, the cosine of two unit vectors in
-/// `[−1, 1]`), without normalising per request: a fused score means the same in every request
-/// and every bank, so hits of layered banks still merge by score and a threshold on it is a
-/// threshold. `weight` is clamped to `[0, 1]` (not a number: 0); 0 is the lexical similarity,
-/// 1 the cosine.
-///
-/// Chosen by `cargo xtask eval-retrieval` on the training sets (Cranfield, DBpedia-entity)
-/// against min-max over the corpus, min-max and z-scores over each side's top N, and
-/// reciprocal rank fusion (README, "Semantic retrieval").
-pub fn fuse(lexical: f64, cosine: f64, weight: f64) -> f64 {
-    let w = if weight.is_finite() {
-        weight.clamp(0.0, 1.0)
-    } else {
-        0.0
-    };
-    (1.0 - w) * lexical + w * cosine
-}
-
-/// The hybrid ranking of one request: the union of the lexical hits (`lexical`: key and
-/// similarity) and the nearest lessons by cosine (`dense`: key and cosine), each scored by
-/// [`fuse`], best first (ties by key). A lexical hit's cosine comes from `cosine_of`; a lesson
-/// only the dense side found has lexical similarity 0 (it was no lexical hit).
-pub fn hybrid<K: Ord + Clone>(
-    lexical: &[(K, f64)],
-    dense: &[(K, f64)],
-    cosine_of: impl Fn(&K) -> f64,
-    weight: f64,
-) -> Vec<(K, f64)> {
-    let mut sides: std::collections::BTreeMap<K, (f64, Option<f64>)> =
-        std::collections::BTreeMap::new();
-    for (key, cosine) in dense {
-        sides.insert(key.clone(), (0.0, Some(*cosine)));
-    }
-    for (key, similarity) in lexical {
-        sides.entry(key.clone()).or_insert((0.0, None)).0 = *similarity;
-    }
-    let mut fused: Vec<(K, f64)> = sides
-        .into_iter()
-        .map(|(key, (lexical, cosine))| {
-            let cosine = cosine.unwrap_or_else(|| cosine_of(&key));
-            let score = fuse(lexical, cosine, weight);
-            (key, score)
-        })
-        .collect();
-    // stable: equal scores keep the keys' order
-    fused.sort_by(|a, b| b.1.total_cmp(&a.1));
-    fused
-}
-
-/// `[retrieve] semantic-weight` by default: the weight of the cosine in [`fuse`], chosen on the
-/// training sets by `cargo xtask eval-retrieval`'s sweep.
-pub const DEFAULT_WEIGHT: f64 = 0.5;
-
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use crate::semantic::dot;
 
     /// Words of the tiny model's vocabulary (after its five special tokens).
     const WORDS: [&str; 12] = [
@@ -535,10 +425,6 @@ pub(crate) mod tests {
         assert_eq!(id(&a), id(&b), "same files, same identity");
         assert_ne!(id(&a), id(&c), "other weights (same size), other identity");
         assert_eq!(id(&a).len(), 40);
-        // a text's key: its bytes, nothing else
-        assert_eq!(text_key("deploy fails"), text_key("deploy fails"));
-        assert_ne!(text_key("deploy fails"), text_key("deploy  fails"));
-        assert_eq!(text_key("").len(), 40);
     }
 
     #[test]
@@ -576,53 +462,57 @@ pub(crate) mod tests {
         assert!(matches!(Model::load(&d), Err(ModelError::Invalid { .. })));
     }
 
-    #[test]
-    fn fuse_is_a_convex_combination_of_the_raw_scores() {
-        assert_eq!(fuse(0.4, 0.8, 0.0), 0.4);
-        assert_eq!(fuse(0.4, 0.8, 1.0), 0.8);
-        assert!((fuse(0.4, 0.8, 0.25) - 0.5).abs() < 1e-12);
-        // out of range or not a number: clamped, else lexical
-        assert_eq!(fuse(0.4, 0.8, 7.0), 0.8);
-        assert_eq!(fuse(0.4, 0.8, -1.0), 0.4);
-        assert_eq!(fuse(0.4, 0.8, f64::NAN), 0.4);
-    }
-
-    #[test]
-    fn the_default_weight_is_the_configs() {
-        assert_eq!(
-            crate::config::RetrieveConfig::default().semantic_weight,
-            DEFAULT_WEIGHT
-        );
-    }
-
-    #[test]
-    fn hybrid_ranks_the_union_of_both_sides() {
-        let lexical = [("a", 0.9), ("b", 0.5), ("c", 0.1)];
-        let dense = [("d", 0.9), ("b", 0.6)];
-        let cosine_of = |k: &&str| match *k {
-            "a" => 0.1,
-            "c" => 0.2,
-            other => panic!("{other} has its cosine from the dense side"),
-        };
-        fn keys(v: Vec<(&'static str, f64)>) -> Vec<&'static str> {
-            v.into_iter().map(|(k, _)| k).collect()
+    /// A bank of two lessons whose `lesson.toml` names the tiny model in `tiny/`.
+    fn bank_with_tiny_model(seed: u64) -> tempfile::TempDir {
+        let bank = tempfile::tempdir().unwrap();
+        write_tiny_model(&bank.path().join("tiny"), seed);
+        std::fs::write(
+            bank.path().join("lesson.toml"),
+            "[retrieve]\nmodel = \"tiny\"\n",
+        )
+        .unwrap();
+        for (slug, title) in [
+            ("stale-cache", "the build cache is stale"),
+            ("flaky", "flaky tests retry"),
+        ] {
+            std::fs::write(
+                bank.path().join(format!("{slug}.md")),
+                format!(
+                    "---\nschema: learning/v1\nslug: {slug}\ntitle: {title}\ntrigger:\n  description: {title}\noutcome: success\nevidence:\n  - kind: run\n    ref: r1\n---\n\n# {title}\n"
+                ),
+            )
+            .unwrap();
         }
-        // weight 0: the lexical order, the dense-only lesson last with 0
-        assert_eq!(
-            keys(hybrid(&lexical, &dense, cosine_of, 0.0)),
-            ["a", "b", "c", "d"]
-        );
-        // weight 1: the cosine order
-        assert_eq!(
-            keys(hybrid(&lexical, &dense, cosine_of, 1.0)),
-            ["d", "b", "c", "a"]
-        );
-        let half = hybrid(&lexical, &dense, cosine_of, 0.5);
-        assert_eq!(keys(half.clone()), ["b", "a", "d", "c"]);
-        assert!((half[0].1 - 0.55).abs() < 1e-12 && (half[2].1 - 0.45).abs() < 1e-12);
-        // equal scores: by key
-        let tied = hybrid(&[("z", 0.5), ("y", 0.5)], &[], |_| 0.5, 0.5);
-        assert_eq!(keys(tied), ["y", "z"]);
-        assert!(hybrid::<&str>(&[], &[], |_| 0.0, 0.5).is_empty());
+        bank
+    }
+
+    #[test]
+    fn a_bank_with_a_model_ranks_by_the_hybrid_and_a_changed_model_embeds_again() {
+        use crate::retrieve::{Request, Retriever};
+        let bank = bank_with_tiny_model(1);
+        let mut r = Retriever::open(bank.path()).unwrap();
+        assert!(r.is_semantic(), "{:?}", r.semantic_problem());
+        assert_eq!((r.last_refresh().embedded, r.embedded_lessons()), (2, 2));
+        let hits = r.search(&Request::new("stale build cache")).unwrap().hits;
+        assert_eq!(hits[0].slug, "stale-cache");
+        let cosine = hits[0].score.semantic.expect("a semantic part");
+        assert!((-1.0..=1.0).contains(&cosine));
+        // the same model in a new process: nothing embedded again
+        let r2 = Retriever::open(bank.path()).unwrap();
+        assert_eq!(r2.last_refresh().embedded, 0);
+        // other weights, same file sizes: another identity, every lesson embedded again
+        write_tiny_model(&bank.path().join("tiny"), 2);
+        let r3 = Retriever::open(bank.path()).unwrap();
+        assert!(r3.is_semantic());
+        assert_eq!(r3.last_refresh().embedded, 2);
+        // a damaged model: the reason names the file, the search is lexical
+        std::fs::write(bank.path().join("tiny/tokenizer.json"), "[1, 2]").unwrap();
+        let mut r4 = Retriever::open(bank.path()).unwrap();
+        assert!(!r4.is_semantic());
+        let problem = r4.semantic_problem().unwrap().to_string();
+        assert!(problem.contains("tokenizer.json"), "{problem}");
+        let hits = r4.search(&Request::new("stale build cache")).unwrap().hits;
+        assert_eq!(hits[0].slug, "stale-cache");
+        assert!(hits[0].score.semantic.is_none());
     }
 }
