@@ -49,6 +49,8 @@ pub const BANK_LOCK_FILE: &str = "lock";
 pub const INDEX_BASE_FILE: &str = "retrieve.idx";
 /// In [`STATE_DIR`]: the retrieval index's delta segment.
 pub const INDEX_DELTA_FILE: &str = "retrieve.delta";
+/// In [`STATE_DIR`]: the lessons' embeddings under `[retrieve] model` (`retrieve::vectors`).
+pub const VECTORS_FILE: &str = "retrieve.vectors";
 /// In [`STATE_DIR`]: each lesson's created and last-changed commits, keyed by HEAD
 /// (`git::provenance`).
 pub const PROVENANCE_FILE: &str = "provenance";

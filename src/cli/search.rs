@@ -119,6 +119,9 @@ pub fn run(root: &Path, args: SearchArgs) -> anyhow::Result<ExitCode> {
         lesson::usage::check_run(run)?;
     }
     let answer = retriever.answer(&request)?;
+    if let Some(problem) = retriever.semantic_problem() {
+        eprintln!("warning: [retrieve] model: {problem}; the search is lexical");
+    }
     if let Some(run) = &args.log {
         let stamp = super::stamp(root, args.by)?;
         retriever

@@ -31,6 +31,7 @@
 
 mod answer;
 mod codec;
+mod dense;
 pub mod index;
 mod layered;
 pub mod marker;
@@ -40,6 +41,7 @@ pub mod score;
 pub(crate) mod segment;
 pub mod store;
 pub mod text;
+pub mod vectors;
 mod warm;
 
 use serde::Serialize;
@@ -167,8 +169,13 @@ impl Request {
 /// The factors of a hit's score.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct ScoreParts {
-    /// BM25F similarity of the request to the lesson, in `[0, 1)`.
+    /// BM25F similarity of the request to the lesson, in `[0, 1)`; with `[retrieve] model`,
+    /// the hybrid similarity (`lesson::semantic::fuse` of it and `semantic`).
     pub similarity: f64,
+    /// With `[retrieve] model`: the cosine of the request's and the lesson's embeddings;
+    /// none without a model.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub semantic: Option<f64>,
     /// `confidence` (0.5 when absent), clamped to `[0, 1]`.
     pub confidence: f64,
     /// `(s − f + 1) / (s + f + 1)`, at least 0.1.

@@ -89,6 +89,13 @@ pub struct Refresh {
     pub persisted: bool,
     /// The generation of the index in use.
     pub generation: u64,
+    /// Lessons embedded for semantic retrieval (`[retrieve] model`): new or changed ones.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub embedded: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 /// A bank's persisted index, checked against the files and ready to search.
@@ -99,7 +106,11 @@ pub struct Retriever {
     settings: Settings,
     exclude: GlobSet,
     index: Index,
-    last: Refresh,
+    pub(super) last: Refresh,
+    /// The semantic side (`[retrieve] model`), when a model is configured and works.
+    pub(super) dense: Option<super::dense::Dense>,
+    /// Why the configured model is not in use.
+    pub(super) semantic_problem: Option<Arc<crate::semantic::ModelError>>,
     /// Set while the bank lock is held by this retriever: nothing is written then.
     unpersisted: bool,
     /// Set while the caller holds the bank lock ([`Retriever::holding`]): the index is
@@ -177,7 +188,7 @@ impl Retriever {
                 Some(why),
             ),
         };
-        let r = Retriever {
+        let mut r = Retriever {
             root: root.to_path_buf(),
             settings: Settings::from_config(&config.retrieve),
             config,
@@ -190,7 +201,10 @@ impl Retriever {
             read_only: false,
             layers: Vec::new(),
             layers_checked: false,
+            dense: None,
+            semantic_problem: None,
         };
+        r.open_model();
         Ok((r, why))
     }
 
@@ -248,14 +262,15 @@ impl Retriever {
     pub(super) fn search_own(&mut self, request: &Request) -> Result<Search, RetrieveError> {
         let mut rebuilds = 0;
         let mut rechecks = 0;
+        let query = self.request_vector(request);
         loop {
-            match self.index.search(request, &self.settings) {
+            match self.search_index(request, query.as_deref())? {
                 Ok(found) if found.stale.is_empty() => return Ok(found),
                 Ok(found) if rechecks < STALE_RECHECKS => {
                     rechecks += 1;
                     self.refresh_paths(&found.stale)?;
                 }
-                Ok(found) => return self.search_locked(request, &found.stale),
+                Ok(found) => return self.search_locked(request, &found.stale, query.as_deref()),
                 Err(damaged) if rebuilds < 2 => {
                     rebuilds += 1;
                     self.refresh_with(Some(damaged.to_string()))?;
@@ -271,6 +286,7 @@ impl Retriever {
         &mut self,
         request: &Request,
         stale: &[String],
+        query: Option<&[f32]>,
     ) -> Result<Search, RetrieveError> {
         // an included bank's lock is never taken (the front bank may not own it)
         let lock = match self.read_only {
@@ -278,15 +294,15 @@ impl Retriever {
             false => BankLock::open(&self.root).ok(),
         };
         let Some(mut lock) = lock else {
-            return self.search_checked(request, stale);
+            return self.search_checked(request, stale, query);
         };
         self.unpersisted = true;
-        let found = lock.with_unswept(|| self.search_checked(request, stale));
+        let found = lock.with_unswept(|| self.search_checked(request, stale, query));
         self.unpersisted = false;
         match found {
             Ok(found) => found,
             // the lock could not be taken: as good as the files allow
-            Err(_) => self.search_checked(request, stale),
+            Err(_) => self.search_checked(request, stale, query),
         }
     }
 
@@ -300,13 +316,14 @@ impl Retriever {
         &mut self,
         request: &Request,
         stale: &[String],
+        query: Option<&[f32]>,
     ) -> Result<Search, RetrieveError> {
         let mut checked: HashSet<String> = HashSet::new();
         let mut todo: Vec<String> = stale.to_vec();
         loop {
             self.refresh_paths(&todo)?;
             checked.extend(todo);
-            let found = self.index.search(request, &self.settings)?;
+            let found = self.search_index(request, query)??;
             todo = found
                 .stale
                 .iter()
@@ -317,6 +334,30 @@ impl Retriever {
                 return Ok(found);
             }
         }
+    }
+
+    /// The index's search (hybrid with the request's embedding `query`, when there is one
+    /// and the semantic side is on); the outer error is the semantic side's, the inner the
+    /// index's.
+    fn search_index(
+        &mut self,
+        request: &Request,
+        query: Option<&[f32]>,
+    ) -> Result<Result<Search, Corrupt>, RetrieveError> {
+        let cosines = match query {
+            Some(query) => self.cosines(query)?,
+            None => None,
+        };
+        Ok(match cosines {
+            Some(cosines) => {
+                let semantic = index::Semantic {
+                    cosines: &cosines,
+                    weight: self.semantic_weight(),
+                };
+                self.index.search_hybrid(request, &self.settings, semantic)
+            }
+            None => self.index.search(request, &self.settings),
+        })
     }
 
     /// The identity of the index in use.
@@ -455,6 +496,7 @@ impl Retriever {
             self.apply_provenance();
         }
         self.last = report;
+        self.last.embedded = self.sync_vectors()?;
         Ok(parsed)
     }
 
@@ -469,6 +511,7 @@ impl Retriever {
             other => other?,
         }
         self.apply_provenance();
+        self.last.embedded = self.sync_vectors()?;
         Ok(())
     }
 
@@ -802,7 +845,7 @@ impl Retriever {
     }
 
     /// Run `write` under the bank lock; false when the bank cannot be locked or written.
-    fn persist(&self, write: impl FnOnce(&Path) -> Result<(), edit::EditError>) -> bool {
+    pub(super) fn persist(&self, write: impl FnOnce(&Path) -> Result<(), edit::EditError>) -> bool {
         if self.unpersisted || self.read_only {
             return false;
         }
@@ -901,7 +944,7 @@ fn unchanged(entry: &index::IndexedFile, meta: Option<&std::fs::Metadata>, limit
 
 /// Read and parse one file into a record, as [`Bank::load`] reads it (a file over the size
 /// limit is not read; an unreadable one is no lesson until its stat changes).
-fn read_record(rel: &str, path: &Path, limit: u64, config: &Config) -> Record {
+pub(super) fn read_record(rel: &str, path: &Path, limit: u64, config: &Config) -> Record {
     let read_at = wall_clock_ns();
     let meta = std::fs::metadata(path);
     let stamp = meta.as_ref().map(stamp).unwrap_or_default();

@@ -48,6 +48,7 @@ mod retrieve;
 mod rules;
 mod sandbox;
 mod schema;
+mod semantic;
 mod spec_examples;
 mod sync;
 mod usage;

@@ -30,6 +30,8 @@ mod load;
 mod prune;
 mod query;
 
+pub use query::Semantic;
+
 /// In [`Index`]'s commit times: a lesson that no commit holds yet.
 const NOT_COMMITTED: i64 = i64::MIN;
 

@@ -712,8 +712,8 @@ mod tests {
             let mut rng = Rng(seed ^ 0x5555);
             for _ in 0..12 {
                 let (req, settings) = request(&mut rng);
-                let pruned = index.search_with(&req, &settings, false).unwrap();
-                let exhaustive = index.search_with(&req, &settings, true).unwrap();
+                let pruned = index.search_with(&req, &settings, false, None).unwrap();
+                let exhaustive = index.search_with(&req, &settings, true, None).unwrap();
                 prop_assert_eq!(said(&pruned), said(&exhaustive), "{:?} {:?}", req, settings);
             }
         }
@@ -739,7 +739,7 @@ mod tests {
         assert!(pruned * 4 < matching, "{pruned} scored of {matching}");
         assert_eq!(
             said(&index.search(&req, &settings).unwrap()),
-            said(&index.search_with(&req, &settings, true).unwrap())
+            said(&index.search_with(&req, &settings, true, None).unwrap())
         );
     }
 

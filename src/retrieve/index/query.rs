@@ -166,6 +166,7 @@ impl Index {
             caller,
             now_ns,
             similarity: Similarity::NoText,
+            semantic: None,
         };
         Ok((scored, terms))
     }
@@ -281,6 +282,23 @@ impl Index {
             }
             // the pruned search gives its candidates itself
             Similarity::Bounded => {}
+            // hybrid: every eligible doc, by its lexical similarity fused with its cosine
+            Similarity::Text { acc, total } if scored.semantic.is_some() => {
+                let semantic = scored.semantic.expect("checked");
+                for id in scored.eligible.ones() {
+                    let a = acc.get(id).copied().unwrap_or(0.0);
+                    let lexical = if a > 0.0 && *total > 0.0 {
+                        a / total
+                    } else {
+                        0.0
+                    };
+                    let sim = crate::semantic::fuse(lexical, semantic.cosine(id), semantic.weight);
+                    if sim <= 0.0 || sim < settings.min_similarity {
+                        continue;
+                    }
+                    push(id, sim)?;
+                }
+            }
             Similarity::Text { total, .. } if *total <= 0.0 => {}
             Similarity::Text { acc, total } => {
                 for (id, &a) in acc.iter().enumerate() {
@@ -416,27 +434,43 @@ impl Index {
     /// (MaxScore, `index/prune.rs`); the hits and their scores are the exhaustive search's, to the
     /// last bit.
     pub fn search(&self, req: &Request, settings: &Settings) -> Result<Search, Corrupt> {
-        self.search_with(req, settings, false)
+        self.search_with(req, settings, false, None)
+    }
+
+    /// [`Index::search`] ranked by the hybrid similarity: each eligible doc's lexical
+    /// similarity fused with its cosine to the request ([`crate::semantic::fuse`]), then the
+    /// contract's factors as for a lexical search. Every eligible doc is scored (the pruning's
+    /// bounds cover the lexical part only). A request without text is ranked by the prior
+    /// alone, as without a model.
+    pub fn search_hybrid(
+        &self,
+        req: &Request,
+        settings: &Settings,
+        semantic: Semantic<'_>,
+    ) -> Result<Search, Corrupt> {
+        self.search_with(req, settings, true, Some(semantic))
     }
 
     /// [`Index::search`] scoring every posting, term at a time: the oracle of the pruned
     /// search, for tests and benchmarks.
     #[doc(hidden)]
     pub fn search_exhaustive(&self, req: &Request, settings: &Settings) -> Result<Search, Corrupt> {
-        self.search_with(req, settings, true)
+        self.search_with(req, settings, true, None)
     }
 
-    /// [`Index::search`], pruned or (`exhaustive`, or settings the bounds do not hold for)
-    /// scoring every posting.
+    /// [`Index::search`], pruned or (`exhaustive`, a `semantic` side, or settings the bounds
+    /// do not hold for) scoring every posting.
     pub(super) fn search_with(
         &self,
         req: &Request,
         settings: &Settings,
         exhaustive: bool,
+        semantic: Option<Semantic<'_>>,
     ) -> Result<Search, Corrupt> {
         let k = req.k.unwrap_or(settings.k);
-        if k == 0 || exhaustive || !bounds_hold(settings) {
-            let scored = self.score_all(req, settings)?;
+        if k == 0 || exhaustive || semantic.is_some() || !bounds_hold(settings) {
+            let mut scored = self.score_all(req, settings)?;
+            scored.semantic = semantic;
             if k == 0 {
                 return Ok(scored.search);
             }
@@ -815,6 +849,10 @@ impl Index {
         };
         let parts = ScoreParts {
             similarity,
+            semantic: match (&scored.similarity, scored.semantic) {
+                (Similarity::Text { .. }, Some(semantic)) => Some(semantic.cosine(id)),
+                _ => None,
+            },
             confidence,
             count_factor,
             recency,
@@ -868,6 +906,25 @@ pub(super) struct Scored<'r> {
     caller: [Option<&'r str>; 3],
     now_ns: i64,
     pub(super) similarity: Similarity,
+    /// The semantic side of a hybrid search.
+    pub(super) semantic: Option<Semantic<'r>>,
+}
+
+/// The semantic side of a hybrid search ([`Index::search_hybrid`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Semantic<'a> {
+    /// Each doc's cosine to the request, by doc id (a doc beyond the slice, or without a
+    /// vector: 0).
+    pub cosines: &'a [f32],
+    /// The cosine's weight in the fused similarity (`[retrieve] semantic-weight`).
+    pub weight: f64,
+}
+
+impl Semantic<'_> {
+    /// Doc `id`'s cosine to the request.
+    fn cosine(&self, id: usize) -> f64 {
+        self.cosines.get(id).map_or(0.0, |&c| f64::from(c))
+    }
 }
 
 impl Scored<'_> {

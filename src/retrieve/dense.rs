@@ -1,0 +1,259 @@
+//! The semantic side of a bank's retriever (`[retrieve] model`): the model, the lessons'
+//! vectors ([`Vectors`], in `.lesson/retrieve.vectors`) kept current with the index, and each
+//! lesson's cosine to a request.
+//!
+//! - **When**: after every check of the files (open, refresh, a watcher's batch) and before a
+//!   search whose index changed since, the lessons whose bytes have no vector yet are read,
+//!   embedded (title, description and body) and kept; vectors of bytes no longer in the bank
+//!   are dropped. An edit embeds one lesson; a rebuild of the index embeds none that it had.
+//! - **Never in the way**: a model that is missing, damaged, or fails on a text turns the
+//!   semantic side off with the reason ([`Retriever::semantic_problem`]); the search goes on
+//!   lexically. A bank that cannot be written keeps its vectors in memory.
+
+use std::collections::HashSet;
+use std::path::Path;
+use std::sync::Arc;
+
+use rayon::prelude::*;
+
+use super::marker::Identity;
+use super::record::LessonFields;
+use super::store::{read_record, state_path, Retriever};
+use super::vectors::Vectors;
+use super::{Request, RetrieveError};
+use crate::edit;
+use crate::semantic::{Embedder, ModelError};
+
+pub use crate::layout::VECTORS_FILE;
+
+/// Lessons embedded per call of the model, and between two writes of the vectors (an
+/// interrupted first build keeps what it embedded).
+const CHUNK: usize = 512;
+
+/// A retriever's semantic side.
+#[derive(Debug)]
+pub(super) struct Dense {
+    embedder: Arc<dyn Embedder>,
+    vectors: Vectors,
+    /// The weight of the cosine (`[retrieve] semantic-weight`).
+    weight: f64,
+    /// Each doc id's slot in `vectors` (`u32::MAX`: none), for the index `synced`.
+    slot_of: Vec<u32>,
+    synced: Option<Identity>,
+    /// Hashes of files that are no lesson (nothing to embed), so they are not read again.
+    not_lessons: HashSet<u64>,
+}
+
+impl Dense {
+    /// The semantic side for `embedder`, with the vectors `.lesson/` holds for it.
+    pub(super) fn open(root: &Path, embedder: Arc<dyn Embedder>, weight: f64) -> Dense {
+        let vectors = std::fs::read(state_path(root, VECTORS_FILE))
+            .ok()
+            .and_then(|b| Vectors::decode(&b, embedder.identity(), embedder.dimension()))
+            .unwrap_or_else(|| Vectors::new(embedder.identity(), embedder.dimension()));
+        Dense {
+            embedder,
+            vectors,
+            weight,
+            slot_of: Vec::new(),
+            synced: None,
+            not_lessons: HashSet::new(),
+        }
+    }
+
+    /// The vectors held.
+    pub(super) fn vectors(&self) -> &Vectors {
+        &self.vectors
+    }
+}
+
+/// The text of a lesson its vector embeds: title, description and body, a line apart.
+pub fn embedding_text(l: &LessonFields) -> String {
+    format!("{}\n{}\n{}", l.title, l.description, l.body.trim())
+}
+
+impl Retriever {
+    /// Open the model of `[retrieve] model`, if any (a failure is kept as the semantic
+    /// problem; the retriever is lexical then).
+    pub(super) fn open_model(&mut self) {
+        let Some(dir) = self.config().retrieve.model_dir(self.root()) else {
+            return;
+        };
+        match crate::semantic::load(&dir) {
+            Ok(embedder) => {
+                let weight = self.config().retrieve.semantic_weight;
+                self.dense = Some(Dense::open(self.root(), embedder, weight));
+            }
+            Err(problem) => self.semantic_problem = Some(Arc::new(problem)),
+        }
+    }
+
+    /// Use `embedder` for semantic retrieval (`None`: lexical only), in place of the model of
+    /// `[retrieve] model`: for a runtime that holds its own model, and for tests. The
+    /// lessons' vectors are brought up to date at once.
+    pub fn set_embedder(
+        &mut self,
+        embedder: Option<Arc<dyn Embedder>>,
+    ) -> Result<(), RetrieveError> {
+        self.semantic_problem = None;
+        self.dense = embedder.map(|e| {
+            let weight = self.config().retrieve.semantic_weight;
+            Dense::open(self.root(), e, weight)
+        });
+        self.last.embedded = self.sync_vectors()?;
+        Ok(())
+    }
+
+    /// Why semantic retrieval is off although `[retrieve] model` names a model (it cannot be
+    /// loaded, or failed on a text): the search is lexical then.
+    pub fn semantic_problem(&self) -> Option<&ModelError> {
+        self.semantic_problem.as_deref()
+    }
+
+    /// Whether searches rank by the hybrid similarity (a model is configured and works).
+    pub fn is_semantic(&self) -> bool {
+        self.dense.is_some()
+    }
+
+    /// Lessons that have a vector (none without a model).
+    pub fn embedded_lessons(&self) -> usize {
+        self.dense.as_ref().map_or(0, |d| d.vectors().len())
+    }
+
+    /// Bring the vectors up to date with the index: embed the lessons whose bytes have none,
+    /// drop the vectors of bytes gone, and keep the result in `.lesson/`. Returns how many
+    /// lessons were embedded. A model that fails turns the semantic side off.
+    pub(super) fn sync_vectors(&mut self) -> Result<usize, RetrieveError> {
+        if self.dense.is_none() {
+            return Ok(0);
+        }
+        let identity = self.identity();
+        if self.dense.as_ref().and_then(|d| d.synced) == Some(identity) {
+            return Ok(0);
+        }
+        let entries: Vec<(u32, String, u64)> = self
+            .index()
+            .entries()?
+            .into_iter()
+            .map(|e| (e.id, e.path.to_string(), e.stat.hash))
+            .collect();
+        let dense = self.dense.as_ref().expect("checked");
+        let mut wanted: HashSet<u64> = HashSet::new();
+        let missing: Vec<(&str, u64)> = entries
+            .iter()
+            .filter(|(_, _, hash)| {
+                dense.vectors.slot(*hash).is_none()
+                    && !dense.not_lessons.contains(hash)
+                    && wanted.insert(*hash)
+            })
+            .map(|(_, path, hash)| (path.as_str(), *hash))
+            .collect();
+        let root = self.root().to_path_buf();
+        let (limit, config) = (self.config().lint.size_limit, self.config().clone());
+        let mut embedded = 0;
+        let mut failed = None;
+        let mut not_lessons = Vec::new();
+        for chunk in missing.chunks(CHUNK) {
+            // read the files again: the index keeps no body text
+            let texts: Vec<(u64, Option<String>)> = chunk
+                .par_iter()
+                .filter_map(|&(path, hash)| {
+                    let record = read_record(path, &root.join(path), limit, &config);
+                    // changed since it was indexed: the next check embeds its new bytes
+                    (record.stat.hash == hash)
+                        .then(|| (hash, record.lesson.as_ref().map(embedding_text)))
+                })
+                .collect();
+            let (lessons, others): (Vec<_>, Vec<_>) =
+                texts.into_iter().partition(|(_, text)| text.is_some());
+            not_lessons.extend(others.into_iter().map(|(hash, _)| hash));
+            let refs: Vec<&str> = lessons.iter().filter_map(|(_, t)| t.as_deref()).collect();
+            let dense = self.dense.as_mut().expect("checked");
+            match dense.embedder.embed(&refs) {
+                Ok(vectors) => {
+                    for ((hash, _), v) in lessons.iter().zip(&vectors) {
+                        dense.vectors.insert(*hash, v);
+                    }
+                    embedded += lessons.len();
+                }
+                Err(problem) => {
+                    failed = Some(problem);
+                    break;
+                }
+            }
+            if missing.len() > CHUNK {
+                self.persist_vectors();
+            }
+        }
+        if let Some(problem) = failed {
+            self.persist_vectors();
+            self.dense = None;
+            self.semantic_problem = Some(Arc::new(problem));
+            return Ok(embedded);
+        }
+        let live: HashSet<u64> = entries.iter().map(|e| e.2).collect();
+        let dense = self.dense.as_mut().expect("checked");
+        dense.not_lessons.extend(not_lessons);
+        let dropped = dense.vectors.retain(|hash| live.contains(&hash));
+        let n = entries.iter().map(|e| e.0 as usize + 1).max().unwrap_or(0);
+        dense.slot_of = vec![u32::MAX; n];
+        for (id, _, hash) in &entries {
+            dense.slot_of[*id as usize] = dense.vectors.slot(*hash).unwrap_or(u32::MAX);
+        }
+        dense.synced = Some(identity);
+        if embedded > 0 || dropped {
+            self.persist_vectors();
+        }
+        Ok(embedded)
+    }
+
+    /// Write the vectors to `.lesson/` (when the bank can be written).
+    fn persist_vectors(&self) {
+        let Some(dense) = &self.dense else {
+            return;
+        };
+        let bytes = dense.vectors.encode();
+        self.persist(|root| edit::write_atomic(root, &state_path(root, VECTORS_FILE), &bytes));
+    }
+
+    /// The embedding of `request`'s text; none without a model or text (a model that fails
+    /// on it turns the semantic side off).
+    pub(super) fn request_vector(&mut self, request: &Request) -> Option<Vec<f32>> {
+        let dense = self.dense.as_ref()?;
+        if request.text.trim().is_empty() {
+            return None;
+        }
+        match dense.embedder.embed(&[request.text.as_str()]) {
+            Ok(mut v) => v.pop(),
+            Err(problem) => {
+                self.dense = None;
+                self.semantic_problem = Some(Arc::new(problem));
+                None
+            }
+        }
+    }
+
+    /// Each doc's cosine to the request embedded as `query`, by doc id, with the vectors
+    /// brought up to date first; none when the semantic side is off.
+    pub(super) fn cosines(&mut self, query: &[f32]) -> Result<Option<Vec<f32>>, RetrieveError> {
+        self.sync_vectors()?;
+        let Some(dense) = self.dense.as_ref() else {
+            return Ok(None);
+        };
+        Ok(Some(
+            dense
+                .slot_of
+                .iter()
+                .map(|&slot| match slot {
+                    u32::MAX => 0.0,
+                    slot => dense.vectors.cosine(slot, query),
+                })
+                .collect(),
+        ))
+    }
+
+    /// The cosine's weight in the hybrid similarity.
+    pub(super) fn semantic_weight(&self) -> f64 {
+        self.dense.as_ref().map_or(0.0, |d| d.weight)
+    }
+}

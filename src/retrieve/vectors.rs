@@ -1,0 +1,259 @@
+//! The lessons' embeddings for semantic retrieval (`[retrieve] model`), kept in
+//! `.lesson/retrieve.vectors` beside the index: a cache like it, never in the lesson files
+//! (AIP-11 keeps embeddings out of the format).
+//!
+//! - **Keyed by the file's hash** (the index's 64-bit checksum of its bytes, [`FileStat::hash`]):
+//!   a lesson is embedded again only when its bytes change, wherever it moves; an edit, a new
+//!   file or a rebuild of the index embeds nothing that is already here.
+//! - **Quantised** to int8 with a scale per vector (a quarter of f32's size: 384 dimensions
+//!   take 392 bytes a lesson with their key); the cosine with a request's f32 vector is the
+//!   dot product times the scale.
+//! - **Under one model**: the file records the model's [`Embedder::identity`]; vectors of
+//!   another model are dropped, never compared.
+//! - **Checked**: a checksum over the file; a damaged or truncated file is read as empty
+//!   (every lesson is embedded again), never trusted.
+//!
+//! [`FileStat::hash`]: super::record::FileStat::hash
+//! [`Embedder::identity`]: crate::semantic::Embedder::identity
+
+use std::collections::HashMap;
+
+use super::codec;
+
+/// The file's first bytes (and its format's version).
+const MAGIC: &[u8; 8] = b"LSNVEC01";
+
+/// Embeddings of lesson files under one model, keyed by the hash of each file's bytes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Vectors {
+    identity: String,
+    dimension: usize,
+    slot: HashMap<u64, u32>,
+    keys: Vec<u64>,
+    scales: Vec<f32>,
+    codes: Vec<i8>,
+}
+
+impl Vectors {
+    /// No vector yet, for the model `identity` with vectors of length `dimension`.
+    pub fn new(identity: &str, dimension: usize) -> Vectors {
+        Vectors {
+            identity: identity.to_string(),
+            dimension,
+            slot: HashMap::new(),
+            keys: Vec::new(),
+            scales: Vec::new(),
+            codes: Vec::new(),
+        }
+    }
+
+    /// The vectors in `bytes` (a file [`Vectors::encode`] wrote) if they are this model's
+    /// (`identity`, `dimension`) and the file is whole; else none (`None`).
+    pub fn decode(bytes: &[u8], identity: &str, dimension: usize) -> Option<Vectors> {
+        let (body, sum) = bytes.split_at_checked(bytes.len().checked_sub(8)?)?;
+        if codec::checksum(body) != u64::from_le_bytes(sum.try_into().ok()?) {
+            return None;
+        }
+        let mut at = body.strip_prefix(MAGIC.as_slice())?;
+        let mut take = |n: usize| -> Option<&[u8]> {
+            let (head, rest) = at.split_at_checked(n)?;
+            at = rest;
+            Some(head)
+        };
+        let u32_at = |b: &[u8]| u32::from_le_bytes(b.try_into().expect("4 bytes"));
+        let id_len = u32_at(take(4)?) as usize;
+        if take(id_len)? != identity.as_bytes() || u32_at(take(4)?) as usize != dimension {
+            return None;
+        }
+        let count = u64::from_le_bytes(take(8)?.try_into().ok()?) as usize;
+        let each = 8 + 4 + dimension;
+        if count.checked_mul(each)? != at.len() {
+            return None;
+        }
+        let mut v = Vectors::new(identity, dimension);
+        v.keys.reserve(count);
+        v.codes.reserve(count * dimension);
+        for entry in at.chunks_exact(each) {
+            let key = u64::from_le_bytes(entry[..8].try_into().expect("8 bytes"));
+            let scale = f32::from_le_bytes(entry[8..12].try_into().expect("4 bytes"));
+            if !scale.is_finite() || v.slot.insert(key, v.keys.len() as u32).is_some() {
+                return None;
+            }
+            v.keys.push(key);
+            v.scales.push(scale);
+            v.codes.extend(entry[12..].iter().map(|&b| b as i8));
+        }
+        Some(v)
+    }
+
+    /// The file's bytes: the same vectors give the same bytes (ordered by key).
+    pub fn encode(&self) -> Vec<u8> {
+        let mut order: Vec<usize> = (0..self.keys.len()).collect();
+        order.sort_unstable_by_key(|&i| self.keys[i]);
+        let mut out = Vec::with_capacity(32 + self.keys.len() * (12 + self.dimension));
+        out.extend_from_slice(MAGIC);
+        out.extend((self.identity.len() as u32).to_le_bytes());
+        out.extend(self.identity.as_bytes());
+        out.extend((self.dimension as u32).to_le_bytes());
+        out.extend((self.keys.len() as u64).to_le_bytes());
+        for i in order {
+            out.extend(self.keys[i].to_le_bytes());
+            out.extend(self.scales[i].to_le_bytes());
+            out.extend(self.code(i).iter().map(|&c| c as u8));
+        }
+        let sum = codec::checksum(&out);
+        out.extend(sum.to_le_bytes());
+        out
+    }
+
+    /// The model the vectors are of.
+    pub fn identity(&self) -> &str {
+        &self.identity
+    }
+
+    /// Vectors held.
+    pub fn len(&self) -> usize {
+        self.keys.len()
+    }
+
+    /// Whether none is held.
+    pub fn is_empty(&self) -> bool {
+        self.keys.is_empty()
+    }
+
+    /// The slot of the file whose bytes hash to `key`, if it has a vector.
+    pub fn slot(&self, key: u64) -> Option<u32> {
+        self.slot.get(&key).copied()
+    }
+
+    fn code(&self, i: usize) -> &[i8] {
+        &self.codes[i * self.dimension..(i + 1) * self.dimension]
+    }
+
+    /// Keep the vector of the file whose bytes hash to `key` (quantised; a vector of another
+    /// length is not kept). A key held already keeps its vector.
+    pub fn insert(&mut self, key: u64, vector: &[f32]) {
+        if vector.len() != self.dimension || self.slot.contains_key(&key) {
+            return;
+        }
+        let max = vector.iter().fold(0.0f32, |m, x| m.max(x.abs()));
+        let scale = if max > 0.0 && max.is_finite() {
+            max / 127.0
+        } else {
+            0.0
+        };
+        self.slot.insert(key, self.keys.len() as u32);
+        self.keys.push(key);
+        self.scales.push(scale);
+        self.codes.extend(vector.iter().map(|&x| {
+            if scale == 0.0 {
+                0
+            } else {
+                (x / scale).round().clamp(-127.0, 127.0) as i8
+            }
+        }));
+    }
+
+    /// Keep only the vectors whose key `keep` accepts; whether any was dropped.
+    pub fn retain(&mut self, keep: impl Fn(u64) -> bool) -> bool {
+        let before = self.keys.len();
+        let mut kept = Vectors::new(&self.identity, self.dimension);
+        for i in 0..before {
+            if keep(self.keys[i]) {
+                kept.slot.insert(self.keys[i], kept.keys.len() as u32);
+                kept.keys.push(self.keys[i]);
+                kept.scales.push(self.scales[i]);
+                kept.codes.extend_from_slice(self.code(i));
+            }
+        }
+        *self = kept;
+        self.keys.len() != before
+    }
+
+    /// The cosine of the vector in `slot` with the unit vector `request`, as near to the f32
+    /// cosine as int8 allows: each component is off by half a step at most (its largest
+    /// component / 254), so the cosine by √dimension of that at most.
+    pub fn cosine(&self, slot: u32, request: &[f32]) -> f32 {
+        let i = slot as usize;
+        let dot: f32 = self
+            .code(i)
+            .iter()
+            .zip(request)
+            .map(|(&c, &r)| f32::from(c) * r)
+            .sum();
+        dot * self.scales[i]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn unit(v: &[f32]) -> Vec<f32> {
+        let n = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+        v.iter().map(|x| x / n).collect()
+    }
+
+    #[test]
+    fn the_file_round_trips_and_refuses_another_model_or_damage() {
+        let mut v = Vectors::new("model-a", 4);
+        v.insert(7, &unit(&[1.0, 0.0, 0.5, -0.25]));
+        v.insert(3, &unit(&[0.0, 1.0, 0.0, 0.0]));
+        v.insert(3, &unit(&[1.0, 1.0, 1.0, 1.0])); // held already: kept as it was
+        v.insert(9, &[1.0, 2.0]); // another length: not kept
+        assert_eq!(v.len(), 2);
+        let bytes = v.encode();
+        let back = Vectors::decode(&bytes, "model-a", 4).expect("its own file");
+        assert_eq!(back.encode(), bytes, "deterministic");
+        assert_eq!(
+            back.slot(3).map(|s| back.cosine(s, &[0.0, 1.0, 0.0, 0.0])),
+            Some(1.0)
+        );
+        assert!(
+            Vectors::decode(&bytes, "model-b", 4).is_none(),
+            "another model"
+        );
+        assert!(
+            Vectors::decode(&bytes, "model-a", 8).is_none(),
+            "another length"
+        );
+        for cut in [0, 1, 8, bytes.len() / 2, bytes.len() - 1] {
+            assert!(
+                Vectors::decode(&bytes[..cut], "model-a", 4).is_none(),
+                "cut at {cut}"
+            );
+        }
+        let mut flipped = bytes.clone();
+        flipped[bytes.len() / 2] ^= 1;
+        assert!(Vectors::decode(&flipped, "model-a", 4).is_none(), "damaged");
+        // the same vectors inserted in another order: the same bytes
+        let mut w = Vectors::new("model-a", 4);
+        w.insert(3, &unit(&[0.0, 1.0, 0.0, 0.0]));
+        w.insert(7, &unit(&[1.0, 0.0, 0.5, -0.25]));
+        assert_eq!(w.encode(), bytes);
+        // retain drops what is not kept
+        assert!(w.retain(|k| k == 7));
+        assert_eq!((w.len(), w.slot(3), w.slot(7)), (1, None, Some(0)));
+        assert!(!w.retain(|_| true));
+    }
+
+    proptest! {
+        /// int8 keeps the cosine within √d half-steps of the f32 cosine.
+        #[test]
+        fn the_int8_cosine_is_near_the_f32_cosine(
+            a in prop::collection::vec(-1.0f32..1.0, 24),
+            b in prop::collection::vec(-1.0f32..1.0, 24),
+        ) {
+            prop_assume!(a.iter().any(|x| x.abs() > 1e-3) && b.iter().any(|x| x.abs() > 1e-3));
+            let (a, b) = (unit(&a), unit(&b));
+            let exact: f32 = a.iter().zip(&b).map(|(x, y)| x * y).sum();
+            let mut v = Vectors::new("m", 24);
+            v.insert(1, &a);
+            let got = v.cosine(0, &b);
+            let max = a.iter().fold(0.0f32, |m, x| m.max(x.abs()));
+            let bound = (24f32).sqrt() * max / 254.0 + 1e-5;
+            prop_assert!((got - exact).abs() <= bound, "{got} vs {exact} (bound {bound})");
+        }
+    }
+}

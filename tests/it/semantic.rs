@@ -1,0 +1,349 @@
+//! Semantic retrieval (`[retrieve] model`) through the library, with a stand-in encoder so
+//! that no model is needed: the lessons' vectors in `.lesson/`, embedded once and patched per
+//! changed lesson, dropped for another model; the hybrid ranking; and lexical results, exactly
+//! as without a model, when the model is absent, missing or damaged.
+
+use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use lesson::retrieve::{Hit, Request, Retriever};
+use lesson::semantic::{Embedder, ModelError};
+
+use crate::sandbox::NOW;
+
+/// A stand-in encoder: each word (lowercased, alphanumeric runs; a few synonyms mapped to one
+/// word first) adds 1 to one of 16 dimensions by a hash of it; the vector is normalised.
+/// Texts sharing words (or synonyms) are near. It counts the texts it embedded, and fails on
+/// a text holding `FAIL`.
+#[derive(Debug)]
+struct Words {
+    identity: String,
+    embedded: AtomicUsize,
+}
+
+const SYNONYMS: [(&str, &str); 3] = [("automobile", "car"), ("vehicle", "car"), ("defect", "bug")];
+
+impl Words {
+    fn new(identity: &str) -> Arc<Words> {
+        Arc::new(Words {
+            identity: identity.to_string(),
+            embedded: AtomicUsize::new(0),
+        })
+    }
+
+    fn embedded(&self) -> usize {
+        self.embedded.load(Ordering::SeqCst)
+    }
+}
+
+impl Embedder for Words {
+    fn identity(&self) -> &str {
+        &self.identity
+    }
+    fn dimension(&self) -> usize {
+        16
+    }
+    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, ModelError> {
+        if texts.iter().any(|t| t.contains("FAIL")) {
+            return Err(ModelError::Run {
+                dir: "words".into(),
+                reason: "a text it cannot embed".into(),
+            });
+        }
+        self.embedded.fetch_add(texts.len(), Ordering::SeqCst);
+        Ok(texts
+            .iter()
+            .map(|t| {
+                let mut v = vec![0.0f32; 16];
+                for w in t
+                    .split(|c: char| !c.is_alphanumeric())
+                    .filter(|w| !w.is_empty())
+                {
+                    let w = w.to_lowercase();
+                    let w = SYNONYMS
+                        .iter()
+                        .find(|(s, _)| *s == w)
+                        .map_or(w.as_str(), |(_, to)| to);
+                    let h = w
+                        .bytes()
+                        .fold(5381u32, |h, b| h.wrapping_mul(33) ^ u32::from(b));
+                    v[(h % 16) as usize] += 1.0;
+                }
+                let n = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+                if n > 0.0 {
+                    v.iter_mut().for_each(|x| *x /= n);
+                }
+                v
+            })
+            .collect())
+    }
+}
+
+fn lesson(slug: &str, title: &str, body: &str) -> String {
+    format!(
+        "---\nschema: learning/v1\nslug: {slug}\ntitle: {title}\ntrigger:\n  description: When {title}\noutcome: success\nevidence:\n  - kind: run\n    ref: r1\n---\n\n# {title}\n\n{body}\n"
+    )
+}
+
+/// A temp bank with three lessons and `config` as its `lesson.toml`.
+fn bank(config: &str) -> tempfile::TempDir {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(tmp.path().join("lesson.toml"), config).unwrap();
+    for (slug, title, body) in [
+        (
+            "park-the-car",
+            "Park the car in the shade",
+            "A hot car cooks the groceries.",
+        ),
+        (
+            "file-the-bug",
+            "File the bug with a reproduction",
+            "Attach the failing input.",
+        ),
+        (
+            "cache-the-build",
+            "Cache the build between runs",
+            "Key the cache on the lock file.",
+        ),
+    ] {
+        std::fs::write(
+            tmp.path().join(format!("{slug}.md")),
+            lesson(slug, title, body),
+        )
+        .unwrap();
+    }
+    tmp
+}
+
+fn request(text: &str) -> Request {
+    Request::new(text).now(NOW.parse().unwrap()).k(5)
+}
+
+fn slugs(hits: &[Hit]) -> Vec<&str> {
+    hits.iter().map(|h| h.slug.as_str()).collect()
+}
+
+fn search(r: &mut Retriever, text: &str) -> Vec<Hit> {
+    r.search(&request(text)).unwrap().hits
+}
+
+fn vectors_file(root: &Path) -> std::path::PathBuf {
+    root.join(".lesson/retrieve.vectors")
+}
+
+#[test]
+fn without_a_model_nothing_is_embedded_and_no_score_has_a_semantic_part() {
+    let b = bank("");
+    let mut r = Retriever::open(b.path()).unwrap();
+    assert!(!r.is_semantic());
+    assert!(r.semantic_problem().is_none());
+    assert_eq!(r.last_refresh().embedded, 0);
+    let hits = search(&mut r, "cache the build");
+    assert_eq!(slugs(&hits)[0], "cache-the-build");
+    assert!(hits.iter().all(|h| h.score.semantic.is_none()));
+    let json = serde_json::to_value(hits[0].score).unwrap();
+    assert!(json.get("semantic").is_none(), "{json}");
+    assert!(!vectors_file(b.path()).exists());
+}
+
+#[test]
+fn the_hybrid_ranking_finds_what_shares_no_word_and_scores_its_cosine() {
+    let b = bank("");
+    let mut r = Retriever::open(b.path()).unwrap();
+    // lexically, "automobile" shares nothing with the lesson about the car
+    let lexical = search(&mut r, "automobile");
+    assert!(
+        !slugs(&lexical).contains(&"park-the-car"),
+        "{:?}",
+        slugs(&lexical)
+    );
+    let words = Words::new("words-1");
+    r.set_embedder(Some(words.clone())).unwrap();
+    assert!(r.is_semantic());
+    let hybrid = search(&mut r, "automobile");
+    assert_eq!(slugs(&hybrid)[0], "park-the-car");
+    let top = &hybrid[0].score;
+    let cosine = top.semantic.expect("a semantic part");
+    assert!(cosine > 0.2, "{cosine}");
+    // the fused similarity, then the contract's factors as for a lexical hit
+    assert!((top.similarity - 0.5 * cosine).abs() < 1e-9, "{top:?}");
+    let product = top.similarity * top.confidence * top.count_factor * top.recency * top.tag_boost;
+    assert!((top.score - product).abs() < 1e-12);
+    // a request without text: the prior alone, no semantic part
+    let all = search(&mut r, "");
+    assert_eq!(all.len(), 3);
+    assert!(all.iter().all(|h| h.score.semantic.is_none()));
+}
+
+#[test]
+fn at_weight_zero_the_hybrid_ranking_is_the_lexical_one() {
+    let b = bank("[retrieve]\nsemantic-weight = 0\n");
+    let mut r = Retriever::open(b.path()).unwrap();
+    let requests = [
+        "cache the build",
+        "file a bug",
+        "park",
+        "groceries lock file",
+    ];
+    let lexical: Vec<Vec<Hit>> = requests.iter().map(|q| search(&mut r, q)).collect();
+    r.set_embedder(Some(Words::new("words-1"))).unwrap();
+    for (q, lexical) in requests.iter().zip(lexical) {
+        let hybrid = search(&mut r, q);
+        assert_eq!(slugs(&hybrid), slugs(&lexical), "{q}");
+        for (h, l) in hybrid.iter().zip(&lexical) {
+            assert_eq!(h.score.score, l.score.score, "{q}: {}", h.slug);
+            assert!(h.score.semantic.is_some());
+        }
+    }
+}
+
+#[test]
+fn vectors_are_kept_and_only_a_changed_lesson_is_embedded_again() {
+    let b = bank("");
+    let words = Words::new("words-1");
+    let mut r = Retriever::open(b.path()).unwrap();
+    r.set_embedder(Some(words.clone())).unwrap();
+    assert_eq!((words.embedded(), r.last_refresh().embedded), (3, 3));
+    assert_eq!(r.embedded_lessons(), 3);
+    let kept = std::fs::read(vectors_file(b.path())).unwrap();
+
+    // a new process with the same model embeds nothing
+    let again = Words::new("words-1");
+    let mut r2 = Retriever::open(b.path()).unwrap();
+    r2.set_embedder(Some(again.clone())).unwrap();
+    assert_eq!(again.embedded(), 0);
+    assert_eq!(slugs(&search(&mut r2, "automobile"))[0], "park-the-car");
+    assert_eq!(again.embedded(), 1, "the request alone");
+
+    // one lesson changes: a refresh embeds it alone, and drops its old vector
+    std::fs::write(
+        b.path().join("file-the-bug.md"),
+        lesson(
+            "file-the-bug",
+            "File the defect with a reproduction",
+            "Attach the input.",
+        ),
+    )
+    .unwrap();
+    r.refresh_paths(&["file-the-bug.md".to_string()]).unwrap();
+    assert_eq!((words.embedded(), r.last_refresh().embedded), (4, 1));
+    assert_eq!(r.embedded_lessons(), 3);
+    assert_ne!(std::fs::read(vectors_file(b.path())).unwrap(), kept);
+    // a new lesson: the watcher's path and a full refresh embed it once
+    std::fs::write(
+        b.path().join("new-one.md"),
+        lesson("new-one", "Check the vehicle tyres", "Before a long drive."),
+    )
+    .unwrap();
+    r.refresh().unwrap();
+    assert_eq!((words.embedded(), r.last_refresh().embedded), (5, 1));
+    r.refresh().unwrap();
+    assert_eq!(r.last_refresh().embedded, 0, "nothing changed");
+    // and the other process, at its next search, embeds the two new bytes only
+    r2.refresh().unwrap();
+    assert_eq!(again.embedded(), 1 + 2);
+}
+
+#[test]
+fn another_model_embeds_every_lesson_again() {
+    let b = bank("");
+    let mut r = Retriever::open(b.path()).unwrap();
+    r.set_embedder(Some(Words::new("words-1"))).unwrap();
+    let other = Words::new("words-2");
+    let mut r2 = Retriever::open(b.path()).unwrap();
+    r2.set_embedder(Some(other.clone())).unwrap();
+    assert_eq!(
+        other.embedded(),
+        3,
+        "vectors of another model are never used"
+    );
+    // and back: the file now holds words-2's vectors, so words-1 embeds again too
+    let first = Words::new("words-1");
+    let mut r3 = Retriever::open(b.path()).unwrap();
+    r3.set_embedder(Some(first.clone())).unwrap();
+    assert_eq!(first.embedded(), 3);
+}
+
+#[test]
+fn a_damaged_vectors_file_is_rebuilt_not_trusted() {
+    let b = bank("");
+    let mut r = Retriever::open(b.path()).unwrap();
+    r.set_embedder(Some(Words::new("words-1"))).unwrap();
+    let path = vectors_file(b.path());
+    let mut bytes = std::fs::read(&path).unwrap();
+    let at = bytes.len() / 2;
+    bytes[at] ^= 0x55;
+    std::fs::write(&path, &bytes).unwrap();
+    let words = Words::new("words-1");
+    let mut r2 = Retriever::open(b.path()).unwrap();
+    r2.set_embedder(Some(words.clone())).unwrap();
+    assert_eq!(words.embedded(), 3);
+    assert_eq!(slugs(&search(&mut r2, "automobile"))[0], "park-the-car");
+}
+
+#[test]
+fn a_missing_model_gives_its_reason_and_lexical_results() {
+    let plain = bank("");
+    let b = bank("[retrieve]\nmodel = \"models/nowhere\"\n");
+    let mut lexical = Retriever::open(plain.path()).unwrap();
+    let mut r = Retriever::open(b.path()).unwrap();
+    assert!(!r.is_semantic());
+    let problem = r.semantic_problem().expect("a reason").to_string();
+    assert!(problem.contains("models/nowhere"), "{problem}");
+    for q in ["cache the build", "automobile", "file a bug"] {
+        let (a, b) = (search(&mut lexical, q), search(&mut r, q));
+        assert_eq!(slugs(&a), slugs(&b), "{q}");
+        for (x, y) in a.iter().zip(&b) {
+            assert_eq!(x.score, y.score, "{q}");
+        }
+    }
+    assert!(!vectors_file(b.path()).exists());
+}
+
+#[test]
+fn a_model_that_fails_on_a_text_turns_semantic_retrieval_off_with_the_reason() {
+    let b = bank("");
+    std::fs::write(
+        b.path().join("odd-one.md"),
+        lesson("odd-one", "An odd lesson", "It says FAIL to the encoder."),
+    )
+    .unwrap();
+    let mut r = Retriever::open(b.path()).unwrap();
+    r.set_embedder(Some(Words::new("words-1"))).unwrap();
+    assert!(!r.is_semantic());
+    let problem = r.semantic_problem().expect("a reason").to_string();
+    assert!(problem.contains("cannot embed"), "{problem}");
+    assert_eq!(
+        slugs(&search(&mut r, "cache the build"))[0],
+        "cache-the-build"
+    );
+    // a request the model fails on: lexical results for it too
+    let b2 = bank("");
+    let mut r2 = Retriever::open(b2.path()).unwrap();
+    r2.set_embedder(Some(Words::new("words-1"))).unwrap();
+    let hits = search(&mut r2, "cache the build FAIL");
+    assert_eq!(slugs(&hits)[0], "cache-the-build");
+    assert!(hits[0].score.semantic.is_none());
+    assert!(r2.semantic_problem().is_some());
+}
+
+#[test]
+fn lesson_search_with_a_missing_model_warns_and_answers_lexically() {
+    let plain = bank("");
+    let b = bank("[retrieve]\nmodel = \"models/nowhere\"\n");
+    let args = ["search", "cache the build", "--format", "json"];
+    let lexical = crate::sandbox::run_in(plain.path(), &args);
+    let run = crate::sandbox::run_in(b.path(), &args);
+    assert_eq!(run.code, 0, "{run}");
+    // the same hits and scores (the JSON names the bank's path: compare the hits alone)
+    let hits = |out: &str| serde_json::from_str::<serde_json::Value>(out).unwrap()["hits"].clone();
+    assert_eq!(hits(&run.stdout), hits(&lexical.stdout));
+    let warning = run
+        .stderr
+        .lines()
+        .find(|l| l.starts_with("warning: [retrieve] model: "));
+    let warning = warning.unwrap_or_else(|| panic!("{run}"));
+    assert!(warning.contains("models/nowhere") && warning.ends_with("the search is lexical"));
+    assert!(!lexical.stderr.contains("warning"), "{lexical}");
+}
