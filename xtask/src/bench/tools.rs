@@ -12,34 +12,62 @@ use super::Paths;
 /// this workspace's (for instance a colleague's branch: `LESSON_BIN=../wt/x/target/release/lesson`).
 pub const LESSON_BIN_ENV: &str = "LESSON_BIN";
 
+/// The environment variable naming a prebuilt `lesson` binary built with the `semantic`
+/// feature, for the systems that configure a model.
+pub const LESSON_SEMANTIC_BIN_ENV: &str = "LESSON_SEMANTIC_BIN";
+
 /// Build `lesson` in release mode and return the binary's path, or the binary `LESSON_BIN` names.
 pub fn build_lesson(paths: &Paths) -> anyhow::Result<PathBuf> {
-    if let Some(bin) = std::env::var_os(LESSON_BIN_ENV) {
+    build(paths, LESSON_BIN_ENV, &[], "lesson")
+}
+
+/// Build `lesson` in release mode with the `semantic` feature (candle: reused from xtask's own
+/// build, which has it) and keep the binary as `target/release/lesson-semantic`, or the binary
+/// `LESSON_SEMANTIC_BIN` names. The plain `target/release/lesson` is built again by the next
+/// [`build_lesson`].
+pub fn build_lesson_semantic(paths: &Paths) -> anyhow::Result<PathBuf> {
+    build(
+        paths,
+        LESSON_SEMANTIC_BIN_ENV,
+        &["--features", "semantic"],
+        "lesson-semantic",
+    )
+}
+
+fn build(paths: &Paths, env: &str, flags: &[&str], keep_as: &str) -> anyhow::Result<PathBuf> {
+    if let Some(bin) = std::env::var_os(env) {
         let bin = PathBuf::from(bin);
         if !bin.is_file() {
-            bail!("{LESSON_BIN_ENV}={} is not a file", bin.display());
+            bail!("{env}={} is not a file", bin.display());
         }
-        eprintln!("using lesson from {LESSON_BIN_ENV}: {}", bin.display());
+        eprintln!("using lesson from {env}: {}", bin.display());
         return Ok(bin.canonicalize().unwrap_or(bin));
     }
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    eprintln!("building lesson: cargo build --release -p lesson");
+    let mut args = vec!["build", "--release", "-p", "lesson"];
+    args.extend(flags);
+    eprintln!("building lesson: cargo {}", args.join(" "));
     let status = Command::new(cargo)
         .current_dir(&paths.root)
-        .args(["build", "--release", "-p", "lesson"])
+        .args(&args)
         .status()
         .context("cannot run cargo")?;
     if !status.success() {
-        bail!("`cargo build --release -p lesson` failed ({status})");
+        bail!("`cargo {}` failed ({status})", args.join(" "));
     }
-    let bin = paths
-        .target
-        .join("release")
-        .join(format!("lesson{}", std::env::consts::EXE_SUFFIX));
+    let exe = std::env::consts::EXE_SUFFIX;
+    let release = paths.target.join("release");
+    let bin = release.join(format!("lesson{exe}"));
     if !bin.is_file() {
         bail!("built lesson, but {} does not exist", bin.display());
     }
-    Ok(bin)
+    if keep_as == "lesson" {
+        return Ok(bin);
+    }
+    let kept = release.join(format!("{keep_as}{exe}"));
+    std::fs::copy(&bin, &kept)
+        .with_context(|| format!("cannot copy {} to {}", bin.display(), kept.display()))?;
+    Ok(kept)
 }
 
 /// Whether `lesson` has a subcommand (its `--help` exits 0).

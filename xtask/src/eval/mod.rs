@@ -51,6 +51,9 @@ pub struct Options {
     pub model: Option<PathBuf>,
 }
 
+/// The system name of `lesson search` with `[retrieve] model` (the product's hybrid).
+const PRODUCT_HYBRID: &str = "lesson search (model)";
+
 /// Hits of `lesson search` read per query: the top K is scored, the rest is the lexical side of
 /// the hybrid fusion (a document below it counts as lexically unrelated).
 const POOL: usize = 100;
@@ -203,17 +206,38 @@ pub fn run(options: &Options) -> anyhow::Result<()> {
         None => {
             let why = "no model: `cargo xtask model`, or --model DIR".to_string();
             systems.push(System::skipped(DENSE, why.clone()));
-            systems.push(System::skipped("lesson hybrid", why));
+            systems.push(System::skipped("lesson hybrid", why.clone()));
+            systems.push(System::skipped(PRODUCT_HYBRID, why));
             (String::new(), Json::Null)
         }
-        Some(dir) => run_dense(
-            &dir,
-            &set,
-            &judged,
-            &paths.bench().join("embeddings"),
-            k,
-            &mut systems,
-        )?,
+        Some(dir) => {
+            let dense = run_dense(
+                &dir,
+                &set,
+                &judged,
+                &paths.bench().join("embeddings"),
+                k,
+                &mut systems,
+            )?;
+            // the product's own hybrid: `lesson search` with `[retrieve] model`, vectors in
+            // the bank's index, the fusion inside the retrieve contract
+            let semantic = tools::build_lesson_semantic(&paths)?;
+            let dir = dir.canonicalize().unwrap_or(dir);
+            let model = dir
+                .to_string_lossy()
+                .replace('\\', "\\\\")
+                .replace('"', "\\\"");
+            std::fs::write(
+                bank_dir.join("lesson.toml"),
+                format!("{toml}\n[retrieve]\nmodel = \"{model}\"\n"),
+            )?;
+            let mut system =
+                run_lesson(&semantic, &bank_dir, &out, &mapping, &judged, &set.qrels, k)?;
+            system.name = PRODUCT_HYBRID;
+            systems.push(system);
+            std::fs::write(bank_dir.join("lesson.toml"), &toml)?;
+            dense
+        }
     };
     for s in systems.iter().filter(|s| s.skipped.is_none()) {
         let tag: String = s
@@ -306,7 +330,10 @@ pub fn run(options: &Options) -> anyhow::Result<()> {
                dense: lesson::semantic in process (title + text, 256-token cut, mean pooling, cosine over \
                every document); build = loading the model and embedding what the store under \
                target/bench/embeddings lacks; query = embedding the request and the cosines.\n\
-               lesson hybrid: lesson::semantic::hybrid of lesson search's top 100 (the similarity part of each hit's score) and the dense top 100.\n";
+               lesson hybrid: lesson::semantic::hybrid of lesson search's top 100 (the similarity part of each hit's score) and the dense top 100.\n\
+               lesson search (model): `lesson search` built with the `semantic` feature, `[retrieve] model` set: \
+               the hybrid inside the retrieve contract (lessons embedded as title, description and body, int8 \
+               vectors in .lesson/); its build is the first search, embedding every lesson.\n";
     report += &format!(
         "rankings in TREC run format: {}/<system>.run\n",
         work.display()
