@@ -100,9 +100,18 @@ impl Retriever {
                 kept_as_caution: h.kept_as_caution,
             });
         }
-        let mut why = self
-            .index()
-            .explain(&answer.request, self.settings(), slug)?;
+        // the ranking the search gave: hybrid when the semantic side is on
+        let cosines = match self.request_vector(&answer.request) {
+            Some(query) => self.cosines(&query)?,
+            None => None,
+        };
+        let semantic = cosines.as_deref().map(|cosines| super::index::Semantic {
+            cosines,
+            weight: self.semantic_weight(),
+        });
+        let mut why =
+            self.index()
+                .explain_hybrid(&answer.request, self.settings(), slug, semantic)?;
         if !self.layers.is_empty() {
             why = self.explain_layered(&answer.request, slug, why)?;
         }

@@ -347,3 +347,31 @@ fn lesson_search_with_a_missing_model_warns_and_answers_lexically() {
     assert!(warning.contains("models/nowhere") && warning.ends_with("the search is lexical"));
     assert!(!lexical.stderr.contains("warning"), "{lexical}");
 }
+
+#[test]
+fn explain_follows_the_hybrid_ranking() {
+    use lesson::retrieve::Explanation;
+    let b = bank("");
+    let mut r = Retriever::open(b.path()).unwrap();
+    let why = r.explain(&request("automobile"), "park-the-car").unwrap();
+    assert!(matches!(why, Explanation::NoMatch), "{why:?}");
+    r.set_embedder(Some(Words::new("words-1"))).unwrap();
+    match r.explain(&request("automobile"), "park-the-car").unwrap() {
+        Explanation::Shown { rank, score, .. } => {
+            assert_eq!(rank, 1);
+            assert!(score.semantic.is_some());
+        }
+        other => panic!("{other:?}"),
+    }
+    // a lesson sharing no word with the request: lexically no match, in the hybrid a fused
+    // similarity above 0 (its cosine's share) but below the threshold
+    let why = r
+        .explain(&request("automobile"), "cache-the-build")
+        .unwrap();
+    match why {
+        Explanation::BelowMinSimilarity { similarity, .. } => {
+            assert!(similarity > 0.0 && similarity < 0.1, "{similarity}")
+        }
+        other => panic!("{other:?}"),
+    }
+}

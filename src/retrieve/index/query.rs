@@ -518,6 +518,18 @@ impl Index {
         settings: &Settings,
         slug: &str,
     ) -> Result<Explanation, Corrupt> {
+        self.explain_hybrid(req, settings, slug, None)
+    }
+
+    /// [`Index::explain`] for the ranking [`Index::search_hybrid`] gives (`semantic`), or the
+    /// lexical one (`None`).
+    pub fn explain_hybrid<'r>(
+        &self,
+        req: &'r Request,
+        settings: &Settings,
+        slug: &str,
+        semantic: Option<Semantic<'r>>,
+    ) -> Result<Explanation, Corrupt> {
         let mut found = None;
         for id in 0..self.n {
             if !self.is_live(id) {
@@ -562,7 +574,8 @@ impl Index {
                 }
             }
         }
-        let scored = self.score_all(req, settings)?;
+        let mut scored = self.score_all(req, settings)?;
+        scored.semantic = semantic;
         if !scored.eligible.get(id) {
             if let Ok(i) = self.targets.binary_search_by_key(&(id as u32), |&(d, _)| d) {
                 let set = &self
@@ -589,10 +602,18 @@ impl Index {
         }
         if let Similarity::Text { acc, total } = &scored.similarity {
             let a = acc[id];
-            if a <= 0.0 || *total <= 0.0 {
+            let lexical = if a > 0.0 && *total > 0.0 {
+                a / total
+            } else {
+                0.0
+            };
+            let similarity = match scored.semantic {
+                Some(s) => crate::semantic::fuse(lexical, s.cosine(id), s.weight),
+                None => lexical,
+            };
+            if similarity <= 0.0 {
                 return Ok(Explanation::NoMatch);
             }
-            let similarity = a / total;
             if similarity < settings.min_similarity {
                 return Ok(Explanation::BelowMinSimilarity {
                     similarity,
