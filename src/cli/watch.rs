@@ -66,6 +66,9 @@ pub fn run(root: &Path, args: WatchArgs) -> anyhow::Result<ExitCode> {
         root.display(),
         args.debounce
     );
+    if let Some(problem) = watch.retriever().semantic_problem() {
+        eprintln!("warning: [retrieve] model: {problem}; the index is kept without vectors");
+    }
     show(&first);
     watch.run(show);
     Ok(ExitCode::SUCCESS)

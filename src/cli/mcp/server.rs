@@ -157,6 +157,12 @@ impl Lessons {
                     eprintln!("lesson mcp: not following the bank's changes ({why}); each search checks the files");
                 }
                 *held = Some(follower);
+                let r = held.as_mut().expect("just set").retriever();
+                if let Some(problem) = r.semantic_problem() {
+                    eprintln!(
+                        "lesson mcp: warning: [retrieve] model: {problem}; searches are lexical"
+                    );
+                }
             }
         }
         let r = held.as_mut().expect("opened above").retriever();
