@@ -14,6 +14,7 @@
 #![warn(missing_docs)]
 
 pub mod bank;
+mod checksum;
 pub mod config;
 pub mod curate;
 pub mod dedup;

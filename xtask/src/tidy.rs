@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 /// The library's top-level modules, bottom layer first. A module may import (`crate::x`) any
 /// module of a lower layer, and none of its own layer or above.
 const LAYERS: &[&[&str]] = &[
-    &["source", "yaml", "layout", "progress", "semantic"],
-    &["lesson"],
+    &["source", "yaml", "layout", "progress", "checksum"],
+    &["lesson", "semantic"],
     &["document", "diagnostic", "schema"],
     &["config", "walk", "template"],
     &["edit", "layers"],
