@@ -63,6 +63,10 @@ pub struct Options {
     pub one_branch: bool,
     /// See `one_branch`.
     pub fleet: bool,
+    /// search: a sentence-embedding model directory (`--model DIR`): rows for `lesson search`
+    /// with `[retrieve] model` set (the first search embedding every lesson, a new process per
+    /// query, the warm in-process query).
+    pub model: Option<std::path::PathBuf>,
 }
 
 impl Default for Options {
@@ -73,6 +77,7 @@ impl Default for Options {
             runs: 3,
             one_branch: true,
             fleet: true,
+            model: None,
         }
     }
 }

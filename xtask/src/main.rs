@@ -44,6 +44,7 @@ use anyhow::{bail, Context};
 
 const USAGE: &str = "\
 Usage: cargo xtask bench [TARGET] [--sizes N[,N...]] [--runs N] [--contention MODE[,MODE]]
+                         [--model DIR]
        cargo xtask eval-retrieval DIR [--k N] [--split NAME] [--tags N] [--inferred-tags MODE,...]
                                   [--model DIR]
        cargo xtask eval-dedup [DIR]
@@ -68,6 +69,9 @@ Bench options:
   --contention M,M  git: the contention rows, `one-branch` (16 runtimes race on one branch),
                     `fleet` (each on its own branch, a 17th clone runs sync --merge-branches)
                     or `none` (default: one-branch,fleet)
+  --model DIR       search: add rows for `lesson search` with `[retrieve] model = DIR` (a
+                    lesson built with the semantic feature): the first search, which embeds
+                    every lesson, a new process per query, and the warm in-process query
 
 eval-retrieval: DIR is a BEIR-format set (corpus.jsonl, queries.jsonl, qrels/*.tsv)
   --k N        cut-off for nDCG, Recall and MRR (default: 10)
@@ -171,6 +175,7 @@ fn parse_bench(args: &[String]) -> anyhow::Result<bench::Options> {
         match flag {
             "--sizes" => options.sizes = parse_sizes(&value()?)?,
             "--runs" => options.runs = positive(flag, &value()?)?,
+            "--model" => options.model = Some(value()?.into()),
             "--contention" => {
                 let v = value()?;
                 let modes: Vec<&str> = v.split(',').map(str::trim).collect();
@@ -365,6 +370,10 @@ mod tests {
         assert!(parse_bench(&strings(&["nope"])).is_err());
         let search = parse_bench(&strings(&["search", "--sizes", "1k"])).unwrap();
         assert_eq!(search.targets, vec![bench::Target::Search]);
+        assert_eq!(search.model, None);
+        let model = parse_bench(&strings(&["search", "--model", "m/minilm"])).unwrap();
+        assert_eq!(model.model, Some(std::path::PathBuf::from("m/minilm")));
+        assert!(parse_bench(&strings(&["search", "--model"])).is_err());
     }
 
     #[test]

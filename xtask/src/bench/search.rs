@@ -48,6 +48,8 @@ struct Programs {
     rg: PathBuf,
     rg_version: String,
     xtask: PathBuf,
+    /// With `--model DIR`: `lesson` built with the `semantic` feature, and the model directory.
+    semantic: Option<(PathBuf, PathBuf)>,
 }
 
 /// A tool under test.
@@ -277,6 +279,17 @@ impl SizeResult {
 /// Run the search bench.
 pub fn run(paths: &Paths, options: &Options) -> anyhow::Result<()> {
     let machine = Machine::probe(&paths.root);
+    // the semantic build first: both leave their binary at target/release/lesson, and the
+    // plain one must be the one there for every other row
+    let semantic = match &options.model {
+        Some(dir) => {
+            let dir = dir
+                .canonicalize()
+                .with_context(|| format!("--model {}", dir.display()))?;
+            Some((tools::build_lesson_semantic(paths)?, dir))
+        }
+        None => None,
+    };
     let lesson = tools::build_lesson(paths)?;
     let lesson_skipped = (!tools::has_subcommand(&lesson, "search")).then(|| {
         "the lesson binary has no `search` subcommand yet (`lesson search --help` failed)"
@@ -292,6 +305,7 @@ pub fn run(paths: &Paths, options: &Options) -> anyhow::Result<()> {
         rg,
         rg_version,
         xtask: std::env::current_exe().context("cannot find the xtask binary")?,
+        semantic,
     };
     let bench_dir = paths.bench();
     let banks = bench_dir.join("banks");
@@ -323,7 +337,17 @@ pub fn run(paths: &Paths, options: &Options) -> anyhow::Result<()> {
             out: out.clone(),
             lessons: n,
         };
-        let (rows, notes) = measure_bank(&places, &programs, &queries, options.runs)?;
+        let (mut rows, mut notes) = measure_bank(&places, &programs, &queries, options.runs)?;
+        if programs.semantic.is_some() && programs.lesson_skipped.is_none() {
+            rows.extend(measure_model(
+                &places,
+                &programs,
+                &work,
+                &queries,
+                options.runs,
+                &mut notes,
+            )?);
+        }
         results.push(SizeResult { bank, rows, notes });
     }
 
@@ -583,6 +607,9 @@ enum Warm {
     Exhaustive,
     /// tantivy's searcher kept open.
     Tantivy,
+    /// `Retriever::search` on a bank with `[retrieve] model` (the request embedded, the hybrid
+    /// ranking).
+    Model,
 }
 
 /// The name of the warm in-process row of `warm`.
@@ -591,7 +618,106 @@ fn warm_row(warm: Warm) -> &'static str {
         Warm::Lesson => "lesson in-process (warm)",
         Warm::Exhaustive => "lesson exhaustive (warm)",
         Warm::Tantivy => "tantivy in-process (warm)",
+        Warm::Model => MODEL_WARM_ROW,
     }
+}
+
+/// The name of the row of `lesson search` with `[retrieve] model`, a new process per query.
+const MODEL_ROW: &str = "lesson with model";
+/// The name of the warm in-process row with `[retrieve] model`.
+const MODEL_WARM_ROW: &str = "lesson with model in-process (warm)";
+
+/// `lesson search` with `[retrieve] model` (`--model DIR`), on a copy of the bank with the key
+/// set: the first search from an empty `.lesson/` (it builds the index and embeds every
+/// lesson) as the build, the index with its vectors as the size, each query as a new process,
+/// then the warm in-process query on the same bank.
+fn measure_model(
+    at: &Places,
+    p: &Programs,
+    work: &Path,
+    queries: &[String],
+    runs: usize,
+    notes: &mut Vec<String>,
+) -> anyhow::Result<Vec<Row>> {
+    let Some((bin, model)) = &p.semantic else {
+        return Ok(Vec::new());
+    };
+    let n = at.lessons;
+    let bank = work.join("bank-model");
+    copy_bank(at.bank, &bank)?;
+    remove_dir(&bank.join(".lesson"))?;
+    let config = bank.join("lesson.toml");
+    let mut toml = std::fs::read_to_string(&config).unwrap_or_default();
+    let quoted = model
+        .to_string_lossy()
+        .replace('\\', "\\\\")
+        .replace('"', "\\\"");
+    toml += &format!("\n[retrieve]\nmodel = \"{quoted}\"\n");
+    std::fs::write(&config, toml).with_context(|| format!("cannot write {}", config.display()))?;
+    let search = |q: &str| {
+        let mut command = tools::search_command(bin, &bank, q, K);
+        command.env("LESSON_NOW", NOW);
+        Cmd {
+            command,
+            shown: format!(
+                "lesson search QUERY --dir {} -k {K} --format json ([retrieve] model = {})",
+                bank.display(),
+                model.display()
+            ),
+        }
+    };
+    let output = at.output("model");
+    let mut first = search(&queries[0]);
+    let mut row = Row::new(MODEL_ROW, first.shown.clone());
+    eprintln!("  {n} lessons: lesson with model, first search (embeds every lesson)");
+    let build = timed(&mut first, &output, &[0])?;
+    let stderr = std::fs::read_to_string(&output.stderr).unwrap_or_default();
+    if let Some(warning) = stderr.lines().find(|l| l.contains("[retrieve] model")) {
+        anyhow::bail!("lesson did not use the model: {warning}");
+    }
+    log(n, "lesson with model, first search", &build);
+    row.build.samples.push(build);
+    row.index_bytes = Some(disk_size(&bank.join(".lesson")));
+    for q in queries {
+        let mut samples = Vec::new();
+        for _ in 0..runs {
+            samples.push(timed(&mut search(q), &output, &[0])?);
+        }
+        let stdout = std::fs::read_to_string(&output.stdout)?;
+        let hits = tools::parse_search_hits(&stdout)?.len();
+        row.query.samples.extend(&samples);
+        row.per_query.push((
+            q.clone(),
+            PerQuery {
+                measured: Measured { samples },
+                hits,
+            },
+        ));
+    }
+    if let Some(st) = row.query.stats() {
+        let median = Sample {
+            wall: st.median,
+            user: st.cpu_median,
+            sys: Duration::ZERO,
+            max_rss_kib: 0,
+        };
+        log(n, "lesson with model, median query", &median);
+    }
+    notes.push(format!(
+        "{MODEL_ROW}: a copy of the bank with [retrieve] model = {}; its build is the first search \
+         from an empty .lesson/ (the index and every lesson's vector), its size the .lesson/ \
+         folder with the vectors, each query a new process of lesson built with the semantic feature",
+        model.display()
+    ));
+    let places = Places {
+        bank: &bank,
+        fts5_db: at.fts5_db.clone(),
+        tantivy_dir: at.tantivy_dir.clone(),
+        out: at.out.clone(),
+        lessons: n,
+    };
+    let warm = measure_warm(&places, p, Warm::Model, queries, runs, notes)?;
+    Ok(vec![row, warm])
 }
 
 /// The name of the stat-walk floor row.
@@ -724,7 +850,7 @@ fn measure_warm(
     let n = at.lessons;
     let (helper, dir) = match tool {
         Warm::Tantivy => ("tantivy-warm", at.tantivy_dir.as_path()),
-        Warm::Lesson => ("lesson-warm", at.bank),
+        Warm::Lesson | Warm::Model => ("lesson-warm", at.bank),
         Warm::Exhaustive => ("lesson-warm-exhaustive", at.bank),
     };
     let mut args = os(&[
@@ -794,6 +920,12 @@ fn measure_warm(
         Warm::Exhaustive => format!(
             "lesson exhaustive (warm): the same open index, every query scoring every posting \
              term at a time (the pruned search's oracle; Retriever::open took {})",
+            ms(open)
+        ),
+        Warm::Model => format!(
+            "{MODEL_WARM_ROW}: Retriever::open (load the index, the model and the vectors) took {}, \
+             once; the query column is one Retriever::search (the request embedded, every eligible \
+             lesson's cosine fused with its lexical similarity), timed inside the process",
             ms(open)
         ),
         Warm::Tantivy => format!(
@@ -1662,6 +1794,7 @@ mod tests {
             rg: "rg".into(),
             rg_version: String::new(),
             xtask: "xtask".into(),
+            semantic: None,
         };
         let at = Places {
             bank: Path::new("/bank"),
