@@ -230,6 +230,31 @@ struct Row {
 }
 
 impl Row {
+    /// Add query `q`'s samples and its hit count (of the last run).
+    fn push_query(&mut self, q: &str, samples: Vec<Sample>, hits: usize) {
+        self.query.samples.extend(&samples);
+        self.per_query.push((
+            q.to_string(),
+            PerQuery {
+                measured: Measured { samples },
+                hits,
+            },
+        ));
+    }
+
+    /// Log the median of the queries' samples, as `label`, with `max_rss_kib`.
+    fn log_median(&self, n: usize, label: &str, max_rss_kib: u64) {
+        if let Some(st) = self.query.stats() {
+            let median = Sample {
+                wall: st.median,
+                user: st.cpu_median,
+                sys: Duration::ZERO,
+                max_rss_kib,
+            };
+            log(n, label, &median);
+        }
+    }
+
     fn new(name: &str, command: String) -> Row {
         Row {
             name: name.to_string(),
@@ -685,24 +710,10 @@ fn measure_model(
         }
         let stdout = std::fs::read_to_string(&output.stdout)?;
         let hits = tools::parse_search_hits(&stdout)?.len();
-        row.query.samples.extend(&samples);
-        row.per_query.push((
-            q.clone(),
-            PerQuery {
-                measured: Measured { samples },
-                hits,
-            },
-        ));
+        row.push_query(q, samples, hits);
     }
-    if let Some(st) = row.query.stats() {
-        let median = Sample {
-            wall: st.median,
-            user: st.cpu_median,
-            sys: Duration::ZERO,
-            max_rss_kib: 0,
-        };
-        log(n, "lesson with model, median query", &median);
-    }
+    let rss = row.query.samples.iter().map(|s| s.max_rss_kib).max();
+    row.log_median(n, "lesson with model, median query", rss.unwrap_or(0));
     notes.push(format!(
         "{MODEL_ROW}: a copy of the bank with [retrieve] model = {}; its build is the first search \
          from an empty .lesson/ (the index and every lesson's vector), its size the .lesson/ \
@@ -898,24 +909,13 @@ fn measure_warm(
         if hits == 0 {
             notes.push(format!("{} found nothing for {q:?}", warm_row(tool)));
         }
-        row.query.samples.extend(&samples);
-        row.per_query.push((
-            q.clone(),
-            PerQuery {
-                measured: Measured { samples },
-                hits,
-            },
-        ));
+        row.push_query(q, samples, hits);
     }
-    if let Some(st) = row.query.stats() {
-        let median = Sample {
-            wall: st.median,
-            user: st.cpu_median,
-            sys: Duration::ZERO,
-            max_rss_kib: process.max_rss_kib,
-        };
-        log(n, &format!("{}, median query", warm_row(tool)), &median);
-    }
+    row.log_median(
+        n,
+        &format!("{}, median query", warm_row(tool)),
+        process.max_rss_kib,
+    );
     notes.push(match tool {
         Warm::Exhaustive => format!(
             "lesson exhaustive (warm): the same open index, every query scoring every posting \
