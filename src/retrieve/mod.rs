@@ -391,7 +391,7 @@ impl Bank {
         let provenance = crate::git::provenance::Provenance::of_bank(&self.root)
             .ok()
             .flatten();
-        index.set_provenance(provenance.as_ref());
+        index.set_provenance(provenance.map(std::sync::Arc::new));
         let settings = Settings::from_config(&self.config.retrieve);
         index
             .search(request, &settings)

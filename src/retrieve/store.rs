@@ -523,9 +523,9 @@ impl Retriever {
             true => crate::git::provenance::Provenance::of_bank_unwritten(&self.root),
             false => crate::git::provenance::Provenance::of_bank(&self.root),
         };
-        let provenance = provenance.ok().flatten();
-        self.index.set_provenance(provenance.as_ref());
-        self.provenance = provenance.map(Arc::new);
+        let provenance = provenance.ok().flatten().map(Arc::new);
+        self.index.set_provenance(provenance.clone());
+        self.provenance = provenance;
     }
 
     /// Each lesson's created and changed commits, as the ranking last read them (`None` when

@@ -58,7 +58,7 @@ impl Index {
             deleted,
             deleted_count,
             restat,
-            commit_times: Vec::new(),
+            commits: None,
             candidates: Bits::default(),
             held: Vec::new(),
             expires: Vec::new(),
@@ -79,21 +79,33 @@ impl Index {
     /// Rank by each lesson's last commit (its provenance's `changed` time) instead of its
     /// ledger: the recency input of a bank in git. `None` (a bank outside git) ranks by the
     /// ledgers again. A lesson no commit holds yet keeps its ledger's time.
-    pub fn set_provenance(&mut self, provenance: Option<&crate::git::provenance::Provenance>) {
-        self.commit_times.clear();
-        let Some(p) = provenance else {
-            return;
+    pub fn set_provenance(
+        &mut self,
+        provenance: Option<Arc<crate::git::provenance::Provenance>>,
+    ) {
+        // a bank whose lessons no commit holds ranks by its ledgers throughout
+        self.commits = provenance.filter(|p| !p.is_empty()).map(|provenance| Commits {
+            provenance,
+            times: (0..self.n).map(|_| AtomicI64::new(NOT_LOOKED_UP)).collect(),
+        });
+    }
+
+    /// The time of doc `id`'s last commit (seconds), when the bank is in git and a commit
+    /// holds it: looked up in the provenance by the doc's path on first use, then kept.
+    pub(super) fn commit_time(&self, id: usize) -> Result<Option<i64>, Corrupt> {
+        let Some(slot) = self.commits.as_ref().and_then(|c| Some((c, c.times.get(id)?))) else {
+            return Ok(None);
         };
-        let Ok(entries) = self.entries() else {
-            return;
-        };
-        let mut times = vec![NOT_COMMITTED; self.n];
-        for e in entries {
-            if let Some(s) = p.get(e.path) {
-                times[e.id as usize] = s.changed.time.as_second();
-            }
+        let (commits, slot) = slot;
+        let mut t = slot.load(Ordering::Relaxed);
+        if t == NOT_LOOKED_UP {
+            t = commits
+                .provenance
+                .get(&self.path(id)?)
+                .map_or(NOT_COMMITTED, |s| s.changed.time.as_second());
+            slot.store(t, Ordering::Relaxed);
         }
-        self.commit_times = times;
+        Ok((t != NOT_COMMITTED).then_some(t))
     }
 
     /// Read what hits show from the files under `root`.

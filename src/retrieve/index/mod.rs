@@ -12,6 +12,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use globset::GlobMatcher;
@@ -34,6 +35,8 @@ pub use query::Semantic;
 
 /// In [`Index`]'s commit times: a lesson that no commit holds yet.
 const NOT_COMMITTED: i64 = i64::MIN;
+/// A doc whose commit time is not looked up yet.
+const NOT_LOOKED_UP: i64 = i64::MAX;
 
 /// A set of targets and, once needed, their compiled globs.
 #[derive(Debug)]
@@ -191,10 +194,10 @@ pub struct Index {
     deleted: Bits,
     deleted_count: usize,
     restat: HashMap<u32, FileStat>,
-    /// Per doc id, the time of the lesson's last commit (seconds; [`NOT_COMMITTED`] when it
-    /// has none); empty when the bank is not in git. Set at search time from the provenance
-    /// cache ([`Index::set_provenance`]), never stored in the index: it moves with HEAD.
-    commit_times: Vec<i64>,
+    /// Each lesson's last commit, when the bank is in git and git holds any lesson: set at
+    /// search time from the provenance cache ([`Index::set_provenance`]), never stored in the
+    /// index (it moves with HEAD).
+    commits: Option<Commits>,
     /// Live lessons that no live lesson supersedes and no error holds back.
     candidates: Bits,
     /// Live lessons held back for error-level findings in their own file, in path order.
@@ -210,6 +213,15 @@ pub struct Index {
     priors: OnceLock<Result<prune::Priors, Corrupt>>,
     paths: OnceLock<Result<Paths, Corrupt>>,
     fields: Fields,
+}
+
+/// The provenance a search ranks by, and per doc id the time of the lesson's last commit
+/// (seconds; [`NOT_COMMITTED`] when it has none), looked up on a doc's first use
+/// ([`Index::commit_time`]): a new process pays for the docs it scores, not for every doc.
+#[derive(Debug)]
+struct Commits {
+    provenance: Arc<crate::git::provenance::Provenance>,
+    times: Box<[AtomicI64]>,
 }
 
 /// The live docs' paths, decoded once, in path order.

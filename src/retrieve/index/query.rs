@@ -841,10 +841,7 @@ impl Index {
         let (seg, local) = self.locate(id);
         let rank = seg.rank(local)?;
         // the lesson's last commit in git, else its ledger's newest event; never a file time
-        let at_s = match self.commit_times.get(id) {
-            Some(&t) if t != NOT_COMMITTED => Some(t),
-            _ => rank.ledger_at_s,
-        };
+        let at_s = self.commit_time(id)?.or(rank.ledger_at_s);
         let confidence = score::confidence(rank.confidence);
         let count_factor = score::count_factor(rank.successes, rank.failures);
         let recency = at_s.map_or(1.0, |at| {
