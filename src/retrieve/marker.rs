@@ -75,6 +75,11 @@ pub struct Vouch {
     /// The index the watcher holds and vouches is current, generation included.
     #[serde(flatten)]
     pub index: Identity,
+    /// Whether the watcher checked every byte of that index against its checksums
+    /// ([`Index::check_all`](super::index::Index::check_all)): a search that loads the same
+    /// identity then checks none of them again. Absent (a marker of an older `lesson`): no.
+    #[serde(default)]
+    pub checked: bool,
 }
 
 /// The marker could not be taken or written.
@@ -169,10 +174,11 @@ impl Marker {
 
     /// Vouch for `index`: write the marker (atomically). Call it only once the index on disk
     /// has this identity and reflects every change seen so far.
-    pub fn publish(&self, index: Identity) -> Result<(), MarkerError> {
+    pub fn publish(&self, index: Identity, checked: bool) -> Result<(), MarkerError> {
         let vouch = Vouch {
             pid: std::process::id(),
             index,
+            checked,
         };
         let mut json = serde_json::to_string(&vouch).expect("a vouch serialises");
         json.push('\n');
@@ -217,8 +223,13 @@ pub fn watcher_running(root: &Path) -> bool {
 /// The index identity a live watcher vouches for: `None` when no watcher holds the lock, or it
 /// has published nothing (yet). The lock is looked at first (see the module docs).
 pub fn vouched(root: &Path) -> Option<Identity> {
+    vouch(root).map(|v| v.index)
+}
+
+/// A live watcher's marker: [`vouched`] with whether it checked the index's bytes.
+pub fn vouch(root: &Path) -> Option<Vouch> {
     if !watcher_running(root) {
         return None;
     }
-    read(root).map(|v| v.index)
+    read(root)
 }

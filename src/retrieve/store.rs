@@ -403,10 +403,13 @@ impl Retriever {
     pub(super) fn open_vouched(root: &Path, read_only: bool) -> Result<Retriever, RetrieveError> {
         let (mut r, why) = Retriever::load(root)?;
         r.read_only = read_only;
-        if let Some(vouched) = marker::vouched(root) {
-            if why.is_none() && r.identity() == vouched {
+        if let Some(vouch) = marker::vouch(root) {
+            if why.is_none() && r.identity() == vouch.index {
+                if vouch.checked {
+                    r.index.trust();
+                }
                 r.last = Refresh {
-                    generation: vouched.generation,
+                    generation: vouch.index.generation,
                     ..Refresh::default()
                 };
                 r.apply_provenance();
@@ -552,14 +555,21 @@ impl Retriever {
         }
         let old = self.index.entries()?;
 
-        // join the walk with the index's entries by path
-        let position: HashMap<&str, usize, BuildHasherDefault<walk::PathHasher>> =
-            old.iter().enumerate().map(|(i, e)| (e.path, i)).collect();
+        // join the walk with the index's entries by path (the lookups in parallel: each is a
+        // few cache misses, and there is one per file)
+        let mut position: HashMap<&str, usize, BuildHasherDefault<walk::PathHasher>> =
+            HashMap::with_capacity_and_hasher(old.len(), Default::default());
+        position.extend(old.iter().enumerate().map(|(i, e)| (e.path, i)));
+        let found: Vec<Option<usize>> = files
+            .par_iter()
+            .map(|f| position.get(f.rel.as_str()).copied())
+            .collect();
         let mut seen = vec![false; old.len()];
         let todo: Vec<(&walk::StatedFile, Option<&index::IndexedFile>)> = files
             .iter()
-            .map(|f| {
-                let entry = position.get(f.rel.as_str()).map(|&i| {
+            .zip(found)
+            .map(|(f, at)| {
+                let entry = at.map(|i| {
                     seen[i] = true;
                     &old[i]
                 });
@@ -574,21 +584,27 @@ impl Retriever {
             .collect();
         report.removed = replaced.len();
 
-        // read and hash only what may have changed, and parse only what did
+        // read and hash only what may have changed, and parse only what did; only the changes
+        // are collected (a `Change` holds a whole record)
         let root = &self.root;
         let changes: Vec<Change> = todo
             .into_par_iter()
-            .map(|(f, entry)| match entry {
-                Some(entry) if unchanged(entry, f.meta.as_ref(), limit) => Change::None,
-                Some(entry) => check(
+            .filter_map(|(f, entry)| match entry {
+                Some(entry) if unchanged(entry, f.meta.as_ref(), limit) => None,
+                Some(entry) => Some(check(
                     &f.rel,
                     entry,
                     &root.join(&f.rel),
                     f.meta.as_ref(),
                     limit,
                     config,
-                ),
-                None => Change::Parsed(read_record(&f.rel, &root.join(&f.rel), limit, config)),
+                )),
+                None => Some(Change::Parsed(read_record(
+                    &f.rel,
+                    &root.join(&f.rel),
+                    limit,
+                    config,
+                ))),
             })
             .collect();
         let mut records: Vec<Record> = Vec::new();

@@ -588,8 +588,12 @@ impl Watch {
                 }
             }
         }
-        if marker::read(&self.root).map(|v| v.index) != Some(mine) {
-            if let Err(e) = self.marker.publish(mine) {
+        // every byte checked once (a segment checks each section once), so that searches
+        // need not; a damaged index is vouched for unchecked, and the search that reads the
+        // damage rebuilds it
+        let checked = self.retriever.index().check_all().is_ok();
+        if marker::read(&self.root).map(|v| (v.index, v.checked)) != Some((mine, checked)) {
+            if let Err(e) = self.marker.publish(mine, checked) {
                 batch.warnings.push(e.to_string());
                 self.marker.withdraw();
                 return;

@@ -343,6 +343,10 @@ fn search_checks_the_files_again_once_the_watcher_is_killed() {
     let w = Watcher::start(root, &[]);
     let vouched = marker::read(root).unwrap();
     assert_eq!(Identity::on_disk(root), Some(vouched.index));
+    assert!(
+        vouched.checked,
+        "the watcher checked every byte it vouches for"
+    );
     drop(w); // SIGKILL: no chance to withdraw the marker
     assert_eq!(
         marker::read(root),
@@ -421,7 +425,7 @@ fn a_vouch_spares_the_walk_only_while_its_watcher_holds_the_lock() {
     std::fs::write(root.join("lesson.toml"), SHORT_SLUGS).unwrap();
     let marker = Marker::acquire(root).unwrap();
     let r = Retriever::open(root).unwrap();
-    marker.publish(r.identity()).unwrap();
+    marker.publish(r.identity(), false).unwrap();
     // a change the watcher has not applied yet (it is inside its debounce window)
     std::fs::write(
         root.join("b.md"),
@@ -441,7 +445,7 @@ fn a_vouch_spares_the_walk_only_while_its_watcher_holds_the_lock() {
     // a vouch for another index than the one on disk is no vouch
     let mut other = r.identity();
     other.generation += 1;
-    marker.publish(other).unwrap();
+    marker.publish(other, false).unwrap();
     let mut checked = Retriever::open_fast(root).unwrap();
     assert_eq!(hits(&mut checked, "begonia").len(), 1);
 
@@ -452,7 +456,7 @@ fn a_vouch_spares_the_walk_only_while_its_watcher_holds_the_lock() {
     )
     .unwrap();
     let fresh = Retriever::open(root).unwrap();
-    marker.publish(fresh.identity()).unwrap();
+    marker.publish(fresh.identity(), false).unwrap();
     let left = std::fs::read(root.join(".lesson").join(marker::MARKER_FILE)).unwrap();
     drop(marker);
     std::fs::write(root.join(".lesson").join(marker::MARKER_FILE), left).unwrap();
@@ -468,7 +472,7 @@ fn a_vouch_spares_the_walk_only_while_its_watcher_holds_the_lock() {
     // what a hit shows is read from its file: a hit whose file changed in the window is never
     // shown with its old text; the search checks the files and runs again
     let marker = Marker::acquire(root).unwrap();
-    marker.publish(checked.identity()).unwrap();
+    marker.publish(checked.identity(), true).unwrap();
     std::fs::write(root.join("a.md"), lesson("a", "Water the fern weekly", "")).unwrap();
     let mut vouched = Retriever::open_fast(root).unwrap();
     assert_eq!(vouched.last_refresh().files, 0, "no walk");
@@ -482,7 +486,7 @@ fn the_marker_is_exclusive_and_withdrawn_when_dropped() {
     let root = tmp.path();
     let first = Marker::acquire(root).unwrap();
     let identity = Retriever::open(root).unwrap().identity();
-    first.publish(identity).unwrap();
+    first.publish(identity, false).unwrap();
     assert_eq!(marker::vouched(root), Some(identity));
     assert!(matches!(
         Marker::acquire(root),

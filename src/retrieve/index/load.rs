@@ -79,21 +79,24 @@ impl Index {
     /// Rank by each lesson's last commit (its provenance's `changed` time) instead of its
     /// ledger: the recency input of a bank in git. `None` (a bank outside git) ranks by the
     /// ledgers again. A lesson no commit holds yet keeps its ledger's time.
-    pub fn set_provenance(
-        &mut self,
-        provenance: Option<Arc<crate::git::provenance::Provenance>>,
-    ) {
+    pub fn set_provenance(&mut self, provenance: Option<Arc<crate::git::provenance::Provenance>>) {
         // a bank whose lessons no commit holds ranks by its ledgers throughout
-        self.commits = provenance.filter(|p| !p.is_empty()).map(|provenance| Commits {
-            provenance,
-            times: (0..self.n).map(|_| AtomicI64::new(NOT_LOOKED_UP)).collect(),
-        });
+        self.commits = provenance
+            .filter(|p| !p.is_empty())
+            .map(|provenance| Commits {
+                provenance,
+                times: (0..self.n).map(|_| AtomicI64::new(NOT_LOOKED_UP)).collect(),
+            });
     }
 
     /// The time of doc `id`'s last commit (seconds), when the bank is in git and a commit
     /// holds it: looked up in the provenance by the doc's path on first use, then kept.
     pub(super) fn commit_time(&self, id: usize) -> Result<Option<i64>, Corrupt> {
-        let Some(slot) = self.commits.as_ref().and_then(|c| Some((c, c.times.get(id)?))) else {
+        let Some(slot) = self
+            .commits
+            .as_ref()
+            .and_then(|c| Some((c, c.times.get(id)?)))
+        else {
             return Ok(None);
         };
         let (commits, slot) = slot;
@@ -356,6 +359,17 @@ impl Index {
             .map_err(|e| *e)
     }
 
+    /// Check every byte of the base and the delta now ([`Segment::check_all`]).
+    pub fn check_all(&self) -> Result<(), Corrupt> {
+        self.segments().try_for_each(|(seg, _)| seg.check_all())
+    }
+
+    /// Take the base and the delta as checked ([`Segment::trust`]): for an index whose
+    /// identity a process that checked it whole vouches for.
+    pub(crate) fn trust(&self) {
+        self.segments().for_each(|(seg, _)| seg.trust());
+    }
+
     /// The base.
     pub fn base(&self) -> &Arc<Segment> {
         &self.base
@@ -398,12 +412,10 @@ impl Index {
 
     /// The stat of a doc.
     pub fn stat(&self, id: usize) -> Result<FileStat, Corrupt> {
-        if let Some(stat) = self
-            .restat
-            .get(&(id as u32))
-            .filter(|_| id < self.base_count)
-        {
-            return Ok(*stat);
+        if !self.restat.is_empty() && id < self.base_count {
+            if let Some(stat) = self.restat.get(&(id as u32)) {
+                return Ok(*stat);
+            }
         }
         let (seg, local) = self.locate(id);
         seg.stat(local)
@@ -420,7 +432,9 @@ impl Index {
         let paths = self
             .paths
             .get_or_init(|| {
-                let mut text = String::new();
+                // room for typical paths up front: growing copies the text each time, and
+                // pages of a large reservation that are never written are never touched
+                let mut text = String::with_capacity(self.n * 64);
                 let mut docs = Vec::with_capacity(self.n);
                 for (seg, offset) in self.segments() {
                     seg.for_each_path(|id, p| {

@@ -384,6 +384,51 @@ mod tests {
     }
 
     #[test]
+    fn check_all_finds_damage_anywhere_and_trust_skips_every_check() {
+        let docs = vec![doc("a.md", Some(lesson("a", &["ci"], &[])))];
+        let mut list = ListWriter::default();
+        list.push(0, &[1, 0, 0, 2]);
+        let (count, list) = list.finish();
+        let lists = [(42, count, list)];
+        let bytes = write_segment(
+            Kind::Base,
+            Header::default(),
+            &Patch::default(),
+            &docs,
+            &lists,
+        );
+        let sections = Segment::parse(bytes.clone()).unwrap().sections;
+        let whole = Segment::from_bytes(Bytes::Memory(bytes.clone())).unwrap();
+        assert_eq!(whole.check_all(), Ok(()));
+        assert!(whole.postings(42).unwrap().is_some());
+        for sec in [Sec::Tags, Sec::Postings] {
+            let mut damaged = bytes.clone();
+            damaged[sections[sec as usize].start + 1] ^= 1;
+            let seg = Segment::from_bytes(Bytes::Memory(damaged.clone())).unwrap();
+            assert!(seg.check_all().is_err(), "{sec:?}");
+            let seg = Segment::from_bytes(Bytes::Memory(damaged.clone())).unwrap();
+            let read = |seg: &Segment| match sec {
+                Sec::Tags => seg.tags().map(|_| ()),
+                _ => seg.postings(42).map(|_| ()),
+            };
+            let mismatch = read(&seg).unwrap_err();
+            assert!(
+                mismatch.0.contains("checksum mismatch"),
+                "{sec:?}: {mismatch}"
+            );
+            // the same bytes taken as checked (what a watcher vouches for) are not checked
+            let trusted = Segment::from_bytes(Bytes::Memory(damaged.clone())).unwrap();
+            trusted.trust();
+            assert_ne!(read(&trusted).err(), Some(mismatch), "{sec:?}");
+            // a section found damaged before stays damaged
+            if sec != Sec::Postings {
+                seg.trust();
+                assert_eq!(read(&seg).err(), Some(mismatch), "{sec:?}");
+            }
+        }
+    }
+
+    #[test]
     fn peek_reads_what_the_segment_says_of_itself_and_nothing_damaged() {
         let docs = vec![doc("a.md", Some(lesson("a", &["ci"], &[])))];
         let header = Header {
