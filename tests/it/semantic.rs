@@ -375,3 +375,101 @@ fn explain_follows_the_hybrid_ranking() {
         other => panic!("{other:?}"),
     }
 }
+
+#[test]
+fn lesson_watch_with_a_missing_model_warns_and_keeps_a_lexical_index() {
+    use std::io::Read;
+    let b = bank("[retrieve]\nmodel = \"models/nowhere\"\n");
+    let root = b.path();
+    let mut child = crate::sandbox::lesson()
+        .args(["watch", "--debounce", "50", "--dir"])
+        .arg(root)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut pipe = child.stderr.take().unwrap();
+    let stderr = Arc::new(std::sync::Mutex::new(String::new()));
+    let sink = stderr.clone();
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 4096];
+        while let Ok(n @ 1..) = pipe.read(&mut buf) {
+            sink.lock()
+                .unwrap()
+                .push_str(&String::from_utf8_lossy(&buf[..n]));
+        }
+    });
+    // the watcher warns once it has built the index and vouched for it
+    let start = std::time::Instant::now();
+    let warning = loop {
+        let text = stderr.lock().unwrap().clone();
+        if let Some(l) = text
+            .lines()
+            .find(|l| l.starts_with("warning: [retrieve] model: "))
+        {
+            break l.to_string();
+        }
+        assert!(start.elapsed().as_secs() < 60, "no warning: {text}");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    assert!(lesson::retrieve::marker::vouched(root).is_some());
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(
+        warning.contains("models/nowhere")
+            && warning.ends_with("the index is kept without vectors"),
+        "{warning}"
+    );
+    assert!(!root.join(".lesson/retrieve.vectors").exists());
+}
+
+#[test]
+fn lesson_mcp_with_a_missing_model_warns_once_and_answers_lexically() {
+    use std::io::Write;
+    let b = bank("[retrieve]\nmodel = \"models/nowhere\"\n");
+    let mut child = crate::sandbox::lesson()
+        .args(["mcp", "--dir"])
+        .arg(b.path())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let call = |id: u64, request: &str| {
+        serde_json::json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": "search", "arguments": {"request": request}}})
+    };
+    let messages = [
+        serde_json::json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "tests/it/semantic.rs", "version": "0"}}}),
+        serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        call(1, "cache the build"),
+        call(2, "park the car"),
+    ];
+    let mut stdin = child.stdin.take().unwrap();
+    for m in messages {
+        writeln!(stdin, "{m}").unwrap();
+    }
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let answers: Vec<serde_json::Value> = stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .filter(|m: &serde_json::Value| m["id"] == 1 || m["id"] == 2)
+        .collect();
+    assert_eq!(answers.len(), 2, "{stdout}\n{stderr}");
+    let first = answers[0]["result"]["structuredContent"]["hits"][0]["slug"].clone();
+    assert_eq!(first, "cache-the-build", "{stdout}");
+    let warnings: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.starts_with("lesson mcp: warning: [retrieve] model: "))
+        .collect();
+    assert_eq!(warnings.len(), 1, "once per opened index: {stderr}");
+    assert!(
+        warnings[0].contains("models/nowhere") && warnings[0].ends_with("searches are lexical"),
+        "{stderr}"
+    );
+}
