@@ -540,26 +540,40 @@ impl Retriever {
     fn refresh_files(&mut self, rebuild: Option<String>) -> Result<(), RetrieveError> {
         let limit = self.config.lint.size_limit;
         let config = &self.config;
-        let mut files = walk::lesson_files(&self.root, &self.exclude);
-        let mut report = Refresh {
-            files: files.len(),
-            ..Refresh::default()
-        };
         if let Some(why) = rebuild {
+            let mut files = walk::lesson_files(&self.root, &self.exclude);
             files.sort_unstable_by(|a, b| walk::path_order(&a.rel, &b.rel));
-            report.parsed = files.len();
-            report.rebuilt = Some(why);
+            let mut report = Refresh {
+                files: files.len(),
+                parsed: files.len(),
+                rebuilt: Some(why),
+                ..Refresh::default()
+            };
             self.rebuild(&files, &mut report)?;
             self.last = report;
             return Ok(());
         }
-        let old = self.index.entries()?;
+        // the index's entries, and a map of their paths, are read while the walk waits on
+        // the file system
+        let index = &self.index;
+        let (files, old) = rayon::join(
+            || walk::lesson_files(&self.root, &self.exclude),
+            || -> Result<_, Corrupt> {
+                let old = index.entries()?;
+                let mut position: HashMap<&str, usize, BuildHasherDefault<walk::PathHasher>> =
+                    HashMap::with_capacity_and_hasher(old.len(), Default::default());
+                position.extend(old.iter().enumerate().map(|(i, e)| (e.path, i)));
+                Ok((old, position))
+            },
+        );
+        let (old, position) = old?;
+        let mut report = Refresh {
+            files: files.len(),
+            ..Refresh::default()
+        };
 
         // join the walk with the index's entries by path (the lookups in parallel: each is a
         // few cache misses, and there is one per file)
-        let mut position: HashMap<&str, usize, BuildHasherDefault<walk::PathHasher>> =
-            HashMap::with_capacity_and_hasher(old.len(), Default::default());
-        position.extend(old.iter().enumerate().map(|(i, e)| (e.path, i)));
         let found: Vec<Option<usize>> = files
             .par_iter()
             .map(|f| position.get(f.rel.as_str()).copied())
