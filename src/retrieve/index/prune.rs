@@ -14,8 +14,10 @@
 //!
 //! What a doc needs: a similarity of `min-similarity`, and, once K docs are scored, a score
 //! of the K-th best (a caution: of the `max-cautions`-th best caution, when that is lower),
-//! its similarity multiplied by its confidence × count factor (the window's largest, for a
-//! window), a recency of at most 1 and the tag boost. Bounds carry a relative slack far above the
+//! its similarity multiplied by its confidence × count factor, a recency of at most 1 and the
+//! tag boost. A window needs the lesser of what its plain docs need (the K-th best, over their
+//! largest factor) and what its cautions need (the lower bar, over theirs, which a caution's
+//! count factor keeps small). Bounds carry a relative slack far above the
 //! rounding of the sums and norms they bound, so a doc is only passed over when it is
 //! certainly below the bar; ties are kept (the slug decides among them).
 //!
@@ -31,8 +33,9 @@ use crate::retrieve::codec::{Skip, TermList};
 
 /// Relative slack on every bound.
 const SLACK: f64 = 1e-6;
-/// Doc ids per window.
-const WINDOW: usize = 2048;
+/// Doc ids per window (a multiple of 64; small under test, so that the property test's banks
+/// span several windows).
+const WINDOW: usize = if cfg!(test) { 128 } else { 2048 };
 
 /// Whether the bounds hold under `s`: field weights at least 0, `b` in `[0, 1]`, `k1` above
 /// 0, all finite. Other settings are searched exhaustively.
@@ -354,7 +357,7 @@ impl Index {
         let w = settings.field_weights;
         let norms = self.norms(b);
         let mut acc = vec![0.0f64; WINDOW];
-        let mut reached = vec![0u64; WINDOW / 64];
+        let mut reached = [0u64; WINDOW / 64];
         let mut row = vec![0.0f64; shares.len()];
         let mut order: Vec<usize> = Vec::new();
         let mut sums: Vec<f64> = Vec::new();
@@ -388,21 +391,27 @@ impl Index {
             for lo in (0..local).step_by(WINDOW) {
                 let hi = (lo + WINDOW).min(local);
                 let (lo32, hi32) = (lo as u32, hi as u32);
-                let caution_here = cautions.is_some_and(|c| c.any_in(offset + lo, offset + hi));
-                let bar = if caution_here {
-                    best.bar().min(best_cautions.bar())
-                } else {
-                    best.bar()
-                };
-                let prior = priors.prior[offset + lo..offset + hi]
-                    .iter()
-                    .copied()
-                    .fold(0.0, f64::max);
-                if prior <= 0.0 {
+                // the largest prior of the window's plain docs and of its cautions: a caution
+                // makes it into the top K or among the cautions kept, whose bar is lower, but
+                // its count factor (failures over successes) keeps its prior small
+                let (mut plain, mut caution) = (0.0f64, 0.0f64);
+                for id in offset + lo..offset + hi {
+                    let p = priors.prior[id];
+                    match cautions.is_some_and(|c| c.get(id)) {
+                        true => caution = caution.max(p),
+                        false => plain = plain.max(p),
+                    }
+                }
+                if plain <= 0.0 && caution <= 0.0 {
                     // every score here is 0: nothing matches
                     continue;
                 }
-                let window_need = need(bar, prior);
+                let class_need = |bar: f64, prior: f64| match prior > 0.0 {
+                    true => need(bar, prior),
+                    false => f64::INFINITY,
+                };
+                let window_need = class_need(best.bar(), plain)
+                    .min(class_need(best.bar().min(best_cautions.bar()), caution));
                 let mut all = 0.0;
                 for c in &mut cursors {
                     c.window = c.window_bound(lo32, hi32);
