@@ -92,14 +92,12 @@ impl Index {
     /// The time of doc `id`'s last commit (seconds), when the bank is in git and a commit
     /// holds it: looked up in the provenance by the doc's path on first use, then kept.
     pub(super) fn commit_time(&self, id: usize) -> Result<Option<i64>, Corrupt> {
-        let Some(slot) = self
-            .commits
-            .as_ref()
-            .and_then(|c| Some((c, c.times.get(id)?)))
-        else {
+        let Some(commits) = &self.commits else {
             return Ok(None);
         };
-        let (commits, slot) = slot;
+        let Some(slot) = commits.times.get(id) else {
+            return Ok(None);
+        };
         let mut t = slot.load(Ordering::Relaxed);
         if t == NOT_LOOKED_UP {
             t = commits
