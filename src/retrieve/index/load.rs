@@ -357,7 +357,7 @@ impl Index {
             .map_err(|e| *e)
     }
 
-    /// Check every byte of the base and the delta now ([`Segment::check_all`]).
+    /// Check every byte of the base and the delta now: each section, each posting list.
     pub fn check_all(&self) -> Result<(), Corrupt> {
         self.segments().try_for_each(|(seg, _)| seg.check_all())
     }
