@@ -598,14 +598,41 @@ impl ErrorRules {
         !found.is_empty() && self.any_error(&suppression::allows(doc), &found)
     }
 
+    /// The codes of `doc`'s error-level findings, sorted and distinct (empty when
+    /// [`ErrorRules::has_errors`] is false). Only the rules at error level run.
+    pub fn codes(
+        &self,
+        doc: &Document,
+        config: &Config,
+        now: jiff::Timestamp,
+    ) -> Vec<&'static str> {
+        let found = file_diagnostics(doc, &FileContext::new(doc, config, now), &self.checks);
+        if found.is_empty() {
+            return Vec::new();
+        }
+        let allows = suppression::allows(doc);
+        let mut codes: Vec<&'static str> = found
+            .iter()
+            .filter(|d| self.is_error(&allows, d))
+            .map(|d| d.code)
+            .collect();
+        codes.sort_unstable();
+        codes.dedup();
+        codes
+    }
+
     /// Whether `found` (a file's findings before suppressions) holds an error-level finding that
     /// `allows` does not suppress.
     fn any_error(&self, allows: &[suppression::Allow], found: &[Diagnostic]) -> bool {
-        found.iter().any(|d| {
-            d.code != rules::unused_suppression::RULE.code
-                && self.levels.get(d.code).copied().flatten() == Some(Severity::Error)
-                && !suppression::suppresses(allows, d.code)
-        })
+        found.iter().any(|d| self.is_error(allows, d))
+    }
+
+    /// Whether `d` (a finding before suppressions) is at error level and not suppressed by
+    /// `allows`.
+    fn is_error(&self, allows: &[suppression::Allow], d: &Diagnostic) -> bool {
+        d.code != rules::unused_suppression::RULE.code
+            && self.levels.get(d.code).copied().flatten() == Some(Severity::Error)
+            && !suppression::suppresses(allows, d.code)
     }
 }
 

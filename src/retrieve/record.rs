@@ -5,9 +5,9 @@
 use std::path::Path;
 
 use crate::config::Config;
-use crate::diagnostic::Severity;
 use crate::document::Document;
 use crate::lesson::{Lesson, Outcome};
+use crate::lint::ErrorRules;
 use crate::source::Source;
 
 use super::text;
@@ -254,17 +254,32 @@ pub fn shorten(s: &str, max: usize) -> String {
     format!("{}…", cut.trim_end_matches([',', ';', ':', ' ']))
 }
 
-/// The codes of the error-level findings of `doc`'s own file, sorted, without repeats. Rules
-/// that depend on the instant (expiry) are not error-level, so the index needs no `now`.
+/// The codes of the error-level findings of `doc`'s own file, sorted, without repeats: what
+/// [`crate::lint::ErrorRules`] finds, so that retrieval holds back exactly the lessons `lesson
+/// list` and `_index.md` leave out, and only the rules at error level run. Rules that depend on
+/// the instant (expiry) are not error-level, so the index needs no `now`.
 fn error_codes(doc: &Document, config: &Config) -> Vec<String> {
-    let mut codes: Vec<String> = crate::lint::lint_file(doc, config, jiff::Timestamp::now())
+    use std::cell::RefCell;
+    use std::collections::BTreeMap;
+    use std::rc::Rc;
+    type Levels = BTreeMap<String, crate::config::Level>;
+    thread_local! {
+        // the rules of the last configuration seen on this thread: a bank's files share one
+        static RULES: RefCell<Option<(Levels, Rc<ErrorRules>)>> = const { RefCell::new(None) };
+    }
+    let rules = RULES.with_borrow_mut(|cached| match cached {
+        Some((levels, rules)) if *levels == config.lint.rules => rules.clone(),
+        _ => {
+            let rules = Rc::new(ErrorRules::new(config));
+            *cached = Some((config.lint.rules.clone(), rules.clone()));
+            rules
+        }
+    });
+    rules
+        .codes(doc, config, jiff::Timestamp::now())
         .into_iter()
-        .filter(|d| d.severity == Severity::Error)
-        .map(|d| d.code.to_string())
-        .collect();
-    codes.sort();
-    codes.dedup();
-    codes
+        .map(str::to_string)
+        .collect()
 }
 
 /// How the index marks a quarantined lesson among the codes that hold a lesson back (so that a
