@@ -342,12 +342,17 @@ pub(super) fn write_segment(
 
     // the dictionary and the posting lists
     let mut posting_off = 0u64;
-    for (t, count, bytes) in lists {
-        let w = &mut secs[sec(Sec::Dict)];
+    let sums: Vec<u32> = lists
+        .par_iter()
+        .map(|(_, _, bytes)| codec::checksum(bytes) as u32)
+        .collect();
+    let w = &mut secs[sec(Sec::Dict)];
+    w.buf.reserve(lists.len() * DICT_ENTRY);
+    for ((t, count, bytes), sum) in lists.iter().zip(sums) {
         w.u64(*t);
         w.u64(posting_off);
         w.u32(*count);
-        w.u32(codec::checksum(bytes) as u32);
+        w.u32(sum);
         posting_off += bytes.len() as u64;
     }
     let postings_len: usize = lists.iter().map(|(_, _, b)| b.len()).sum();
@@ -412,10 +417,68 @@ pub fn encode(kind: Kind, header: Header, mut records: Vec<Record>, patch: &Patc
 
 /// A segment being written from records that arrive in path order, a chunk at a time (so
 /// that a whole bank's records need never be in memory at once).
-#[derive(Default)]
+///
+/// The posting lists are split into [`SHARDS`] maps by term, each filled by one task with
+/// every doc of a chunk in order: a term's list gets the same postings in the same order
+/// whichever task fills it, so the segment's bytes do not depend on the threads.
 pub struct Encoder {
-    lists: TermMap<ListWriter>,
+    shards: Vec<TermMap<ListWriter>>,
     docs: Vec<Doc>,
+}
+
+/// The number of term shards of an [`Encoder`]: enough for the tasks to even out.
+const SHARDS: usize = 16;
+
+/// A term's shard. Not the bits the maps hash on (those are `TermHasher`'s, a different
+/// multiplier), so that every shard's map sees the whole spread of hashes.
+fn shard(t: Term) -> usize {
+    (t.wrapping_mul(0xD6E8_FEB8_6659_FD93) >> (64 - SHARDS.trailing_zeros())) as usize
+}
+
+impl Default for Encoder {
+    fn default() -> Encoder {
+        Encoder {
+            shards: (0..SHARDS).map(|_| TermMap::default()).collect(),
+            docs: Vec::new(),
+        }
+    }
+}
+
+/// A doc analysed for an [`Encoder`]: its terms grouped by shard, and where each group ends.
+struct Analysed {
+    doc: Doc,
+    terms: Vec<(Term, Tf)>,
+    ends: [u32; SHARDS],
+    lens: [[u32; 4]; 2],
+}
+
+fn analyse_sharded(r: &Record) -> Analysed {
+    let (doc, terms) = analyse(r);
+    // a counting sort by shard
+    let mut ends = [0u32; SHARDS];
+    for (t, _) in &terms {
+        ends[shard(*t)] += 1;
+    }
+    let mut next = [0u32; SHARDS];
+    let mut sum = 0;
+    for (s, e) in ends.iter_mut().enumerate() {
+        next[s] = sum;
+        sum += *e;
+        *e = sum;
+    }
+    let mut grouped = vec![(0, [0; 4]); terms.len()];
+    for (t, tf) in terms {
+        let at = &mut next[shard(t)];
+        grouped[*at as usize] = (t, tf);
+        *at += 1;
+    }
+    let lens = [text::Kind::Word, text::Kind::Trigram].map(|k| kind_lens(&doc, k));
+    Analysed {
+        doc,
+        terms: grouped,
+        ends,
+        lens,
+    }
 }
 
 impl Encoder {
@@ -424,37 +487,176 @@ impl Encoder {
 
     /// Add records (sorted by path, and after every record added before).
     pub fn add(&mut self, chunk: &[Record]) {
-        debug_assert!(chunk
+        self.insert(chunk.par_iter().map(analyse_sharded).collect());
+    }
+
+    fn insert(&mut self, analysed: Vec<Analysed>) {
+        debug_assert!(analysed
             .windows(2)
-            .all(|w| path_order(&w[0].path, &w[1].path).is_lt()));
-        debug_assert!(chunk.first().is_none_or(|r| self
+            .all(|w| path_order(&w[0].doc.path, &w[1].doc.path).is_lt()));
+        debug_assert!(analysed.first().is_none_or(|a| self
             .docs
             .last()
-            .is_none_or(|d| path_order(&d.path, &r.path).is_lt())));
-        // analysed in parallel, appended in order: deterministic output
-        let analysed: Vec<(Doc, Vec<(Term, Tf)>)> = chunk.par_iter().map(analyse).collect();
-        for (doc, terms) in analysed {
-            let id = self.docs.len() as u32;
-            let lens = [text::Kind::Word, text::Kind::Trigram].map(|k| kind_lens(&doc, k));
-            self.docs.push(doc);
-            for (t, tf) in terms {
-                let lens = &lens[usize::from(text::kind(t) == text::Kind::Trigram)];
-                self.lists.entry(t).or_default().push_scored(id, &tf, lens);
-            }
-        }
+            .is_none_or(|d| path_order(&d.path, &a.doc.path).is_lt())));
+        let first = self.docs.len() as u32;
+        self.shards
+            .par_iter_mut()
+            .enumerate()
+            .for_each(|(s, lists)| {
+                for (id, a) in (first..).zip(&analysed) {
+                    let start = if s == 0 { 0 } else { a.ends[s - 1] as usize };
+                    for (t, tf) in &a.terms[start..a.ends[s] as usize] {
+                        let lens = &a.lens[usize::from(text::kind(*t) == text::Kind::Trigram)];
+                        lists.entry(*t).or_default().push_scored(id, tf, lens);
+                    }
+                }
+            });
+        self.docs.extend(analysed.into_iter().map(|a| a.doc));
     }
 
     /// The segment's bytes.
     pub fn finish(self, kind: Kind, header: Header, patch: &Patch) -> Vec<u8> {
         let mut lists: Vec<(Term, u32, Vec<u8>)> = self
-            .lists
+            .shards
+            .into_par_iter()
+            .flat_map_iter(|lists| {
+                lists.into_iter().map(|(t, l)| {
+                    let (count, bytes) = l.finish();
+                    (t, count, bytes)
+                })
+            })
+            .collect();
+        lists.par_sort_unstable_by_key(|(t, _, _)| *t);
+        write_segment(kind, header, patch, &self.docs, &lists)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::retrieve::record::{FileStat, LessonFields};
+
+    const WORDS: [&str; 12] = [
+        "cache",
+        "merge",
+        "test",
+        "deploy",
+        "rust",
+        "panic",
+        "retry",
+        "flaky",
+        "café",
+        "naïve",
+        "日本語",
+        "getHTTPResponse",
+    ];
+
+    fn records(n: usize) -> Vec<Record> {
+        let mut state = 7u64;
+        let mut next = move |below: usize| {
+            state = state
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            (state >> 33) as usize % below
+        };
+        let mut words = |least: usize, more: usize| {
+            let n = least + next(more + 1);
+            (0..n)
+                .map(|_| WORDS[next(WORDS.len())])
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        (0..n)
+            .map(|i| {
+                let lesson = (i % 9 != 4).then(|| LessonFields {
+                    slug: format!("l{i:04}"),
+                    title: words(1, 3),
+                    description: words(0, 6),
+                    tags: vec![words(0, 1)],
+                    targets: Vec::new(),
+                    outcome: Outcome::Success,
+                    confidence: 0.5,
+                    successes: 1,
+                    failures: 0,
+                    supersedes: Vec::new(),
+                    expires_ns: None,
+                    conflicts_with: Vec::new(),
+                    gist: String::new(),
+                    body: words(0, 80),
+                    errors: Vec::new(),
+                    ledger_at_s: None,
+                    ledger_conflicts: Vec::new(),
+                });
+                Record {
+                    path: format!("l{i:04}.md"),
+                    stat: FileStat::default(),
+                    lesson,
+                }
+            })
+            .collect()
+    }
+
+    /// The segment as the encoder wrote it before its lists were sharded: one map of lists,
+    /// filled doc by doc on one thread.
+    fn serial(records: &[Record]) -> Vec<u8> {
+        let mut lists: TermMap<ListWriter> = TermMap::default();
+        let mut docs = Vec::new();
+        for r in records {
+            let (doc, terms) = analyse(r);
+            let id = docs.len() as u32;
+            let lens = [text::Kind::Word, text::Kind::Trigram].map(|k| kind_lens(&doc, k));
+            docs.push(doc);
+            for (t, tf) in terms {
+                let lens = &lens[usize::from(text::kind(t) == text::Kind::Trigram)];
+                lists.entry(t).or_default().push_scored(id, &tf, lens);
+            }
+        }
+        let mut lists: Vec<(Term, u32, Vec<u8>)> = lists
             .into_iter()
             .map(|(t, l)| {
                 let (count, bytes) = l.finish();
                 (t, count, bytes)
             })
             .collect();
-        lists.par_sort_unstable_by_key(|(t, _, _)| *t);
-        write_segment(kind, header, patch, &self.docs, &lists)
+        lists.sort_unstable_by_key(|(t, _, _)| *t);
+        write_segment(
+            Kind::Base,
+            Header::default(),
+            &Patch::default(),
+            &docs,
+            &lists,
+        )
+    }
+
+    #[test]
+    fn the_sharded_encoder_writes_the_serial_bytes_whatever_the_chunks_and_threads() {
+        let records = records(700);
+        let want = serial(&records);
+        let seg = Segment::parse(want.clone()).unwrap();
+        // lists long enough for skip tables, and every shard used
+        let long = seg.postings(text::word_term("cache")).unwrap().unwrap();
+        assert!(long.count as usize > 2 * codec::BLOCK, "{}", long.count);
+        let shards: std::collections::BTreeSet<usize> = records
+            .iter()
+            .flat_map(|r| analyse(r).1)
+            .map(|(t, _)| shard(t))
+            .collect();
+        assert_eq!(shards.len(), SHARDS);
+        for threads in [1, 3] {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap();
+            for chunk in [1, 13, 256, Encoder::CHUNK] {
+                let got = pool.install(|| {
+                    let mut encoder = Encoder::default();
+                    for c in records.chunks(chunk) {
+                        encoder.add(c);
+                    }
+                    encoder.finish(Kind::Base, Header::default(), &Patch::default())
+                });
+                assert!(got == want, "{threads} threads, chunks of {chunk}");
+            }
+        }
     }
 }
