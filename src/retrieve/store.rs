@@ -975,29 +975,43 @@ fn unchanged(entry: &index::IndexedFile, meta: Option<&std::fs::Metadata>, limit
 /// Read and parse one file into a record, as [`Bank::load`] reads it (a file over the size
 /// limit is not read; an unreadable one is no lesson until its stat changes).
 pub(super) fn read_record(rel: &str, path: &Path, limit: u64, config: &Config) -> Record {
+    use std::io::Read;
     let read_at = wall_clock_ns();
-    let meta = std::fs::metadata(path);
-    let stamp = meta.as_ref().map(stamp).unwrap_or_default();
-    let stat_known = meta.is_ok();
-    let unreadable = |problem: ReadProblem| {
+    let unreadable = |stamp: Option<FileStat>, problem: ReadProblem| {
         let doc = Document::parse(Source::new(path, String::new()), Some(problem));
-        let stat = FileStat {
-            settled: stat_known && settled(&stamp, read_at),
-            ..stamp
+        let stat = match stamp {
+            Some(stamp) => FileStat {
+                settled: settled(&stamp, read_at),
+                ..stamp
+            },
+            None => FileStat::default(),
         };
         Record::new(rel.to_string(), stat, &doc, config)
     };
-    match meta {
-        Ok(m) if m.len() > limit => unreadable(ReadProblem::TooLarge {
-            size: m.len(),
-            limit,
-        }),
-        _ => match std::fs::read(path) {
-            Ok(bytes) => record_from_bytes(rel, path, bytes, stamp, read_at, limit, config),
-            Err(e) => unreadable(ReadProblem::Io {
-                message: e.to_string(),
-            }),
-        },
+    let io = |e: std::io::Error| ReadProblem::Io {
+        message: e.to_string(),
+    };
+    // the stat of the open file, not of the path: one lookup of the path, not two
+    let (file, meta) = match std::fs::File::open(path).and_then(|f| Ok((f.metadata()?, f))) {
+        Ok((meta, file)) => (file, meta),
+        // a file that cannot be opened keeps the stat of its path, when it has one, so that
+        // it is not read again until that changes
+        Err(e) => return unreadable(std::fs::metadata(path).ok().map(|m| stamp(&m)), io(e)),
+    };
+    let stamp = stamp(&meta);
+    if meta.len() > limit {
+        return unreadable(
+            Some(stamp),
+            ReadProblem::TooLarge {
+                size: meta.len(),
+                limit,
+            },
+        );
+    }
+    let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0).saturating_add(1));
+    match (&file).read_to_end(&mut bytes) {
+        Ok(_) => record_from_bytes(rel, path, bytes, stamp, read_at, limit, config),
+        Err(e) => unreadable(Some(stamp), io(e)),
     }
 }
 
