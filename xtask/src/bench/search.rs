@@ -39,6 +39,10 @@ const QUERY_COUNT: usize = 20;
 /// A build slower than this is measured once, not `--runs` times (FTS5's trigram index takes
 /// over a minute at 100,000 lessons).
 const ONCE_OVER: Duration = Duration::from_secs(30);
+/// rg and SQLite FTS5 run on banks up to this size only. Above it, rg would read the whole bank
+/// (1.4 GB at 1,000,000 lessons) for every query and FTS5's trigram build would take tens of
+/// minutes; their rows say they were skipped.
+const SLOW_TOOLS_UP_TO: usize = 100_000;
 
 /// The programs the bench needs.
 struct Programs {
@@ -409,6 +413,7 @@ fn measure_bank(
     let active: Vec<Tool> = Tool::ALL
         .into_iter()
         .filter(|&t| t != Tool::Lesson || p.lesson_skipped.is_none())
+        .filter(|&t| !matches!(t, Tool::Rg | Tool::Fts5) || n <= SLOW_TOOLS_UP_TO)
         .collect();
 
     let load_at_start = load_average();
@@ -512,7 +517,13 @@ fn measure_bank(
     };
     for (i, &tool) in Tool::ALL.iter().enumerate() {
         if !active.contains(&tool) {
-            let why = p.lesson_skipped.clone().unwrap_or_default();
+            let why = match tool {
+                Tool::Lesson => p.lesson_skipped.clone().unwrap_or_default(),
+                _ => format!(
+                    "not run above {SLOW_TOOLS_UP_TO} lessons (rg reads every file per query, \
+                     FTS5's trigram build takes tens of minutes)"
+                ),
+            };
             rows.push(Row::skipped(tool.name(), why));
             continue;
         }
@@ -1550,6 +1561,7 @@ fn render(
         }
     }
     s += &table.render();
+    s += &growth(results);
     s += "\nbuild: median wall time of a fresh index (lesson: the first `lesson search` with no .lesson/);\n\
           index: size on disk, and its ratio to the bank's lesson files; query: median wall time of a\n\
           new process over every query and run; / rg and / tantivy: query median over theirs.\n\
@@ -1635,6 +1647,53 @@ fn render(
         for note in &r.notes {
             s += &format!("         note: {note}\n");
         }
+    }
+    s
+}
+
+/// How each row's figures grow from one bank size to the next: the query median's factor
+/// and the build's, for every row measured at both sizes.
+fn growth(results: &[SizeResult]) -> String {
+    let mut s = String::new();
+    for pair in results.windows(2) {
+        let (a, b) = (&pair[0], &pair[1]);
+        let mut table = Table::new(vec![
+            ("tool", Align::Left),
+            ("query", Align::Right),
+            ("query x", Align::Right),
+            ("build", Align::Right),
+            ("build x", Align::Right),
+        ]);
+        let factor = |x: Option<Duration>, y: Option<Duration>| match (x, y) {
+            (Some(x), Some(y)) if !x.is_zero() => ratio(y.as_secs_f64() / x.as_secs_f64()),
+            _ => "-".into(),
+        };
+        let span =
+            |x: Option<Duration>, y: Option<Duration>, f: fn(Duration) -> String| match (x, y) {
+                (Some(x), Some(y)) => format!("{} to {}", f(x), f(y)),
+                _ => "-".into(),
+            };
+        for row in b.rows.iter().filter(|r| r.skipped.is_none()) {
+            let (qa, qb) = (a.query_median(&row.name), b.query_median(&row.name));
+            let (ba, bb) = (a.build_median(&row.name), b.build_median(&row.name));
+            if (qa.is_none() || qb.is_none()) && (ba.is_none() || bb.is_none()) {
+                continue;
+            }
+            table.row(vec![
+                row.name.clone(),
+                span(qa, qb, ms),
+                factor(qa, qb),
+                span(ba, bb, secs),
+                factor(ba, bb),
+            ]);
+        }
+        s += &format!(
+            "\ngrowth from {} to {} lessons ({}x the lessons):\n",
+            a.bank.lessons,
+            b.bank.lessons,
+            b.bank.lessons as f64 / a.bank.lessons.max(1) as f64
+        );
+        s += &table.render();
     }
     s
 }
