@@ -114,6 +114,17 @@ pub const GIST_CHARS: usize = 200;
 impl Record {
     /// The record of a parsed file, judged by `config`'s lint levels.
     pub fn new(path: String, stat: FileStat, doc: &Document, config: &Config) -> Record {
+        Record::with_ledgers(path, stat, doc, config, Ledgers::Look)
+    }
+
+    /// [`Record::new`], the lesson's ledger found as `ledgers` says.
+    pub(crate) fn with_ledgers(
+        path: String,
+        stat: FileStat,
+        doc: &Document,
+        config: &Config,
+        ledgers: Ledgers,
+    ) -> Record {
         let lesson = doc.lesson.as_ref().map(|l| {
             let mut fields = LessonFields::new(doc, l);
             fields.errors = error_codes(doc, config);
@@ -121,7 +132,7 @@ impl Record {
                 fields.errors.extend(quarantine_marks(rules));
             }
             let ledger = bank_root(&doc.source.path, &path)
-                .map(|root| ledger_facts(root, &l.slug.value))
+                .map(|root| ledgers.facts(root, &l.slug.value))
                 .unwrap_or_default();
             fields.ledger_at_s = ledger.newest_s;
             fields.ledger_conflicts = ledger.conflicts;
@@ -327,6 +338,40 @@ pub struct LedgerFacts {
     pub newest_s: Option<i64>,
     /// The lessons its `conflict` events name, sorted, without repeats.
     pub conflicts: Vec<String>,
+}
+
+/// How a record finds its lesson's ledger.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Ledgers<'a> {
+    /// Try to read the file.
+    Look,
+    /// Read only the files of these names in the ledger directory, which a whole rebuild lists
+    /// once instead of looking for one file per lesson (most lessons have none). A ledger
+    /// first written during the rebuild is missed, as it is by a lesson read before the write.
+    Listed(&'a std::collections::HashSet<std::ffi::OsString>),
+}
+
+impl Ledgers<'_> {
+    fn facts(self, root: &Path, slug: &str) -> LedgerFacts {
+        match self {
+            Ledgers::Listed(names)
+                if !names.contains(std::ffi::OsStr::new(&format!("{slug}.jsonl"))) =>
+            {
+                LedgerFacts::default()
+            }
+            _ => ledger_facts(root, slug),
+        }
+    }
+}
+
+/// The names in the ledger directory of the bank at `root` (none when it does not exist), or
+/// `None` when it cannot be read.
+pub(crate) fn list_ledgers(root: &Path) -> Option<std::collections::HashSet<std::ffi::OsString>> {
+    match std::fs::read_dir(root.join(crate::layout::LOG_DIR)) {
+        Ok(entries) => entries.map(|e| e.ok().map(|e| e.file_name())).collect(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Some(Default::default()),
+        Err(_) => None,
+    }
 }
 
 /// What retrieval reads of the ledger of `slug` in the bank at `root` (nothing when it has

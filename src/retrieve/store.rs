@@ -40,7 +40,7 @@ use crate::source::{ReadProblem, Source};
 use super::codec::{self, Corrupt};
 use super::index::{self, Index};
 use super::marker::{self, Identity};
-use super::record::{FileStat, Record};
+use super::record::{self, FileStat, Ledgers, Record};
 use super::segment::{self, Header, Kind, Part, Patch, Segment};
 use super::{Request, Search, Settings};
 use crate::walk;
@@ -826,10 +826,12 @@ impl Retriever {
         let config = &self.config;
         let generation = self.generation() + 1;
         let mut encoder = segment::Encoder::default();
+        let listed = record::list_ledgers(&self.root);
+        let ledgers = listed.as_ref().map_or(Ledgers::Look, Ledgers::Listed);
         for chunk in files.chunks(segment::Encoder::CHUNK) {
             let records: Vec<Record> = chunk
                 .par_iter()
-                .map(|f| read_record(&f.rel, &self.root.join(&f.rel), limit, config))
+                .map(|f| read_record_with(ledgers, &f.rel, &self.root.join(&f.rel), limit, config))
                 .collect();
             encoder.add(&records);
         }
@@ -946,7 +948,14 @@ fn check(
     if hash != old.hash || bytes.len() as u64 != stamp.size {
         return Change::Reparsed(
             entry.id,
-            record_from_bytes(rel, path, bytes, stamp, read_at, limit, config),
+            record_from_bytes(
+                (rel, path, bytes),
+                stamp,
+                read_at,
+                limit,
+                config,
+                Ledgers::Look,
+            ),
         );
     }
     let stat = FileStat {
@@ -975,6 +984,17 @@ fn unchanged(entry: &index::IndexedFile, meta: Option<&std::fs::Metadata>, limit
 /// Read and parse one file into a record, as [`Bank::load`] reads it (a file over the size
 /// limit is not read; an unreadable one is no lesson until its stat changes).
 pub(super) fn read_record(rel: &str, path: &Path, limit: u64, config: &Config) -> Record {
+    read_record_with(Ledgers::Look, rel, path, limit, config)
+}
+
+/// [`read_record`], the lesson's ledger found as `ledgers` says.
+fn read_record_with(
+    ledgers: Ledgers,
+    rel: &str,
+    path: &Path,
+    limit: u64,
+    config: &Config,
+) -> Record {
     use std::io::Read;
     let read_at = wall_clock_ns();
     let unreadable = |stamp: Option<FileStat>, problem: ReadProblem| {
@@ -986,7 +1006,7 @@ pub(super) fn read_record(rel: &str, path: &Path, limit: u64, config: &Config) -
             },
             None => FileStat::default(),
         };
-        Record::new(rel.to_string(), stat, &doc, config)
+        Record::with_ledgers(rel.to_string(), stat, &doc, config, ledgers)
     };
     let io = |e: std::io::Error| ReadProblem::Io {
         message: e.to_string(),
@@ -1010,19 +1030,22 @@ pub(super) fn read_record(rel: &str, path: &Path, limit: u64, config: &Config) -
     }
     let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0).saturating_add(1));
     match (&file).read_to_end(&mut bytes) {
-        Ok(_) => record_from_bytes(rel, path, bytes, stamp, read_at, limit, config),
+        Ok(_) => {
+            let file = (rel, path, bytes);
+            record_from_bytes(file, stamp, read_at, limit, config, ledgers)
+        }
         Err(e) => unreadable(Some(stamp), io(e)),
     }
 }
 
+/// The record of a file's bytes (`file`: its path relative to the root, its path, the bytes).
 fn record_from_bytes(
-    rel: &str,
-    path: &Path,
-    bytes: Vec<u8>,
+    (rel, path, bytes): (&str, &Path, Vec<u8>),
     stamp: FileStat,
     read_at: i64,
     limit: u64,
     config: &Config,
+    ledgers: Ledgers,
 ) -> Record {
     let stat = FileStat {
         size: bytes.len() as u64,
@@ -1033,7 +1056,7 @@ fn record_from_bytes(
     };
     let (source, problem) = Source::from_bytes(path.to_path_buf(), bytes);
     let doc = Document::parse(source, problem);
-    Record::new(rel.to_string(), stat, &doc, config)
+    Record::with_ledgers(rel.to_string(), stat, &doc, config, ledgers)
 }
 
 /// What `stat` says of a file (not settled, no hash yet).
