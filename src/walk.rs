@@ -379,6 +379,16 @@ const BATCH: usize = 512;
 /// Every lesson file under `root` with its metadata, in no particular order; what cannot be
 /// read is left out (the walk of [`walk`] reports it).
 pub fn lesson_files(root: &Path, exclude: &GlobSet) -> Vec<StatedFile> {
+    find_lesson_files(root, exclude, true)
+}
+
+/// [`lesson_files`] without their metadata (but for the files reached through a symlink, which
+/// the walk stats to follow): for a caller that opens and stats every file anyway.
+pub fn lesson_paths(root: &Path, exclude: &GlobSet) -> Vec<StatedFile> {
+    find_lesson_files(root, exclude, false)
+}
+
+fn find_lesson_files(root: &Path, exclude: &GlobSet, stat: bool) -> Vec<StatedFile> {
     let found = Mutex::new(Vec::new());
     let ancestors: Vec<DirId> = dir_id(root, std::fs::metadata(root).ok().as_ref())
         .into_iter()
@@ -390,7 +400,7 @@ pub fn lesson_files(root: &Path, exclude: &GlobSet) -> Vec<StatedFile> {
             root.to_path_buf(),
             String::new(),
             ancestors,
-            &rules,
+            (&rules, stat),
             &found,
         );
     });
@@ -412,12 +422,12 @@ pub fn is_lesson_path(rel: &str, exclude: &GlobSet) -> bool {
         && !exclude.is_match(Path::new(rel))
 }
 
-fn stat_batch(batch: Vec<(String, How)>, out: &Mutex<Vec<StatedFile>>) {
+fn stat_batch(batch: Vec<(String, How)>, stat: bool, out: &Mutex<Vec<StatedFile>>) {
     let files: Vec<StatedFile> = batch
         .into_iter()
         .map(|(rel, how)| {
             let meta = match how {
-                How::Entry(e) => e.metadata().ok(),
+                How::Entry(e) => stat.then(|| e.metadata().ok()).flatten(),
                 How::Followed(m) => Some(m),
             };
             StatedFile { rel, meta }
@@ -427,13 +437,14 @@ fn stat_batch(batch: Vec<(String, How)>, out: &Mutex<Vec<StatedFile>>) {
 }
 
 /// Read `dir` (`prefix` its path relative to the root, `ancestors` the directories above it
-/// and itself), handing batches of files and each subdirectory to tasks of `scope`.
+/// and itself), handing batches of files (stat-ed when `stat`) and each subdirectory to tasks
+/// of `scope`.
 fn walk_parallel<'s>(
     scope: &rayon::Scope<'s>,
     dir: PathBuf,
     prefix: String,
     ancestors: Vec<DirId>,
-    rules: &'s Rules<'s>,
+    (rules, stat): (&'s Rules<'s>, bool),
     out: &'s Mutex<Vec<StatedFile>>,
 ) {
     let Ok(entries) = std::fs::read_dir(&dir) else {
@@ -456,18 +467,19 @@ fn walk_parallel<'s>(
                 let rel = rel_of(&name);
                 let mut below = ancestors.clone();
                 below.push(id);
-                scope.spawn(move |scope| walk_parallel(scope, path, rel, below, rules, out));
+                scope
+                    .spawn(move |scope| walk_parallel(scope, path, rel, below, (rules, stat), out));
             }
             Some(Ok(Visit::File(_, name, how))) => {
                 batch.push((rel_of(&name), how));
                 if batch.len() == BATCH {
                     let full = std::mem::replace(&mut batch, Vec::with_capacity(BATCH));
-                    scope.spawn(move |_| stat_batch(full, out));
+                    scope.spawn(move |_| stat_batch(full, stat, out));
                 }
             }
         }
     }
-    stat_batch(batch, out);
+    stat_batch(batch, stat, out);
 }
 
 /// A fast hasher for paths (a word at a time): the index's paths are joined with the walk's
@@ -638,6 +650,15 @@ mod tests {
             .iter()
             .all(|f| f.meta.as_ref().is_some_and(|m| m.is_file())));
         assert!(ours.iter().any(|f| f.rel == "sub/README.md"));
+        // without their stats: the same files, and no stat (no symlink here is followed: each
+        // leads out of the bank or to a file the walk reaches by its own path)
+        let mut unstated: Vec<StatedFile> = lesson_paths(root, &exclude);
+        let rels = |files: &mut Vec<StatedFile>| {
+            files.sort_by(|a, b| a.rel.cmp(&b.rel));
+            files.iter().map(|f| f.rel.clone()).collect::<Vec<_>>()
+        };
+        assert_eq!(rels(&mut unstated), rels(&mut ours.clone()));
+        assert!(unstated.iter().all(|f| f.meta.is_none()));
         // the rules without the walk agree with it on every file and directory made above
         let mut names: Vec<String> = walkdir::WalkDir::new(root)
             .follow_links(false)

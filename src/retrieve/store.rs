@@ -541,7 +541,8 @@ impl Retriever {
         let limit = self.config.lint.size_limit;
         let config = &self.config;
         if let Some(why) = rebuild {
-            let mut files = walk::lesson_files(&self.root, &self.exclude);
+            // every file is opened and stat-ed as it is read
+            let mut files = walk::lesson_paths(&self.root, &self.exclude);
             files.sort_unstable_by(|a, b| walk::path_order(&a.rel, &b.rel));
             let mut report = Refresh {
                 files: files.len(),
