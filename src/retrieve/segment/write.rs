@@ -487,17 +487,14 @@ impl Encoder {
 
     /// Add records (sorted by path, and after every record added before).
     pub fn add(&mut self, chunk: &[Record]) {
-        self.insert(chunk.par_iter().map(analyse_sharded).collect());
-    }
-
-    fn insert(&mut self, analysed: Vec<Analysed>) {
-        debug_assert!(analysed
+        debug_assert!(chunk
             .windows(2)
-            .all(|w| path_order(&w[0].doc.path, &w[1].doc.path).is_lt()));
-        debug_assert!(analysed.first().is_none_or(|a| self
+            .all(|w| path_order(&w[0].path, &w[1].path).is_lt()));
+        debug_assert!(chunk.first().is_none_or(|r| self
             .docs
             .last()
-            .is_none_or(|d| path_order(&d.path, &a.doc.path).is_lt())));
+            .is_none_or(|d| path_order(&d.path, &r.path).is_lt())));
+        let analysed: Vec<Analysed> = chunk.par_iter().map(analyse_sharded).collect();
         let first = self.docs.len() as u32;
         self.shards
             .par_iter_mut()
