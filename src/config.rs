@@ -298,9 +298,11 @@ pub struct RetrieveConfig {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
     /// With a `model`: the weight of the cosine in the hybrid similarity, 0 to 1
-    /// (`(1 − w) × lexical similarity + w × cosine`); 0 ranks as without a model.
-    #[serde(default = "default_semantic_weight")]
-    pub semantic_weight: f64,
+    /// (`(1 − w) × lexical similarity + w × cosine`); 0 ranks as without a model. Absent (the
+    /// default): the model's own (`Embedder::default_weight`: 0.5 for a BERT-class encoder,
+    /// 0.3 for a static model), chosen on the training sets.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub semantic_weight: Option<f64>,
     /// `[retrieve.weights]`
     #[serde(default)]
     pub weights: FieldWeights,
@@ -345,7 +347,7 @@ impl Default for RetrieveConfig {
             max_cautions: default_max_cautions(),
             usage_weight: 0.0,
             model: None,
-            semantic_weight: default_semantic_weight(),
+            semantic_weight: None,
             weights: FieldWeights::default(),
         }
     }
@@ -408,11 +410,6 @@ fn default_k1() -> f64 {
 }
 fn default_b() -> f64 {
     0.75
-}
-/// `lesson::semantic::DEFAULT_WEIGHT` (the library without the `semantic` feature has no such
-/// module; a test keeps the two equal).
-fn default_semantic_weight() -> f64 {
-    0.5
 }
 fn default_tag_boost() -> f64 {
     1.5
@@ -572,7 +569,7 @@ impl RetrieveConfig {
             _ => None,
         }
         .or_else(|| {
-            let w = self.semantic_weight;
+            let w = self.semantic_weight?;
             (!(0.0..=1.0).contains(&w)).then_some(("semantic-weight", "must be from 0 to 1"))
         });
         let Some((key, message)) = problem else {
@@ -721,7 +718,7 @@ mod tests {
         let none = Config::parse("[retrieve]\nk = 3\n", "x").unwrap();
         assert_eq!(none.retrieve.model, None);
         assert_eq!(none.retrieve.model_dir(Path::new("/bank")), None);
-        assert_eq!(none.retrieve.semantic_weight, 0.5);
+        assert_eq!(none.retrieve.semantic_weight, None, "the model's own");
         assert!(!none.to_toml().contains("model ="), "absent, not printed");
 
         let c = Config::parse(
@@ -733,7 +730,7 @@ mod tests {
             c.retrieve.model_dir(Path::new("/bank")),
             Some(Path::new("/bank/models/minilm").to_path_buf())
         );
-        assert_eq!(c.retrieve.semantic_weight, 0.3);
+        assert_eq!(c.retrieve.semantic_weight, Some(0.3));
         assert!(c.to_toml().contains("model = \"models/minilm\""));
         let abs = Config::parse("[retrieve]\nmodel = \"/opt/m\"\n", "x").unwrap();
         assert_eq!(

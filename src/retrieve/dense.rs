@@ -82,6 +82,7 @@ impl Retriever {
         match crate::semantic::load(&dir) {
             Ok(embedder) => {
                 let weight = self.config().retrieve.semantic_weight;
+                let weight = weight.unwrap_or_else(|| embedder.default_weight());
                 self.dense = Some(Dense::open(self.root(), embedder, weight));
             }
             Err(problem) => self.semantic_problem = Some(Arc::new(problem)),
@@ -98,6 +99,7 @@ impl Retriever {
         self.semantic_problem = None;
         self.dense = embedder.map(|e| {
             let weight = self.config().retrieve.semantic_weight;
+            let weight = weight.unwrap_or_else(|| e.default_weight());
             Dense::open(self.root(), e, weight)
         });
         self.last.embedded = self.sync_vectors()?;
