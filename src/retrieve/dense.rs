@@ -242,14 +242,12 @@ impl Retriever {
         let Some(dense) = self.dense.as_ref() else {
             return Ok(None);
         };
+        let by_slot = dense.vectors.cosines(&super::vectors::Request::new(query));
         Ok(Some(
             dense
                 .slot_of
                 .iter()
-                .map(|&slot| match slot {
-                    u32::MAX => 0.0,
-                    slot => dense.vectors.cosine(slot, query),
-                })
+                .map(|&slot| by_slot.get(slot as usize).copied().unwrap_or(0.0))
                 .collect(),
         ))
     }

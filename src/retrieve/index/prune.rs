@@ -33,6 +33,16 @@ use crate::retrieve::codec::{Skip, TermList};
 
 /// Relative slack on every bound.
 const SLACK: f64 = 1e-6;
+/// The cosine's weight as [`crate::semantic::fuse`] takes it: clamped to `[0, 1]`, not a
+/// number 0.
+pub(super) fn semantic_weight(weight: f64) -> f64 {
+    if weight.is_finite() {
+        weight.clamp(0.0, 1.0)
+    } else {
+        0.0
+    }
+}
+
 /// Doc ids per window (a multiple of 64; small under test, so that the property test's banks
 /// span several windows).
 const WINDOW: usize = if cfg!(test) { 128 } else { 2048 };
@@ -335,7 +345,22 @@ impl Index {
         }
         scored.similarity = Similarity::Bounded;
         let mut out = Vec::new();
+        // hybrid: the cosine's weight (below 1: search_with scores a weight of 1 exhaustively)
+        let hybrid = scored.semantic.map(|s| (s, semantic_weight(s.weight)));
         if total <= 0.0 {
+            if let Some((semantic, w)) = hybrid {
+                // no lexical similarity anywhere: every eligible doc by its cosine alone
+                for id in scored.eligible.ones() {
+                    let sim = crate::semantic::fuse(0.0, semantic.cosine(id), w);
+                    if sim <= 0.0 || sim < settings.min_similarity {
+                        continue;
+                    }
+                    let (parts, caution) = self.parts(id, sim, scored, settings)?;
+                    if parts.score > 0.0 {
+                        out.push((parts.score, sim, id, caution));
+                    }
+                }
+            }
             return Ok(out);
         }
         let max_cautions = scored.max_cautions(settings);
@@ -350,6 +375,16 @@ impl Index {
         // similar enough
         let floor = settings.min_similarity * total;
         let need = |bar: f64, prior: f64| (bar * total / (prior * boost)).max(floor);
+        // hybrid: the lexical sum a doc of cosine `c` needs, its fused similarity being
+        // (1 − w) · sum / total + w · c (a little less, for rounding)
+        let hybrid_need = |bar: f64, prior: f64, c: f64, w: f64| {
+            let sim = (bar / (prior * boost)).max(settings.min_similarity);
+            ((sim - w * c) / (1.0 - w) - SLACK) * total
+        };
+        // hybrid: each doc of the window's lexical need (infinite: it cannot make it), and
+        // whether an essential term reached it
+        let mut needs = vec![f64::INFINITY; WINDOW];
+        let mut seen = [0u64; WINDOW / 64];
         let mut best = Best::new(k);
         let mut best_cautions = Best::new(max_cautions);
 
@@ -394,24 +429,52 @@ impl Index {
                 // the largest prior of the window's plain docs and of its cautions: a caution
                 // makes it into the top K or among the cautions kept, whose bar is lower, but
                 // its count factor (failures over successes) keeps its prior small
-                let (mut plain, mut caution) = (0.0f64, 0.0f64);
-                for id in offset + lo..offset + hi {
-                    let p = priors.prior[id];
-                    match cautions.is_some_and(|c| c.get(id)) {
-                        true => caution = caution.max(p),
-                        false => plain = plain.max(p),
+                let window_need = match hybrid {
+                    None => {
+                        let (mut plain, mut caution) = (0.0f64, 0.0f64);
+                        for id in offset + lo..offset + hi {
+                            let p = priors.prior[id];
+                            match cautions.is_some_and(|c| c.get(id)) {
+                                true => caution = caution.max(p),
+                                false => plain = plain.max(p),
+                            }
+                        }
+                        if plain <= 0.0 && caution <= 0.0 {
+                            // every score here is 0: nothing matches
+                            continue;
+                        }
+                        let class_need = |bar: f64, prior: f64| match prior > 0.0 {
+                            true => need(bar, prior),
+                            false => f64::INFINITY,
+                        };
+                        class_need(best.bar(), plain)
+                            .min(class_need(best.bar().min(best_cautions.bar()), caution))
                     }
-                }
-                if plain <= 0.0 && caution <= 0.0 {
-                    // every score here is 0: nothing matches
-                    continue;
-                }
-                let class_need = |bar: f64, prior: f64| match prior > 0.0 {
-                    true => need(bar, prior),
-                    false => f64::INFINITY,
+                    // each doc's need: its cosine lowers it, to 0 or below for a doc that can
+                    // make it without any lexical match
+                    Some((semantic, w)) => {
+                        let (plain_bar, caution_bar) =
+                            (best.bar(), best.bar().min(best_cautions.bar()));
+                        let mut least = f64::INFINITY;
+                        for (j, id) in (offset + lo..offset + hi).enumerate() {
+                            let prior = priors.prior[id];
+                            needs[j] = if prior <= 0.0 || !scored.eligible.get(id) {
+                                f64::INFINITY
+                            } else {
+                                let bar = match cautions.is_some_and(|c| c.get(id)) {
+                                    true => caution_bar,
+                                    false => plain_bar,
+                                };
+                                hybrid_need(bar, prior, semantic.cosine(id), w)
+                            };
+                            least = least.min(needs[j]);
+                        }
+                        if least == f64::INFINITY {
+                            continue;
+                        }
+                        least
+                    }
                 };
-                let window_need = class_need(best.bar(), plain)
-                    .min(class_need(best.bar().min(best_cautions.bar()), caution));
                 let mut all = 0.0;
                 for c in &mut cursors {
                     c.window = c.window_bound(lo32, hi32);
@@ -443,6 +506,9 @@ impl Index {
                         reached[j / 64] |= 1 << (j % 64);
                     }
                 }
+                if hybrid.is_some() {
+                    seen = reached;
+                }
                 for (word, bits) in reached.iter_mut().enumerate() {
                     let mut bits = std::mem::take(bits);
                     while bits != 0 {
@@ -461,7 +527,12 @@ impl Index {
                         if prior <= 0.0 {
                             continue;
                         }
-                        let needed = need(bar, prior);
+                        let needed = match hybrid {
+                            None => need(bar, prior),
+                            Some(_) if needs[j] == f64::INFINITY => continue,
+                            // with the current bar (it may have risen since the window began)
+                            Some((semantic, w)) => hybrid_need(bar, prior, semantic.cosine(id), w),
+                        };
                         // the non-essential terms, largest bound first, while the doc can make it
                         let mut short = false;
                         for x in (0..lazy).rev() {
@@ -491,11 +562,15 @@ impl Index {
                         for v in &mut row {
                             exact += std::mem::take(v);
                         }
-                        if exact <= 0.0 {
-                            continue;
-                        }
-                        let sim = exact / total;
-                        if sim < settings.min_similarity {
+                        let sim = match hybrid {
+                            None if exact <= 0.0 => continue,
+                            None => exact / total,
+                            Some((semantic, w)) => {
+                                let lexical = if exact > 0.0 { exact / total } else { 0.0 };
+                                crate::semantic::fuse(lexical, semantic.cosine(id), w)
+                            }
+                        };
+                        if sim <= 0.0 || sim < settings.min_similarity {
                             continue;
                         }
                         let (parts, caution) = self.parts(id, sim, scored, settings)?;
@@ -506,6 +581,32 @@ impl Index {
                             }
                             out.push((parts.score, sim, id, caution));
                         }
+                    }
+                }
+                // hybrid: the docs no term reached whose cosine alone may make it (their
+                // lexical sum is 0: a need at or below 0 left every term essential)
+                let Some((semantic, w)) = hybrid else {
+                    continue;
+                };
+                if window_need > 0.0 {
+                    continue;
+                }
+                for j in 0..(hi - lo) {
+                    if needs[j] > 0.0 || seen[j / 64] & (1 << (j % 64)) != 0 {
+                        continue;
+                    }
+                    let id = offset + lo + j;
+                    let sim = crate::semantic::fuse(0.0, semantic.cosine(id), w);
+                    if sim <= 0.0 || sim < settings.min_similarity {
+                        continue;
+                    }
+                    let (parts, caution) = self.parts(id, sim, scored, settings)?;
+                    if parts.score > 0.0 {
+                        best.push(parts.score);
+                        if caution {
+                            best_cautions.push(parts.score);
+                        }
+                        out.push((parts.score, sim, id, caution));
                     }
                 }
             }
@@ -726,6 +827,77 @@ mod tests {
                 prop_assert_eq!(said(&pruned), said(&exhaustive), "{:?} {:?}", req, settings);
             }
         }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(crate::test_cases(48)))]
+
+        #[test]
+        fn the_pruned_hybrid_search_is_the_exhaustive_one(
+            seed in any::<u64>(),
+            n in 1usize..700,
+            delta in proptest::bool::weighted(0.4),
+        ) {
+            let index = bank(seed, n, delta);
+            let mut rng = Rng(seed ^ 0xAAAA);
+            for _ in 0..8 {
+                let (req, settings) = request(&mut rng);
+                // cosines spread as a model's are (some docs without a vector: 0), over
+                // fewer docs than the index has at times
+                let spread = [0.1, 0.5, 1.0][rng.below(3)];
+                let cosines: Vec<f32> = (0..index.n - rng.below(3).min(index.n))
+                    .map(|_| match rng.below(10) {
+                        0 => 0.0,
+                        _ => ((rng.below(2001) as f32 / 1000.0) - 1.0) * spread,
+                    })
+                    .collect();
+                let weight = [0.0, 0.2, 0.5, 0.8, 0.99, 1.0][rng.below(6)];
+                let semantic = Semantic { cosines: &cosines, weight };
+                let pruned = index.search_hybrid(&req, &settings, semantic).unwrap();
+                let exhaustive = index.search_with(&req, &settings, true, Some(semantic)).unwrap();
+                let semantic_parts = |s: &Search| -> Vec<String> {
+                    s.hits.iter().map(|h| format!("{:?}", h.score.semantic)).collect()
+                };
+                prop_assert_eq!(said(&pruned), said(&exhaustive), "{:?} {:?} w={}", req, settings, weight);
+                prop_assert_eq!(semantic_parts(&pruned), semantic_parts(&exhaustive));
+            }
+        }
+    }
+
+    #[test]
+    fn a_hybrid_search_scores_fewer_docs_than_are_eligible() {
+        let index = bank(7, 3000, false);
+        let req = Request {
+            text: "git merge rebase cache".into(),
+            k: Some(3),
+            now: jiff::Timestamp::from_second(NOW_S).unwrap(),
+            ..Request::default()
+        };
+        let settings = Settings::default();
+        let mut rng = Rng(11);
+        let cosines: Vec<f32> = (0..index.n)
+            .map(|_| rng.below(600) as f32 / 1000.0)
+            .collect();
+        let semantic = Semantic {
+            cosines: &cosines,
+            weight: 0.5,
+        };
+        let (mut scored, terms) = index.gated(&req, &settings).unwrap();
+        scored.semantic = Some(semantic);
+        let pruned = index
+            .pruned(&mut scored, &terms, &settings, 3)
+            .unwrap()
+            .len();
+        let eligible = scored.search.eligible as usize;
+        assert!(pruned * 4 < eligible, "{pruned} scored of {eligible}");
+        assert_eq!(
+            said(&index.search_hybrid(&req, &settings, semantic).unwrap()),
+            said(
+                &index
+                    .search_with(&req, &settings, true, Some(semantic))
+                    .unwrap()
+            )
+        );
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! The search: gates, BM25F over the posting lists, the hits read from their files.
 
-use super::prune::bounds_hold;
+use super::prune::{bounds_hold, semantic_weight};
 use super::*;
 
 impl Index {
@@ -439,16 +439,18 @@ impl Index {
 
     /// [`Index::search`] ranked by the hybrid similarity: each eligible doc's lexical
     /// similarity fused with its cosine to the request ([`crate::semantic::fuse`]), then the
-    /// contract's factors as for a lexical search. Every eligible doc is scored (the pruning's
-    /// bounds cover the lexical part only). A request without text is ranked by the prior
-    /// alone, as without a model.
+    /// contract's factors as for a lexical search. Pruned as [`Index::search`] is, each doc's
+    /// bound on its lexical part lowered by its cosine (a doc whose cosine alone can make the
+    /// top K is scored whatever its terms): the same hits and scores, to the last bit, as
+    /// scoring every eligible doc. A request without text is ranked by the prior alone, as
+    /// without a model.
     pub fn search_hybrid(
         &self,
         req: &Request,
         settings: &Settings,
         semantic: Semantic<'_>,
     ) -> Result<Search, Corrupt> {
-        self.search_with(req, settings, true, Some(semantic))
+        self.search_with(req, settings, false, Some(semantic))
     }
 
     /// [`Index::search`] scoring every posting, term at a time: the oracle of the pruned
@@ -458,8 +460,9 @@ impl Index {
         self.search_with(req, settings, true, None)
     }
 
-    /// [`Index::search`], pruned or (`exhaustive`, a `semantic` side, or settings the bounds
-    /// do not hold for) scoring every posting.
+    /// [`Index::search`] (with a `semantic` side, [`Index::search_hybrid`]), pruned or
+    /// (`exhaustive`, a cosine of weight 1, or settings the bounds do not hold for) scoring
+    /// every posting.
     pub(super) fn search_with(
         &self,
         req: &Request,
@@ -468,7 +471,9 @@ impl Index {
         semantic: Option<Semantic<'_>>,
     ) -> Result<Search, Corrupt> {
         let k = req.k.unwrap_or(settings.k);
-        if k == 0 || exhaustive || semantic.is_some() || !bounds_hold(settings) {
+        // a cosine of weight 1 leaves no lexical part to bound
+        let cosine_only = semantic.is_some_and(|s| semantic_weight(s.weight) >= 1.0);
+        if k == 0 || exhaustive || cosine_only || !bounds_hold(settings) {
             let mut scored = self.score_all(req, settings)?;
             scored.semantic = semantic;
             if k == 0 {
@@ -478,6 +483,7 @@ impl Index {
             return self.hits(scored, candidates, k, settings);
         }
         let (mut scored, terms) = self.gated(req, settings)?;
+        scored.semantic = semantic;
         let candidates = if terms.is_empty() || scored.search.eligible == 0 {
             self.matching(&scored, settings)?
         } else {
@@ -868,7 +874,9 @@ impl Index {
         let parts = ScoreParts {
             similarity,
             semantic: match (&scored.similarity, scored.semantic) {
-                (Similarity::Text { .. }, Some(semantic)) => Some(semantic.cosine(id)),
+                (Similarity::Text { .. } | Similarity::Bounded, Some(semantic)) => {
+                    Some(semantic.cosine(id))
+                }
                 _ => None,
             },
             confidence,
@@ -940,7 +948,7 @@ pub struct Semantic<'a> {
 
 impl Semantic<'_> {
     /// Doc `id`'s cosine to the request.
-    fn cosine(&self, id: usize) -> f64 {
+    pub(super) fn cosine(&self, id: usize) -> f64 {
         self.cosines.get(id).map_or(0.0, |&c| f64::from(c))
     }
 }
