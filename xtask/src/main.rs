@@ -81,7 +81,8 @@ eval-retrieval: DIR is a BEIR-format set (corpus.jsonl, queries.jsonl, qrels/*.t
                titles share most), so that requests run into tags (default: 0, untagged)
   --inferred-tags MODE,...  run `lesson search` once per [retrieve] inferred-tags mode
                (boost, gate, ignore), each a system of its own (default: the bank's)
-  --model DIR  a sentence-transformers model directory: adds dense retrieval through
+  --model DIR  a model directory (sentence-transformers BERT, or a static Model2Vec one,
+               see `cargo xtask model --static`): adds dense retrieval through
                lesson::semantic and lesson's hybrid ranking (default:
                target/models/all-MiniLM-L6-v2 when it exists, see `cargo xtask model`)
 
