@@ -33,8 +33,13 @@ pub const MODEL_TYPE: &str = "model2vec";
 pub struct StaticModel {
     dir: PathBuf,
     tokenizer: Tokenizer,
-    /// `rows × dimension` floats, row-major.
-    table: Vec<f32>,
+    /// The bytes of `model.safetensors`, kept as read: the table is read in place, a row at a
+    /// time (converting a 32,000-token table to f32 up front doubled a new process's memory
+    /// and cost more than all its requests).
+    weights: Vec<u8>,
+    /// Where the table's `rows × dimension` values start in `weights`, and their type.
+    start: usize,
+    dtype: Element,
     rows: usize,
     dimension: usize,
     /// The unknown token's id, skipped in a text.
@@ -79,8 +84,47 @@ pub fn is_static_config(config: &[u8]) -> bool {
         .unwrap_or(false)
 }
 
-/// The table of `model.safetensors`: its rows, its dimension and its floats.
-fn table(path: &Path, bytes: &[u8]) -> Result<(usize, usize, Vec<f32>), ModelError> {
+/// The type of the table's values.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Element {
+    F32,
+    F16,
+    BF16,
+}
+
+impl Element {
+    fn size(self) -> usize {
+        match self {
+            Element::F32 => 4,
+            Element::F16 | Element::BF16 => 2,
+        }
+    }
+
+    /// Add the values in `bytes` to `sum`, one by one.
+    fn add(self, bytes: &[u8], sum: &mut [f32]) {
+        match self {
+            Element::F32 => {
+                for (s, b) in sum.iter_mut().zip(bytes.chunks_exact(4)) {
+                    *s += f32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+                }
+            }
+            Element::F16 => {
+                for (s, b) in sum.iter_mut().zip(bytes.chunks_exact(2)) {
+                    *s += half::f16::from_le_bytes([b[0], b[1]]).to_f32();
+                }
+            }
+            Element::BF16 => {
+                for (s, b) in sum.iter_mut().zip(bytes.chunks_exact(2)) {
+                    *s += half::bf16::from_le_bytes([b[0], b[1]]).to_f32();
+                }
+            }
+        }
+    }
+}
+
+/// The table of `model.safetensors`: its rows, its dimension, where its values start in
+/// `bytes` and their type.
+fn table(path: &Path, bytes: &[u8]) -> Result<(usize, usize, usize, Element), ModelError> {
     let tensors = SafeTensors::deserialize(bytes).map_err(|e| invalid(path, e))?;
     let view = tensors.tensor(TENSOR).map_err(|_| {
         invalid(
@@ -97,20 +141,10 @@ fn table(path: &Path, bytes: &[u8]) -> Result<(usize, usize, Vec<f32>), ModelErr
             ))
         }
     };
-    let data = view.data();
-    let floats: Vec<f32> = match view.dtype() {
-        Dtype::F32 => data
-            .chunks_exact(4)
-            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-            .collect(),
-        Dtype::F16 => data
-            .chunks_exact(2)
-            .map(|b| half::f16::from_le_bytes([b[0], b[1]]).to_f32())
-            .collect(),
-        Dtype::BF16 => data
-            .chunks_exact(2)
-            .map(|b| half::bf16::from_le_bytes([b[0], b[1]]).to_f32())
-            .collect(),
+    let dtype = match view.dtype() {
+        Dtype::F32 => Element::F32,
+        Dtype::F16 => Element::F16,
+        Dtype::BF16 => Element::BF16,
         other => {
             return Err(invalid(
                 path,
@@ -118,13 +152,16 @@ fn table(path: &Path, bytes: &[u8]) -> Result<(usize, usize, Vec<f32>), ModelErr
             ))
         }
     };
-    if floats.iter().any(|x| !x.is_finite()) {
+    // the view borrows `bytes`: where its data starts is its offset in them
+    let data = view.data();
+    let start = data.as_ptr() as usize - bytes.as_ptr() as usize;
+    if data.len() != rows * dimension * dtype.size() {
         return Err(invalid(
             path,
-            format!("`{TENSOR}` holds a NaN or an infinity"),
+            format!("`{TENSOR}` holds {} bytes for its shape", data.len()),
         ));
     }
-    Ok((rows, dimension, floats))
+    Ok((rows, dimension, start, dtype))
 }
 
 impl StaticModel {
@@ -157,7 +194,7 @@ impl StaticModel {
                     .and_then(|t| t.as_str())
                     .and_then(|t| tokenizer.token_to_id(t))
             });
-        let (rows, dimension, table) = table(&weights_path, &weights)?;
+        let (rows, dimension, start, dtype) = table(&weights_path, &weights)?;
         let vocabulary = tokenizer.get_vocab_size(true);
         if vocabulary > rows {
             return Err(invalid(
@@ -168,7 +205,9 @@ impl StaticModel {
         Ok(StaticModel {
             dir: dir.to_path_buf(),
             tokenizer,
-            table,
+            weights,
+            start,
+            dtype,
             rows,
             dimension,
             unknown,
@@ -207,14 +246,16 @@ impl StaticModel {
             if Some(id) == self.unknown || id as usize >= self.rows {
                 continue;
             }
-            let start = id as usize * self.dimension;
-            for (s, x) in sum
-                .iter_mut()
-                .zip(&self.table[start..start + self.dimension])
-            {
-                *s += x;
-            }
+            self.dtype.add(self.row(id as usize), &mut sum);
             count += 1;
+        }
+        if sum.iter().any(|x| !x.is_finite()) {
+            return Err(ModelError::Run {
+                dir: self.dir.clone(),
+                reason: format!(
+                    "the table `{TENSOR}` holds a NaN or an infinity in a row of the text's tokens"
+                ),
+            });
         }
         // the mean's direction is the sum's: normalising the sum is the normalised mean
         let norm = sum.iter().map(|x| x * x).sum::<f32>().sqrt();
@@ -222,6 +263,13 @@ impl StaticModel {
             sum.iter_mut().for_each(|x| *x /= norm);
         }
         Ok(sum)
+    }
+
+    /// The bytes of the table's row `id`.
+    fn row(&self, id: usize) -> &[u8] {
+        let len = self.dimension * self.dtype.size();
+        let at = self.start + id * len;
+        &self.weights[at..at + len]
     }
 
     /// The embeddings of `texts`, in their order (in parallel).
@@ -305,7 +353,9 @@ pub(crate) mod tests {
     /// The table's row of a word of the tiny model.
     fn row(model: &StaticModel, word: &str) -> Vec<f32> {
         let id = model.tokenizer.token_to_id(word).unwrap() as usize;
-        model.table[id * 4..id * 4 + 4].to_vec()
+        let mut out = vec![0.0; model.dimension];
+        model.dtype.add(model.row(id), &mut out);
+        out
     }
 
     #[test]
@@ -356,8 +406,10 @@ pub(crate) mod tests {
             StaticModel::load(b.path()).unwrap(),
             StaticModel::load(c.path()).unwrap(),
         );
-        for (x, y) in ma.table.iter().zip(&mb.table) {
-            assert!((x - y).abs() < 1e-3, "{x} vs {y}");
+        for word in WORDS {
+            for (x, y) in row(&ma, word).iter().zip(&row(&mb, word)) {
+                assert!((x - y).abs() < 1e-3, "{x} vs {y}");
+            }
         }
         assert_ne!(ma.identity(), mb.identity());
         assert_ne!(ma.identity(), mc.identity());
@@ -400,6 +452,23 @@ pub(crate) mod tests {
             message.contains("2 rows for a tokenizer of 11 tokens"),
             "{message}"
         );
+        // a NaN in a row: the texts with its token fail, naming the model, the others embed
+        let d = dir.path().join("nan");
+        write_tiny_static_model(&d, 1, "F32");
+        let mut bytes = std::fs::read(d.join("model.safetensors")).unwrap();
+        let n = u64::from_le_bytes(bytes[..8].try_into().unwrap()) as usize;
+        let stale = 1 + WORDS.iter().position(|w| *w == "stale").unwrap();
+        let at = 8 + n + stale * 4 * 4;
+        bytes[at..at + 4].copy_from_slice(&f32::NAN.to_le_bytes());
+        std::fs::write(d.join("model.safetensors"), bytes).unwrap();
+        let model = StaticModel::load(&d).unwrap();
+        assert!(model.embed_one("deploy fails").is_ok());
+        let e = model.embed_one("the cache is stale").unwrap_err();
+        assert!(
+            matches!(e, ModelError::Run { ref dir, .. } if dir == &d),
+            "{e}"
+        );
+        assert!(e.to_string().contains("NaN"), "{e}");
         let missing = dir.path().join("nowhere");
         assert!(matches!(
             StaticModel::load(&missing),
