@@ -10,7 +10,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{identity_of, Embedder, ModelError, FILES};
+use super::{identity_of, invalid, read, Embedder, ModelError, FILES};
 
 use candle_core::{DType, Device, Tensor};
 use candle_nn::VarBuilder;
@@ -22,20 +22,6 @@ pub const MAX_TOKENS: usize = 256;
 
 /// Texts embedded in one forward pass at most.
 const BATCH: usize = 16;
-
-fn read(path: PathBuf) -> Result<(PathBuf, Vec<u8>), ModelError> {
-    match std::fs::read(&path) {
-        Ok(bytes) => Ok((path, bytes)),
-        Err(source) => Err(ModelError::Read { path, source }),
-    }
-}
-
-fn invalid(path: &Path, reason: impl std::fmt::Display) -> ModelError {
-    ModelError::Invalid {
-        path: path.to_path_buf(),
-        reason: reason.to_string(),
-    }
-}
 
 /// A loaded sentence encoder.
 pub struct Model {

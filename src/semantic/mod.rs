@@ -86,6 +86,24 @@ pub enum ModelError {
     },
 }
 
+/// The bytes of a model's file, with its path; a failure names it.
+#[cfg(feature = "semantic-static")]
+fn read(path: PathBuf) -> Result<(PathBuf, Vec<u8>), ModelError> {
+    match std::fs::read(&path) {
+        Ok(bytes) => Ok((path, bytes)),
+        Err(source) => Err(ModelError::Read { path, source }),
+    }
+}
+
+/// A model's file `path` is not what it should be, for `reason`.
+#[cfg(feature = "semantic-static")]
+fn invalid(path: &Path, reason: impl std::fmt::Display) -> ModelError {
+    ModelError::Invalid {
+        path: path.to_path_buf(),
+        reason: reason.to_string(),
+    }
+}
+
 /// A sentence encoder, as the retrieval index uses one: unit-length vectors of one length,
 /// and an identity that changes whenever its vectors would.
 pub trait Embedder: Send + Sync + std::fmt::Debug {

@@ -18,7 +18,7 @@ use rayon::prelude::*;
 use safetensors::{Dtype, SafeTensors};
 use tokenizers::{Tokenizer, TruncationParams};
 
-use super::{identity_of, Embedder, ModelError, FILES};
+use super::{identity_of, invalid, read, Embedder, ModelError, FILES};
 
 /// Tokens of a text the static encoder reads at most (Model2Vec's default).
 pub const MAX_TOKENS: usize = 512;
@@ -55,20 +55,6 @@ impl std::fmt::Debug for StaticModel {
             .field("rows", &self.rows)
             .field("dimension", &self.dimension)
             .finish_non_exhaustive()
-    }
-}
-
-fn read(path: PathBuf) -> Result<(PathBuf, Vec<u8>), ModelError> {
-    match std::fs::read(&path) {
-        Ok(bytes) => Ok((path, bytes)),
-        Err(source) => Err(ModelError::Read { path, source }),
-    }
-}
-
-fn invalid(path: &Path, reason: impl std::fmt::Display) -> ModelError {
-    ModelError::Invalid {
-        path: path.to_path_buf(),
-        reason: reason.to_string(),
     }
 }
 

@@ -827,10 +827,6 @@ mod tests {
                 prop_assert_eq!(said(&pruned), said(&exhaustive), "{:?} {:?}", req, settings);
             }
         }
-    }
-
-    proptest! {
-        #![proptest_config(ProptestConfig::with_cases(crate::test_cases(48)))]
 
         #[test]
         fn the_pruned_hybrid_search_is_the_exhaustive_one(
