@@ -570,17 +570,8 @@ impl Index {
                                 crate::semantic::fuse(lexical, semantic.cosine(id), w)
                             }
                         };
-                        if sim <= 0.0 || sim < settings.min_similarity {
-                            continue;
-                        }
-                        let (parts, caution) = self.parts(id, sim, scored, settings)?;
-                        if parts.score > 0.0 {
-                            best.push(parts.score);
-                            if caution {
-                                best_cautions.push(parts.score);
-                            }
-                            out.push((parts.score, sim, id, caution));
-                        }
+                        let bests = (&mut best, &mut best_cautions);
+                        self.admit(id, sim, scored, settings, bests, &mut out)?;
                     }
                 }
                 // hybrid: the docs no term reached whose cosine alone may make it (their
@@ -597,21 +588,37 @@ impl Index {
                     }
                     let id = offset + lo + j;
                     let sim = crate::semantic::fuse(0.0, semantic.cosine(id), w);
-                    if sim <= 0.0 || sim < settings.min_similarity {
-                        continue;
-                    }
-                    let (parts, caution) = self.parts(id, sim, scored, settings)?;
-                    if parts.score > 0.0 {
-                        best.push(parts.score);
-                        if caution {
-                            best_cautions.push(parts.score);
-                        }
-                        out.push((parts.score, sim, id, caution));
-                    }
+                    let bests = (&mut best, &mut best_cautions);
+                    self.admit(id, sim, scored, settings, bests, &mut out)?;
                 }
             }
         }
         Ok(out)
+    }
+
+    /// Doc `id` of similarity `sim` among the candidates, if it is similar enough and scores
+    /// above 0; its score raises the bars.
+    fn admit(
+        &self,
+        id: usize,
+        sim: f64,
+        scored: &Scored,
+        settings: &Settings,
+        (best, best_cautions): (&mut Best, &mut Best),
+        out: &mut Vec<Candidate>,
+    ) -> Result<(), Corrupt> {
+        if sim <= 0.0 || sim < settings.min_similarity {
+            return Ok(());
+        }
+        let (parts, caution) = self.parts(id, sim, scored, settings)?;
+        if parts.score > 0.0 {
+            best.push(parts.score);
+            if caution {
+                best_cautions.push(parts.score);
+            }
+            out.push((parts.score, sim, id, caution));
+        }
+        Ok(())
     }
 }
 
