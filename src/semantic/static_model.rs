@@ -16,6 +16,7 @@ use std::path::{Path, PathBuf};
 
 use rayon::prelude::*;
 use safetensors::{Dtype, SafeTensors};
+use tokenizers::models::ModelWrapper;
 use tokenizers::{Tokenizer, TruncationParams};
 
 use super::{identity_of, invalid, read, Embedder, ModelError, FILES};
@@ -141,7 +142,10 @@ fn table(path: &Path, bytes: &[u8]) -> Result<(usize, usize, usize, Element), Mo
     // the view borrows `bytes`: where its data starts is its offset in them
     let data = view.data();
     let start = data.as_ptr() as usize - bytes.as_ptr() as usize;
-    if data.len() != rows * dimension * dtype.size() {
+    let size = rows
+        .checked_mul(dimension)
+        .and_then(|n| n.checked_mul(dtype.size()));
+    if size != Some(data.len()) {
         return Err(invalid(
             path,
             format!("`{TENSOR}` holds {} bytes for its shape", data.len()),
@@ -172,14 +176,15 @@ impl StaticModel {
             }))
             .map_err(|e| invalid(&tokenizer_path, e))?;
         tokenizer.with_padding(None);
-        // the tokenizer's model names its unknown token (Model2Vec skips it in a text)
-        let unknown = serde_json::from_slice::<serde_json::Value>(&tokenizer_bytes)
-            .ok()
-            .and_then(|v| {
-                v.pointer("/model/unk_token")
-                    .and_then(|t| t.as_str())
-                    .and_then(|t| tokenizer.token_to_id(t))
-            });
+        // the tokenizer's model names its unknown token (Model2Vec skips it in a text); a
+        // Unigram model keeps its own private
+        let unknown = match tokenizer.get_model() {
+            ModelWrapper::BPE(m) => m.get_unk_token().clone(),
+            ModelWrapper::WordPiece(m) => Some(m.unk_token.clone()),
+            ModelWrapper::WordLevel(m) => Some(m.unk_token.clone()),
+            ModelWrapper::Unigram(_) => None,
+        }
+        .and_then(|t| tokenizer.token_to_id(&t));
         let (rows, dimension, start, dtype) = table(&weights_path, &weights)?;
         let vocabulary = tokenizer.get_vocab_size(true);
         if vocabulary > rows {
