@@ -205,12 +205,17 @@ pub fn dot(a: &[f32], b: &[f32]) -> f32 {
 /// against min-max over the corpus, min-max and z-scores over each side's top N, and
 /// reciprocal rank fusion (README, "Semantic retrieval").
 pub fn fuse(lexical: f64, cosine: f64, weight: f64) -> f64 {
-    let w = if weight.is_finite() {
+    let w = effective_weight(weight);
+    (1.0 - w) * lexical + w * cosine
+}
+
+/// The cosine's weight as [`fuse`] takes it: `weight` clamped to `[0, 1]`, not a number 0.
+pub fn effective_weight(weight: f64) -> f64 {
+    if weight.is_finite() {
         weight.clamp(0.0, 1.0)
     } else {
         0.0
-    };
-    (1.0 - w) * lexical + w * cosine
+    }
 }
 
 /// The hybrid ranking of one request: the union of the lexical hits (`lexical`: key and

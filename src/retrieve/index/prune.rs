@@ -33,16 +33,6 @@ use crate::retrieve::codec::{Skip, TermList};
 
 /// Relative slack on every bound.
 const SLACK: f64 = 1e-6;
-/// The cosine's weight as [`crate::semantic::fuse`] takes it: clamped to `[0, 1]`, not a
-/// number 0.
-pub(super) fn semantic_weight(weight: f64) -> f64 {
-    if weight.is_finite() {
-        weight.clamp(0.0, 1.0)
-    } else {
-        0.0
-    }
-}
-
 /// Doc ids per window (a multiple of 64; small under test, so that the property test's banks
 /// span several windows).
 const WINDOW: usize = if cfg!(test) { 128 } else { 2048 };
@@ -346,7 +336,9 @@ impl Index {
         scored.similarity = Similarity::Bounded;
         let mut out = Vec::new();
         // hybrid: the cosine's weight (below 1: search_with scores a weight of 1 exhaustively)
-        let hybrid = scored.semantic.map(|s| (s, semantic_weight(s.weight)));
+        let hybrid = scored
+            .semantic
+            .map(|s| (s, crate::semantic::effective_weight(s.weight)));
         if total <= 0.0 {
             if let Some((semantic, w)) = hybrid {
                 // no lexical similarity anywhere: every eligible doc by its cosine alone

@@ -1,6 +1,6 @@
 //! The search: gates, BM25F over the posting lists, the hits read from their files.
 
-use super::prune::{bounds_hold, semantic_weight};
+use super::prune::bounds_hold;
 use super::*;
 
 impl Index {
@@ -472,7 +472,8 @@ impl Index {
     ) -> Result<Search, Corrupt> {
         let k = req.k.unwrap_or(settings.k);
         // a cosine of weight 1 leaves no lexical part to bound
-        let cosine_only = semantic.is_some_and(|s| semantic_weight(s.weight) >= 1.0);
+        let cosine_only =
+            semantic.is_some_and(|s| crate::semantic::effective_weight(s.weight) >= 1.0);
         if k == 0 || exhaustive || cosine_only || !bounds_hold(settings) {
             let mut scored = self.score_all(req, settings)?;
             scored.semantic = semantic;
