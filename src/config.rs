@@ -467,6 +467,12 @@ pub struct DedupConfig {
     /// search is exact (no pair above `min-text-similarity` is missed).
     #[serde(default = "default_max_postings")]
     pub max_postings: usize,
+    /// With a model (`[retrieve] model`): the cosine of two lessons' embeddings at which they
+    /// are a pair even when their words differ (0 to 1); such a pair's score counts the cosine
+    /// in place of the text similarity when it is higher. Absent: the model's own
+    /// (`Embedder::default_dedup_similarity`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_semantic_similarity: Option<f64>,
 }
 
 impl Default for DedupConfig {
@@ -479,6 +485,7 @@ impl Default for DedupConfig {
             tag_weight: default_tag_weight(),
             max_candidates: default_max_candidates(),
             max_postings: default_max_postings(),
+            min_semantic_similarity: None,
         }
     }
 }

@@ -32,6 +32,12 @@
 //! (a templated bank, or one lesson saved a hundred times) the caps are reached and some pairs
 //! of the crowd go unreported; each of its lessons is still paired with its closest ones.
 //!
+//! **With a model** (`[retrieve] model`), [`pairs_with`] and [`duplicates_of_with`] take the
+//! lessons' [`Embeddings`] too: a pair whose cosine reaches `min-semantic-similarity` is a
+//! pair whatever its words (its score counts the cosine in place of the text similarity when
+//! higher), found by comparing every two vectors; below that threshold nothing changes, so a
+//! model only adds pairs.
+//!
 //! Only live lessons are candidates: superseded lessons (named in another lesson's
 //! `supersedes`) and lessons under `_archive/` (which a bank never loads) are left out. Expired
 //! lessons are still candidates: they are in the bank until archived. When two files share a
@@ -44,9 +50,12 @@ use serde::Serialize;
 
 use crate::bank::{Bank, Status};
 use crate::config::DedupConfig;
+use crate::document::Document;
 use crate::lesson::{Lesson, Target};
 use crate::retrieve::segment::TermMap;
 use crate::retrieve::text::{self, Term};
+use crate::retrieve::vectors::{Request, Vectors};
+pub use crate::retrieve::Embeddings;
 
 /// Two lessons that look like near-duplicates, and why.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -59,6 +68,10 @@ pub struct Pair {
     pub slug_similarity: f64,
     /// Trigram similarity (Dice) of title + trigger description, 0 to 1.
     pub text_similarity: f64,
+    /// The cosine of the two lessons' embeddings (clamped at 0), when a model is configured
+    /// ([`Embeddings`]) and both have a vector.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub semantic_similarity: Option<f64>,
     /// Tags both lessons carry, normalised (`Code_Review` → `code review`), sorted.
     pub shared_tags: Vec<String>,
     /// Whether the targets can match the same caller (true when either has none).
@@ -90,10 +103,44 @@ pub enum DedupError {
 
 /// Every near-duplicate pair in the bank, deterministic order (score desc, then slugs).
 pub fn pairs(bank: &Bank) -> Result<Vec<Pair>, DedupError> {
+    pairs_with(bank, None)
+}
+
+/// [`pairs`], with the lessons' embeddings when a model is configured: a pair whose cosine
+/// is at least the threshold (`[dedup] min-semantic-similarity`, else the model's own) is
+/// compared even when its words differ, and its score counts the cosine in place of the text
+/// similarity when the cosine is higher (as if its words were as alike as its meaning). A
+/// model only adds pairs: one whose cosine is below the threshold is judged by words alone.
+///
+/// The pairs by meaning come from comparing every two lessons' vectors (int8 dot products,
+/// in parallel): quadratic, about `n² / 2 · dimension` operations.
+pub fn pairs_with(bank: &Bank, embeddings: Option<&Embeddings>) -> Result<Vec<Pair>, DedupError> {
+    pairs_among(bank, embeddings, None)
+}
+
+/// The pairs of [`pairs_with`] that have a lesson in `slugs` (`lesson add`'s check of the
+/// lessons it created): the cosines are taken of those lessons' rows alone, so the pass by
+/// meaning costs `slugs.len() · n` dot products, not `n² / 2`.
+pub fn pairs_involving(
+    bank: &Bank,
+    embeddings: Option<&Embeddings>,
+    slugs: &BTreeSet<&str>,
+) -> Result<Vec<Pair>, DedupError> {
+    pairs_among(bank, embeddings, Some(slugs))
+}
+
+/// [`pairs_with`], or with `involved`, [`pairs_involving`].
+fn pairs_among(
+    bank: &Bank,
+    embeddings: Option<&Embeddings>,
+    involved: Option<&BTreeSet<&str>>,
+) -> Result<Vec<Pair>, DedupError> {
     let config = &bank.config.dedup;
     check(config)?;
-    let lessons = live_lessons(bank);
+    let live = live_documents(bank);
+    let lessons: Vec<&Lesson> = live.iter().map(|(_, l)| *l).collect();
     let (features, index) = Index::build(&lessons, config);
+    let meaning = embeddings.map(|e| Meaning::new(e, bank, &live, config));
     let all: Vec<usize> = (0..features.len()).collect();
     // every lesson's candidates first, by index, so that a pair both lessons found is compared
     // once (in a crowd of look-alikes, most are)
@@ -103,6 +150,7 @@ pub fn pairs(bank: &Bank) -> Result<Vec<Pair>, DedupError> {
         .par_chunks(1024)
         .flat_map_iter(|chunk| {
             let mut scratch = index.scratch();
+            let meaning = meaning.as_ref();
             chunk
                 .iter()
                 .map(|&i| {
@@ -111,7 +159,18 @@ pub fn pairs(bank: &Bank) -> Result<Vec<Pair>, DedupError> {
                         .into_iter()
                         .map(|j| j as u32)
                         .collect();
+                    let n = features.len();
+                    match (meaning, involved) {
+                        (Some(m), None) => {
+                            c.extend(m.neighbours(i, i + 1..n, config.max_candidates))
+                        }
+                        (Some(m), Some(slugs)) if slugs.contains(features[i].slug.as_str()) => {
+                            c.extend(m.neighbours(i, 0..n, config.max_candidates))
+                        }
+                        _ => {}
+                    }
                     c.sort_unstable();
+                    c.dedup();
                     c
                 })
                 .collect::<Vec<_>>()
@@ -121,6 +180,7 @@ pub fn pairs(bank: &Bank) -> Result<Vec<Pair>, DedupError> {
         .into_par_iter()
         .flat_map_iter(|i| {
             let (features, index, candidates) = (&features, &index, &candidates);
+            let meaning = meaning.as_ref();
             candidates[i]
                 .iter()
                 .map(|&j| j as usize)
@@ -128,10 +188,14 @@ pub fn pairs(bank: &Bank) -> Result<Vec<Pair>, DedupError> {
                 .filter(move |&j| i < j || candidates[j].binary_search(&(i as u32)).is_err())
                 .filter_map(move |j| {
                     let (x, y) = (i.min(j), i.max(j));
-                    compare_features(&features[x], &features[y], &index.weights, config)
+                    let semantic = meaning.and_then(|m| m.judge(x, y));
+                    compare_features(&features[x], &features[y], &index.weights, config, semantic)
                 })
         })
         .collect();
+    if let Some(slugs) = involved {
+        found.retain(|p| slugs.contains(p.a.as_str()) || slugs.contains(p.b.as_str()));
+    }
     sort(&mut found);
     Ok(found)
 }
@@ -168,7 +232,7 @@ pub fn pairs_across(banks: &[(&str, &Bank)]) -> Result<Vec<Pair>, DedupError> {
     let mut found: Vec<Pair> = across
         .into_iter()
         .filter_map(|(x, y)| {
-            let pair = compare_features(&features[x], &features[y], &index.weights, config)?;
+            let pair = compare_features(&features[x], &features[y], &index.weights, config, None)?;
             let (a, b) = match pair.a == lessons[x].slug.value {
                 true => (owner[x], owner[y]),
                 false => (owner[y], owner[x]),
@@ -195,16 +259,50 @@ pub fn duplicate_of(bank: &Bank, candidate: &Lesson) -> Result<Option<Pair>, Ded
 /// Every existing lesson `candidate` duplicates above the bank's thresholds, best first (score
 /// descending, then slug); in each pair, `a` is the existing lesson and `b` the candidate.
 pub fn duplicates_of(bank: &Bank, candidate: &Lesson) -> Result<Vec<Pair>, DedupError> {
+    duplicates_of_with(bank, candidate, None)
+}
+
+/// [`duplicates_of`], with the bank's embeddings and the candidate's vector (`vector`, of
+/// the same model; see [`Embeddings::embed`]) when a model is configured: an existing
+/// lesson whose cosine with it reaches the threshold is compared too (see [`pairs_with`]).
+pub fn duplicates_of_with(
+    bank: &Bank,
+    candidate: &Lesson,
+    semantic: Option<(&Embeddings, &[f32])>,
+) -> Result<Vec<Pair>, DedupError> {
     let config = &bank.config.dedup;
     check(config)?;
-    let mut lessons = live_lessons(bank);
+    let live = live_documents(bank);
+    let mut lessons: Vec<&Lesson> = live.iter().map(|(_, l)| *l).collect();
     let query = lessons.len();
     lessons.push(candidate);
     let (features, index) = Index::build(&lessons, config);
-    let mut found: Vec<Pair> = index
-        .candidates(query, &features[query], config, &mut index.scratch())
+    let meaning = semantic.map(|(e, vector)| {
+        let mut m = Meaning::new(e, bank, &live, config);
+        m.query = Some((query, Request::new(vector)));
+        m
+    });
+    let mut near = index.candidates(query, &features[query], config, &mut index.scratch());
+    if let Some(m) = &meaning {
+        near.extend(
+            m.neighbours(query, 0..query, config.max_candidates)
+                .map(|j| j as usize),
+        );
+        near.sort_unstable();
+        near.dedup();
+    }
+    let mut found: Vec<Pair> = near
         .into_iter()
-        .filter_map(|j| compare_features(&features[j], &features[query], &index.weights, config))
+        .filter_map(|j| {
+            let semantic = meaning.as_ref().and_then(|m| m.judge(j, query));
+            compare_features(
+                &features[j],
+                &features[query],
+                &index.weights,
+                config,
+                semantic,
+            )
+        })
         .collect();
     found.sort_by(order);
     Ok(found)
@@ -214,21 +312,39 @@ pub fn duplicates_of(bank: &Bank, candidate: &Lesson) -> Result<Vec<Pair>, Dedup
 /// banks and as the reference [`pairs`] is tested against (they agree while neither cap,
 /// `max-postings` nor `max-candidates`, is reached).
 pub fn pairs_exhaustive(bank: &Bank) -> Result<Vec<Pair>, DedupError> {
+    pairs_exhaustive_with(bank, None)
+}
+
+/// [`pairs_exhaustive`] with embeddings: the reference [`pairs_with`] is tested against.
+pub fn pairs_exhaustive_with(
+    bank: &Bank,
+    embeddings: Option<&Embeddings>,
+) -> Result<Vec<Pair>, DedupError> {
     let config = &bank.config.dedup;
     check(config)?;
-    let lessons = live_lessons(bank);
+    let live = live_documents(bank);
+    let lessons: Vec<&Lesson> = live.iter().map(|(_, l)| *l).collect();
     let (features, index) = Index::build(&lessons, config);
+    let meaning = embeddings.map(|e| Meaning::new(e, bank, &live, config));
     let mut found: Vec<Pair> = (0..features.len())
         .into_par_iter()
         .flat_map_iter(|i| {
-            let (features, index) = (&features, &index);
+            let (features, index, meaning) = (&features, &index, meaning.as_ref());
             (i + 1..features.len()).filter_map(move |j| {
-                compare_features(&features[i], &features[j], &index.weights, config)
+                let semantic = meaning.and_then(|m| m.judge(i, j));
+                compare_features(&features[i], &features[j], &index.weights, config, semantic)
             })
         })
         .collect();
     sort(&mut found);
     Ok(found)
+}
+
+/// A pair's cosine and the threshold it is held to.
+#[derive(Debug, Clone, Copy)]
+struct Semantic {
+    cosine: f64,
+    min: f64,
 }
 
 /// Whether a pair of already computed features is a near-duplicate under `config`.
@@ -237,14 +353,19 @@ fn compare_features(
     b: &Features,
     weights: &[f64],
     config: &DedupConfig,
+    semantic: Option<Semantic>,
 ) -> Option<Pair> {
+    let alike = semantic.is_some_and(|s| s.cosine >= s.min);
     // Dice is at most 2·min / (W(A) + W(B)): skip the merge when that is too low
     let total = a.weight + b.weight;
-    if total > 0.0 && 2.0 * a.weight.min(b.weight) / total + 1e-9 < config.min_text_similarity {
+    if !alike
+        && total > 0.0
+        && 2.0 * a.weight.min(b.weight) / total + 1e-9 < config.min_text_similarity
+    {
         return None;
     }
     let text = dice(a, b, weights);
-    if text < config.min_text_similarity {
+    if !alike && text < config.min_text_similarity {
         return None;
     }
     let targets_overlap = targets_overlap_globs(&a.targets, &b.targets);
@@ -254,12 +375,18 @@ fn compare_features(
     let shared = a.tags.intersection(&b.tags).count();
     let tags = (!a.tags.is_empty() || !b.tags.is_empty())
         .then(|| shared as f64 / (a.tags.len() + b.tags.len() - shared) as f64);
+    let cosine = semantic.map(|s| round(s.cosine.max(0.0)));
+    // a pair alike in meaning counts as if its words were as alike as its meaning
+    let content = match cosine {
+        Some(cosine) if alike => text.max(cosine),
+        _ => text,
+    };
     // the best score a slug could give first: strsim allocates, most pairs stop here
-    if round(weighted_score(config, 1.0, text, tags)) < config.min_score {
+    if round(weighted_score(config, 1.0, content, tags)) < config.min_score {
         return None;
     }
     let slug = slug_similarity(&a.slug, &b.slug);
-    let score = round(weighted_score(config, slug, text, tags));
+    let score = round(weighted_score(config, slug, content, tags));
     if score < config.min_score {
         return None;
     }
@@ -268,6 +395,7 @@ fn compare_features(
         b: b.slug.clone(),
         slug_similarity: round(slug),
         text_similarity: round(text),
+        semantic_similarity: cosine,
         shared_tags: a.tags.intersection(&b.tags).cloned().collect(),
         targets_overlap,
         score,
@@ -339,6 +467,9 @@ fn check(config: &DedupConfig) -> Result<(), DedupError> {
         }
     };
     unit("min-text-similarity", config.min_text_similarity)?;
+    if let Some(min) = config.min_semantic_similarity {
+        unit("min-semantic-similarity", min)?;
+    }
     unit("min-score", config.min_score)?;
     weight("slug-weight", config.slug_weight)?;
     weight("text-weight", config.text_weight)?;
@@ -361,16 +492,128 @@ fn check(config: &DedupConfig) -> Result<(), DedupError> {
 /// The bank's live lessons, one per slug (the first file by path), in slug order: neither
 /// superseded nor quarantined.
 fn live_lessons(bank: &Bank) -> Vec<&Lesson> {
+    live_documents(bank).into_iter().map(|(_, l)| l).collect()
+}
+
+/// [`live_lessons`] with their documents.
+fn live_documents(bank: &Bank) -> Vec<(&Document, &Lesson)> {
     bank.by_slug()
         .into_values()
-        .map(|(_, lesson)| lesson)
-        .filter(|lesson| {
+        .filter(|(_, lesson)| {
             !matches!(
                 bank.status(lesson),
                 Status::Superseded(_) | Status::Quarantined(_)
             )
         })
         .collect()
+}
+
+/// The embeddings of the bank at `root` when its `[retrieve] model` names a model, from the
+/// retrieval index (which embeds the lessons it has no vector for, and keeps them in
+/// `.lesson/`). `Ok(None)` without a model; `Err` says why the model (or the index) cannot be
+/// used, and dedup compares words alone then.
+pub fn embeddings_of(
+    root: &std::path::Path,
+    config: &crate::config::Config,
+) -> Result<Option<Embeddings>, String> {
+    if config.retrieve.model.is_none() {
+        return Ok(None);
+    }
+    // what the index writes to `.lesson/` is its cache, not a change of the bank: a writer's
+    // journal (`lesson add --format json`) does not list it
+    let (found, _cache) = crate::edit::journal::recording(|| {
+        let mut retriever = crate::retrieve::Retriever::open(root).map_err(|e| e.to_string())?;
+        let embeddings = retriever.embeddings().map_err(|e| e.to_string())?;
+        match retriever.semantic_problem() {
+            Some(problem) => Err(problem.to_string()),
+            None => Ok(embeddings),
+        }
+    });
+    found
+}
+
+/// The cosine `[dedup] min-semantic-similarity` sets, else the model's own.
+fn threshold(embeddings: &Embeddings, config: &DedupConfig) -> f64 {
+    config
+        .min_semantic_similarity
+        .unwrap_or_else(|| embeddings.embedder().default_dedup_similarity())
+}
+
+/// The semantic side of one dedup run: each compared lesson's slot among the vectors.
+struct Meaning<'a> {
+    vectors: &'a Vectors,
+    /// By lesson index: its slot (none: the lesson has no vector).
+    slots: Vec<Option<u32>>,
+    /// The threshold of the cosine.
+    min: f64,
+    /// The lesson that is no file of the bank ([`duplicates_of_with`]), and its vector.
+    query: Option<(usize, Request)>,
+}
+
+impl<'a> Meaning<'a> {
+    fn new(
+        embeddings: &'a Embeddings,
+        bank: &Bank,
+        live: &[(&Document, &Lesson)],
+        config: &DedupConfig,
+    ) -> Meaning<'a> {
+        let slots = live
+            .iter()
+            .map(|(doc, _)| {
+                let path = crate::retrieve::store::relative(&bank.root, &doc.source.path);
+                embeddings.slot(&path)
+            })
+            .collect();
+        Meaning {
+            vectors: embeddings.vectors(),
+            slots,
+            min: threshold(embeddings, config),
+            query: None,
+        }
+    }
+
+    /// The cosine of lessons `i` and `j`, if both have a vector.
+    fn cosine(&self, i: usize, j: usize) -> Option<f64> {
+        let slot = |k: usize| self.slots.get(k).copied().flatten();
+        let cosine = match &self.query {
+            Some((q, request)) if *q == i => self.vectors.cosine(slot(j)?, request),
+            Some((q, request)) if *q == j => self.vectors.cosine(slot(i)?, request),
+            _ => self.vectors.cosine_between(slot(i)?, slot(j)?),
+        };
+        Some(f64::from(cosine))
+    }
+
+    /// The cosine of lessons `i` and `j` with its threshold, for [`compare_features`].
+    fn judge(&self, i: usize, j: usize) -> Option<Semantic> {
+        Some(Semantic {
+            cosine: self.cosine(i, j)?,
+            min: self.min,
+        })
+    }
+
+    /// The lessons of `among` whose cosine with lesson `i` reaches the threshold: the `max`
+    /// nearest (ties by index), in index order.
+    fn neighbours(
+        &self,
+        i: usize,
+        among: std::ops::Range<usize>,
+        max: usize,
+    ) -> impl Iterator<Item = u32> {
+        let mut near: Vec<(f64, u32)> = among
+            .filter(|&j| j != i)
+            .filter_map(|j| Some((self.cosine(i, j)?, j as u32)))
+            .filter(|&(c, _)| c >= self.min)
+            .collect();
+        let nearest_first =
+            |x: &(f64, u32), y: &(f64, u32)| y.0.total_cmp(&x.0).then(x.1.cmp(&y.1));
+        if near.len() > max {
+            near.select_nth_unstable_by(max, nearest_first);
+            near.truncate(max);
+        }
+        let mut near: Vec<u32> = near.into_iter().map(|(_, j)| j).collect();
+        near.sort_unstable();
+        near.into_iter()
+    }
 }
 
 /// Similarity of two slugs, 0 to 1: Sørensen–Dice of their character bigrams (strsim), which

@@ -67,6 +67,9 @@ pub fn run(root: &Path, args: AddArgs) -> anyhow::Result<ExitCode> {
         Ok(added) => added,
         Err(e) => return refused(e, json),
     };
+    if let Some(problem) = &added.semantic_problem {
+        eprintln!("warning: [retrieve] model: {problem}; candidates were compared by words alone");
+    }
     if json {
         let result = lesson::report::writes::added(root, &added);
         super::print_write("add", args.dry_run, root, &journal, result)?;

@@ -30,8 +30,12 @@ pub fn line(pair: &Pair) -> String {
         Some(bank) => format!("{slug} ({bank})"),
         None => slug.to_string(),
     };
+    let meaning = match pair.semantic_similarity {
+        Some(cosine) => format!(", meaning {cosine:.2}"),
+        None => String::new(),
+    };
     format!(
-        "{} ~ {}  score {:.2} (slug {:.2}, text {:.2}{tags})",
+        "{} ~ {}  score {:.2} (slug {:.2}, text {:.2}{meaning}{tags})",
         named(&pair.a, &pair.a_bank),
         named(&pair.b, &pair.b_bank),
         pair.score,

@@ -10,7 +10,7 @@
 //!   semantic side off with the reason ([`Retriever::semantic_problem`]); the search goes on
 //!   lexically. A bank that cannot be written keeps its vectors in memory.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -21,7 +21,9 @@ use super::record::LessonFields;
 use super::store::{read_record, state_path, Retriever};
 use super::vectors::Vectors;
 use super::{Request, RetrieveError};
+use crate::document::Document;
 use crate::edit;
+use crate::lesson::Lesson;
 use crate::semantic::{Embedder, ModelError};
 
 pub use crate::layout::VECTORS_FILE;
@@ -67,9 +69,88 @@ impl Dense {
     }
 }
 
+/// The lessons' embeddings, for the semantic side of dedup (`crate::dedup::pairs_with`, with
+/// a model in `[retrieve] model`): each lesson file's vector by its path under the bank root,
+/// as the retrieval index keeps them ([`Retriever::embeddings`]), and the model, for a lesson
+/// not yet in the bank.
+#[derive(Debug, Clone)]
+pub struct Embeddings {
+    slots: HashMap<String, u32>,
+    vectors: Vectors,
+    embedder: Arc<dyn Embedder>,
+}
+
+impl Embeddings {
+    /// The vectors of `embedder` in `vectors`, each lesson file's slot by its path under the
+    /// bank root (`/`-separated).
+    pub fn new(slots: HashMap<String, u32>, vectors: Vectors, embedder: Arc<dyn Embedder>) -> Self {
+        Embeddings {
+            slots,
+            vectors,
+            embedder,
+        }
+    }
+
+    /// Give the lesson file at `path` (under the bank root, `/`-separated) the vector
+    /// `vector`: a lesson written since the embeddings were read.
+    pub fn insert(&mut self, path: String, vector: &[f32]) {
+        // a key no file of the index has (keys are hashes of file bytes)
+        let mut key = super::text::fnv1a(path.as_bytes());
+        while self.vectors.slot(key).is_some() {
+            key = key.wrapping_add(1);
+        }
+        self.vectors.insert(key, vector);
+        if let Some(slot) = self.vectors.slot(key) {
+            self.slots.insert(path, slot);
+        }
+    }
+
+    /// The slot of the lesson file at `path` (under the bank root) among [`Embeddings::vectors`].
+    pub fn slot(&self, path: &str) -> Option<u32> {
+        self.slots.get(path).copied()
+    }
+
+    /// The vectors.
+    pub fn vectors(&self) -> &Vectors {
+        &self.vectors
+    }
+
+    /// Lesson files with a vector.
+    pub fn len(&self) -> usize {
+        self.slots.len()
+    }
+
+    /// Whether no lesson file has a vector.
+    pub fn is_empty(&self) -> bool {
+        self.slots.is_empty()
+    }
+
+    /// The model.
+    pub fn embedder(&self) -> &Arc<dyn Embedder> {
+        &self.embedder
+    }
+
+    /// The vector of a lesson that is not in the bank yet (`doc`, read from its bytes), as
+    /// the retrieval index embeds a lesson: title, description and body.
+    pub fn embed(&self, doc: &Document, lesson: &Lesson) -> Result<Vec<f32>, ModelError> {
+        let body = doc
+            .body
+            .as_ref()
+            .and_then(|b| doc.source.text.get(b.start..))
+            .unwrap_or_default();
+        let text = text_of(&lesson.title.value, &lesson.trigger.description.value, body);
+        let mut vectors = self.embedder.embed(&[text.as_str()])?;
+        Ok(vectors.pop().unwrap_or_default())
+    }
+}
+
 /// The text of a lesson its vector embeds: title, description and body, a line apart.
 pub fn embedding_text(l: &LessonFields) -> String {
-    format!("{}\n{}\n{}", l.title, l.description, l.body.trim())
+    text_of(&l.title, &l.description, &l.body)
+}
+
+fn text_of(title: &str, description: &str, body: &str) -> String {
+    format!("{title}\n{description}\n{}", body.trim())
 }
 
 impl Retriever {
@@ -250,6 +331,27 @@ impl Retriever {
                 .map(|&slot| by_slot.get(slot as usize).copied().unwrap_or(0.0))
                 .collect(),
         ))
+    }
+
+    /// The lessons' vectors for dedup ([`crate::dedup::pairs_with`]), brought up to date
+    /// first: each file's slot by its path under the bank root. None without a model, or
+    /// when it failed ([`Retriever::semantic_problem`] says why).
+    pub fn embeddings(&mut self) -> Result<Option<Embeddings>, RetrieveError> {
+        self.sync_vectors()?;
+        let Some(dense) = self.dense.as_ref() else {
+            return Ok(None);
+        };
+        let slots = self
+            .index()
+            .entries()?
+            .into_iter()
+            .filter_map(|e| Some((e.path.to_string(), dense.vectors.slot(e.stat.hash)?)))
+            .collect();
+        Ok(Some(Embeddings::new(
+            slots,
+            dense.vectors.clone(),
+            dense.embedder.clone(),
+        )))
     }
 
     /// The cosine's weight in the hybrid similarity.

@@ -52,6 +52,7 @@ use crate::lesson::Outcome;
 
 pub use answer::Answer;
 pub use codec::Corrupt;
+pub use dense::Embeddings;
 pub use index::{HeldBack, Search};
 pub use marker::Identity;
 pub use record::TargetGlobs;

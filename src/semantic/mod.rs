@@ -39,6 +39,17 @@ pub const DEFAULT_WEIGHT: f64 = 0.5;
 /// 0.3 loses less on Cranfield, where the static model is the weaker side).
 pub const STATIC_WEIGHT: f64 = 0.3;
 
+/// `[dedup] min-semantic-similarity` by default with a BERT-class encoder (all-MiniLM-L6-v2):
+/// the lowest cosine at which `cargo xtask eval-dedup --model` finds F1 no worse than by
+/// words alone on both near-duplicate sets (lower thresholds gain on one and lose more on the
+/// other; `lesson add` merges what dedup pairs, so a model must not make it less precise).
+pub const DEDUP_SIMILARITY: f64 = 0.9;
+
+/// `[dedup] min-semantic-similarity` by default with a static model (WordLlama's
+/// l2_supercat_256), chosen as [`DEDUP_SIMILARITY`] is: its cosines run higher, and below 0.95
+/// it pairs distinct items that read alike.
+pub const STATIC_DEDUP_SIMILARITY: f64 = 0.95;
+
 /// Why a model cannot be loaded or run.
 #[derive(Debug, thiserror::Error)]
 pub enum ModelError {
@@ -117,6 +128,11 @@ pub trait Embedder: Send + Sync + std::fmt::Debug {
     /// The cosine's weight in [`fuse`] when `[retrieve] semantic-weight` is absent.
     fn default_weight(&self) -> f64 {
         DEFAULT_WEIGHT
+    }
+    /// `[dedup] min-semantic-similarity` when absent: the cosine at which two lessons are
+    /// compared as near-duplicates whatever their words.
+    fn default_dedup_similarity(&self) -> f64 {
+        DEDUP_SIMILARITY
     }
 }
 

@@ -282,6 +282,9 @@ impl Embedder for StaticModel {
     fn default_weight(&self) -> f64 {
         super::STATIC_WEIGHT
     }
+    fn default_dedup_similarity(&self) -> f64 {
+        super::STATIC_DEDUP_SIMILARITY
+    }
 }
 
 #[cfg(test)]

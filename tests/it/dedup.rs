@@ -15,7 +15,7 @@ use proptest::prelude::*;
 
 use crate::sandbox::{copy_dir, Sandbox, NOW};
 
-const BANK: &str = "tests/fixtures/banks/dedup";
+pub(crate) const BANK: &str = "tests/fixtures/banks/dedup";
 
 fn load(root: &Path) -> Bank {
     Bank::load_with(root, &Default::default(), NOW.parse().unwrap()).unwrap()
@@ -30,7 +30,7 @@ fn pair(a: &str, b: &str) -> (String, String) {
 }
 
 /// A lesson file's text.
-fn lesson_text(slug: &str, title: &str, description: &str, tags: &[&str]) -> String {
+pub(crate) fn lesson_text(slug: &str, title: &str, description: &str, tags: &[&str]) -> String {
     format!(
         "---\nschema: learning/v1\nslug: {slug}\ntitle: \"{title}\"\ntrigger:\n  description: \"{description}\"\n  tags: [{}]\noutcome: success\nevidence:\n  - kind: run\n    ref: r_{slug}\n---\n\n# {title}\n",
         tags.join(", ")
@@ -240,9 +240,9 @@ const WORDS: &[&str] = &[
 const TAGS: &[&str] = &["ci", "rust", "yaml", "db"];
 
 /// A generated lesson: slug words, title words, description words, tags.
-type Spec = (Vec<usize>, Vec<usize>, Vec<usize>, Vec<usize>);
+pub(crate) type Spec = (Vec<usize>, Vec<usize>, Vec<usize>, Vec<usize>);
 
-fn spec() -> impl Strategy<Value = Spec> {
+pub(crate) fn spec() -> impl Strategy<Value = Spec> {
     let words = |n| proptest::collection::vec(0..WORDS.len(), 1..n);
     (
         proptest::collection::vec(0..16usize, 1..4),
@@ -261,7 +261,7 @@ fn sentence(words: &[usize]) -> String {
 }
 
 /// Write one lesson per spec (slugs made unique by their position) into `root`.
-fn write_bank(root: &Path, specs: &[Spec]) -> Vec<String> {
+pub(crate) fn write_bank(root: &Path, specs: &[Spec]) -> Vec<String> {
     let mut slugs = Vec::new();
     for (i, (slug_words, title, description, tags)) in specs.iter().enumerate() {
         let names = [

@@ -473,3 +473,264 @@ fn lesson_mcp_with_a_missing_model_warns_once_and_answers_lexically() {
         "{stderr}"
     );
 }
+
+// --- dedup with a model ----------------------------------------------------------------------
+
+/// A bank of three lessons for dedup: two that say the same in other words (the stand-in's
+/// synonyms), one about something else; `config` is its `lesson.toml`.
+fn dedup_bank(config: &str) -> tempfile::TempDir {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(tmp.path().join("lesson.toml"), config).unwrap();
+    for (slug, title, description) in [
+        (
+            "automobile-defect",
+            "Automobile defect",
+            "a defect of the automobile",
+        ),
+        ("car-bug", "Car bug", "a bug of the car"),
+        (
+            "cache-the-build",
+            "Cache the build between runs",
+            "builds run again",
+        ),
+    ] {
+        std::fs::write(
+            tmp.path().join(format!("{slug}.md")),
+            crate::dedup::lesson_text(slug, title, description, &[]),
+        )
+        .unwrap();
+    }
+    tmp
+}
+
+fn load_bank(root: &Path) -> lesson::Bank {
+    lesson::Bank::load_with(root, &Default::default(), NOW.parse().unwrap()).unwrap()
+}
+
+/// The embeddings of the bank at `root` under the stand-in encoder.
+fn dedup_embeddings(root: &Path) -> lesson::dedup::Embeddings {
+    let mut r = Retriever::open(root).unwrap();
+    r.set_embedder(Some(Words::new("words-1"))).unwrap();
+    r.embeddings().unwrap().expect("a model")
+}
+
+#[test]
+fn dedup_with_a_model_pairs_lessons_alike_in_meaning_whatever_their_words() {
+    use lesson::dedup;
+    let b = dedup_bank("[dedup]\nmin-semantic-similarity = 0.9\n");
+    let bank = load_bank(b.path());
+    let by_words = dedup::pairs(&bank).unwrap();
+    assert!(by_words.is_empty(), "{by_words:?}");
+    let embeddings = dedup_embeddings(b.path());
+    assert_eq!(embeddings.len(), 3);
+    let found = dedup::pairs_with(&bank, Some(&embeddings)).unwrap();
+    assert_eq!(found.len(), 1, "{found:?}");
+    let p = &found[0];
+    assert_eq!(
+        (p.a.as_str(), p.b.as_str()),
+        ("automobile-defect", "car-bug")
+    );
+    assert!(p.text_similarity < 0.6, "{p:?}");
+    let cosine = p.semantic_similarity.expect("a cosine");
+    assert!(cosine > 0.99, "{p:?}");
+    // the score counts the cosine in place of the text similarity (slug weight 1, text 2)
+    let expected = (p.slug_similarity + 2.0 * cosine) / 3.0;
+    assert!((p.score - expected).abs() < 2e-4, "{p:?}");
+    assert_eq!(
+        found,
+        dedup::pairs_exhaustive_with(&bank, Some(&embeddings)).unwrap()
+    );
+    // above the cosine of any pair: words alone again, the cosine still reported
+    std::fs::write(
+        b.path().join("lesson.toml"),
+        "[dedup]\nmin-semantic-similarity = 1.0\n",
+    )
+    .unwrap();
+    let strict = load_bank(b.path());
+    let found = dedup::pairs_with(&strict, Some(&embeddings)).unwrap();
+    assert!(found.is_empty() || cosine >= 1.0, "{found:?}");
+}
+
+#[test]
+fn a_new_lesson_is_held_against_the_bank_by_its_meaning() {
+    use lesson::dedup;
+    let b = dedup_bank("[dedup]\nmin-semantic-similarity = 0.9\n");
+    std::fs::remove_file(b.path().join("car-bug.md")).unwrap();
+    let bank = load_bank(b.path());
+    let embeddings = dedup_embeddings(b.path());
+    let text = crate::dedup::lesson_text("vehicle-bug", "Vehicle bug", "a bug of the vehicle", &[]);
+    let doc = lesson::document::Document::parse(
+        lesson::source::Source::new("vehicle-bug.md", text),
+        None,
+    );
+    let candidate = doc.lesson.as_deref().expect("a lesson");
+    assert!(dedup::duplicates_of(&bank, candidate).unwrap().is_empty());
+    let vector = embeddings.embed(&doc, candidate).unwrap();
+    let found = dedup::duplicates_of_with(&bank, candidate, Some((&embeddings, vector.as_slice())))
+        .unwrap();
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(
+        (found[0].a.as_str(), found[0].b.as_str()),
+        ("automobile-defect", "vehicle-bug")
+    );
+    assert!(found[0].semantic_similarity.unwrap() > 0.99);
+}
+
+#[test]
+fn without_a_model_dedup_has_no_embeddings_and_its_pairs_carry_no_cosine() {
+    let b = dedup_bank("");
+    let mut r = Retriever::open(b.path()).unwrap();
+    assert!(r.embeddings().unwrap().is_none());
+    let missing = dedup_bank("[retrieve]\nmodel = \"models/nowhere\"\n");
+    let mut r = Retriever::open(missing.path()).unwrap();
+    assert!(r.embeddings().unwrap().is_none());
+    assert!(r.semantic_problem().is_some());
+}
+
+#[test]
+fn lesson_dedup_with_a_missing_model_warns_and_compares_words() {
+    let plain = crate::dedup::BANK;
+    let s = crate::sandbox::Sandbox::with_bank(plain);
+    let lexical = s.run(&["dedup", "--dir", "lessons", "--format", "json"]);
+    std::fs::write(
+        s.bank().join("lesson.toml"),
+        "[retrieve]\nmodel = \"models/nowhere\"\n",
+    )
+    .unwrap();
+    let run = s.run(&["dedup", "--dir", "lessons", "--format", "json"]);
+    assert_eq!(run.code, 0, "{run}");
+    assert_eq!(run.stdout, lexical.stdout);
+    assert!(!lexical.stderr.contains("warning"), "{lexical}");
+    let warning = run
+        .stderr
+        .lines()
+        .find(|l| l.starts_with("warning: [retrieve] model: "))
+        .unwrap_or_else(|| panic!("{run}"));
+    assert!(
+        warning.contains("models/nowhere") && warning.ends_with("dedup compares words alone"),
+        "{run}"
+    );
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig {
+        cases: crate::cases(24), ..proptest::prelude::ProptestConfig::default()
+    })]
+
+    /// With embeddings too, the candidate search finds exactly the pairs an all-pairs
+    /// comparison accepts, and every pair it reports passed the words' or the meaning's
+    /// threshold.
+    #[test]
+    fn dedup_with_embeddings_is_the_all_pairs_reference(
+        specs in proptest::collection::vec(crate::dedup::spec(), 2..12),
+        min_text in 0.3f64..0.95,
+        min_semantic in 0.3f64..1.0,
+    ) {
+        let tmp = tempfile::tempdir().unwrap();
+        crate::dedup::write_bank(tmp.path(), &specs);
+        std::fs::write(
+            tmp.path().join("lesson.toml"),
+            format!(
+                "[dedup]\nmin-text-similarity = {min_text}\nmin-score = 0.3\n\
+                 min-semantic-similarity = {min_semantic}\n"
+            ),
+        )
+        .unwrap();
+        let bank = load_bank(tmp.path());
+        let embeddings = dedup_embeddings(tmp.path());
+        let found = lesson::dedup::pairs_with(&bank, Some(&embeddings)).unwrap();
+        proptest::prop_assert_eq!(
+            &found,
+            &lesson::dedup::pairs_exhaustive_with(&bank, Some(&embeddings)).unwrap()
+        );
+        for p in &found {
+            let cosine = p.semantic_similarity.expect("every lesson has a vector");
+            proptest::prop_assert!(
+                p.text_similarity >= min_text - 1e-4 || cosine >= min_semantic - 1e-4,
+                "{:?}", p
+            );
+        }
+        // the pairs of a few lessons, as `lesson add` asks for its new ones
+        let some: std::collections::BTreeSet<&str> = found
+            .iter()
+            .take(2)
+            .map(|p| p.b.as_str())
+            .collect();
+        let theirs: Vec<_> = found
+            .iter()
+            .filter(|p| some.contains(p.a.as_str()) || some.contains(p.b.as_str()))
+            .cloned()
+            .collect();
+        proptest::prop_assert_eq!(
+            &lesson::dedup::pairs_involving(&bank, Some(&embeddings), &some).unwrap(),
+            &theirs
+        );
+        // a model only adds pairs: every pair by words alone is still there
+        for p in lesson::dedup::pairs(&bank).unwrap() {
+            proptest::prop_assert!(
+                found.iter().any(|q| (&q.a, &q.b) == (&p.a, &p.b) && q.score >= p.score),
+                "{:?} lost", p
+            );
+        }
+    }
+}
+
+#[test]
+fn the_add_gate_merges_a_candidate_that_says_the_same_in_other_words() {
+    use lesson::curate::add::{prepare_all, read_candidates, Admitted, Batch, Intake, Why};
+    let b = dedup_bank("[dedup]\nmin-semantic-similarity = 0.9\n");
+    std::fs::remove_file(b.path().join("car-bug.md")).unwrap();
+    let stamp = lesson::curate::Stamp {
+        at: NOW.parse().unwrap(),
+        by: "tester".into(),
+    };
+    let text = crate::dedup::lesson_text("vehicle-bug", "Vehicle bug", "a bug of the vehicle", &[]);
+    let other = crate::dedup::lesson_text(
+        "pin-the-toolchain",
+        "Pin the toolchain",
+        "a toolchain update breaks CI",
+        &[],
+    );
+    let candidates: Vec<_> = [("vehicle-bug.md", text), ("pin.md", other)]
+        .into_iter()
+        .flat_map(|(label, text)| read_candidates(label, text.into_bytes()).unwrap())
+        .collect();
+    let admit = |embeddings: Option<lesson::dedup::Embeddings>| {
+        let bank = load_bank(b.path());
+        let (prepared, rejection) = prepare_all(&bank, &candidates, &Intake::default());
+        assert!(!rejection.refused(), "{rejection}");
+        let mut batch = Batch::new(bank, stamp.clone(), None);
+        batch.set_embeddings(embeddings);
+        let admitted: Vec<Admitted> = prepared.iter().map(|p| batch.admit(p).unwrap()).collect();
+        (admitted, batch)
+    };
+    // by words alone, both are new lessons
+    let (admitted, _) = admit(None);
+    assert!(
+        admitted
+            .iter()
+            .all(|a| matches!(a, Admitted::Created { .. })),
+        "{admitted:?}"
+    );
+    // by meaning, the first goes into the lesson it says the same as
+    let (admitted, batch) = admit(Some(dedup_embeddings(b.path())));
+    match &admitted[0] {
+        Admitted::Merged {
+            into,
+            why: Why::Similar(pair),
+            ..
+        } => {
+            assert_eq!(into, "automobile-defect");
+            assert!(pair.semantic_similarity.unwrap() > 0.99, "{pair:?}");
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(matches!(&admitted[1], Admitted::Created { slug, .. } if slug == "pin-the-toolchain"));
+    // the new lesson's vector joined the embeddings, for the candidates after it
+    let embeddings = batch.embeddings().unwrap();
+    assert_eq!(
+        embeddings.len(),
+        3,
+        "two lessons of the bank and the new one"
+    );
+}

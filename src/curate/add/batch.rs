@@ -79,6 +79,9 @@ pub struct Batch {
     pending: BTreeMap<String, Vec<Event>>,
     /// Slugs of the new lessons.
     new_slugs: Vec<String>,
+    /// The lessons' embeddings when a model is configured ([`Batch::set_embeddings`]): the
+    /// dedup gate compares by meaning too, and a new lesson's vector joins them.
+    embeddings: Option<crate::dedup::Embeddings>,
 }
 
 impl Batch {
@@ -93,7 +96,19 @@ impl Batch {
             ledgers: BTreeMap::new(),
             pending: BTreeMap::new(),
             new_slugs: Vec::new(),
+            embeddings: None,
         }
+    }
+
+    /// Compare candidates by meaning too, with the bank's lessons' `embeddings` (see
+    /// [`crate::dedup::duplicates_of_with`]).
+    pub fn set_embeddings(&mut self, embeddings: Option<crate::dedup::Embeddings>) {
+        self.embeddings = embeddings;
+    }
+
+    /// The embeddings, with the vectors of the lessons this batch created.
+    pub fn embeddings(&self) -> Option<&crate::dedup::Embeddings> {
+        self.embeddings.as_ref()
     }
 
     /// Whether anything would be written.
@@ -228,7 +243,13 @@ impl Batch {
             if let Some(into) = self.recorded_in(&candidate.lesson)? {
                 return Ok(self.absorb(candidate, &into, Why::Recorded)?);
             }
-            let found = crate::dedup::duplicates_of(&self.bank, &candidate.lesson)?;
+            // a candidate the model cannot embed is compared by its words alone
+            let vector = self
+                .embeddings
+                .as_ref()
+                .and_then(|e| e.embed(&candidate.doc, &candidate.lesson).ok());
+            let semantic = self.embeddings.as_ref().zip(vector.as_deref());
+            let found = crate::dedup::duplicates_of_with(&self.bank, &candidate.lesson, semantic)?;
             // the batch's own lessons first: candidates are deduplicated among themselves
             // before against the bank
             let ours = found.iter().find(|p| self.new_slugs.contains(&p.a));
@@ -236,8 +257,9 @@ impl Batch {
                 let into = pair.a.clone();
                 return Ok(self.absorb(candidate, &into, Why::Similar(pair))?);
             }
+            return Ok(self.create(candidate, vector)?);
         }
-        Ok(self.create(candidate)?)
+        Ok(self.create(candidate, None)?)
     }
 
     /// The live lesson whose ledger records a merge from a candidate with `lesson`'s slug that
@@ -302,14 +324,18 @@ impl Batch {
         candidate: &Prepared,
         first: Event,
     ) -> Result<Admitted, CurateError> {
-        let admitted = self.create(candidate)?;
+        let admitted = self.create(candidate, None)?;
         if let Some(events) = self.pending.get_mut(&candidate.lesson.slug.value) {
             events[0] = first;
         }
         Ok(admitted)
     }
 
-    fn create(&mut self, candidate: &Prepared) -> Result<Admitted, CurateError> {
+    fn create(
+        &mut self,
+        candidate: &Prepared,
+        vector: Option<Vec<f32>>,
+    ) -> Result<Admitted, CurateError> {
         let slug = candidate.lesson.slug.value.clone();
         if let Some(path) = crate::curate::new::existing(&self.bank, &slug) {
             return Err(CurateError::Refused(format!(
@@ -338,6 +364,10 @@ impl Batch {
             None,
         );
         self.insert(&slug, doc);
+        if let (Some(embeddings), Some(vector)) = (&mut self.embeddings, vector) {
+            let at = crate::retrieve::store::relative(&self.bank.root, &path);
+            embeddings.insert(at, &vector);
+        }
         let created = self.event(EventKind::Created(candidate.counts));
         self.push(&slug, vec![created]);
         if let Some(rules) = &candidate.quarantine {

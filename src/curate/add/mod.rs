@@ -11,14 +11,16 @@
 //!
 //! Then each is **deduplicated**: a candidate with the slug of an existing lesson, one whose
 //! merge into a lesson that lesson's ledger already records (with its evidence), or one that
-//! [`crate::dedup::duplicates_of`] finds, is absorbed: its evidence items are appended to the
+//! [`crate::dedup::duplicates_of_with`] finds (by meaning too when `[retrieve] model` names a
+//! model: the bank's vectors come from the retrieval index, read before the lock, and each
+//! candidate is embedded), is absorbed: its evidence items are appended to the
 //! existing lesson (a span edit; body and trigger never change) and a `merged` event goes to
 //! that lesson's ledger. Any other candidate becomes a new file with a `created` event.
 //!
 //! The decision does not depend on the order of the candidates, and adding them again changes
 //! nothing: they are admitted in a canonical order (by slug, then text), each compared with
-//! the lessons the batch created before the bank's; then [`crate::dedup::pairs`], what
-//! `lesson dedup` reports, runs on the bank as it would be written, and a new lesson it pairs
+//! the lessons the batch created before the bank's; then [`crate::dedup::pairs_involving`]
+//! the new lessons, what `lesson dedup` reports of them, runs on the bank as it would be written, and a new lesson it pairs
 //! with another is merged into that one (the later of two new ones into the earlier), again
 //! until no pair is left. So `lesson dedup` never reports a pair that `lesson add` made.
 //!
@@ -35,7 +37,8 @@ use serde_json::{Map, Value};
 
 use super::{CurateError, Stamp};
 use crate::bank::{Bank, Overlay};
-use crate::dedup::{DedupError, Pair};
+use crate::config::Config;
+use crate::dedup::{DedupError, Embeddings, Pair};
 use crate::diagnostic::{Diagnostic, Severity};
 use crate::document::Document;
 use crate::ledger::RunOutcome;
@@ -682,6 +685,9 @@ pub struct Added {
     pub warnings: Rejection,
     /// Whether anything was (or would be) written.
     pub changed: bool,
+    /// Why the candidates were compared with the bank by words alone although
+    /// `[retrieve] model` names a model (it cannot be loaded, or failed).
+    pub semantic_problem: Option<String>,
 }
 
 /// Admit candidates into the bank at `root` (`lesson add`), all or nothing, holding the bank's
@@ -726,8 +732,15 @@ pub fn add(
     stamp: &Stamp,
     dry_run: bool,
 ) -> Result<Added, AddError> {
+    // read before the lock: the retrieval index takes it to keep what it embeds
+    let semantic = match Config::load(root) {
+        Ok(config) => crate::dedup::embeddings_of(root, &config),
+        Err(_) => Ok(None), // the load under the lock says what is wrong
+    };
     super::locked(root, || {
-        Ok(add_locked(root, candidates, intake, stamp, dry_run))
+        Ok(add_locked(
+            root, candidates, intake, stamp, dry_run, semantic,
+        ))
     })?
 }
 
@@ -737,6 +750,7 @@ fn add_locked(
     intake: &Intake,
     stamp: &Stamp,
     dry_run: bool,
+    semantic: Result<Option<Embeddings>, String>,
 ) -> Result<Added, AddError> {
     let load =
         || crate::lint::load_with(root, &Overlay::new(), stamp.at).map_err(CurateError::from);
@@ -745,7 +759,18 @@ fn add_locked(
     if rejection.refused() {
         return Err(AddError::Rejected(rejection));
     }
-    let (batch, admitted) = plan(Some(bank), load, &prepared, stamp, intake)?;
+    let (embeddings, semantic_problem) = match semantic {
+        Ok(embeddings) => (embeddings, None),
+        Err(problem) => (None, Some(problem)),
+    };
+    let (batch, admitted) = plan(
+        Some(bank),
+        load,
+        &prepared,
+        stamp,
+        intake,
+        embeddings.as_ref(),
+    )?;
     let changed = !batch.is_empty();
     if changed && !dry_run {
         batch.commit()?;
@@ -756,6 +781,7 @@ fn add_locked(
         admitted,
         warnings,
         changed,
+        semantic_problem,
     })
 }
 
@@ -768,6 +794,7 @@ fn plan(
     prepared: &[Prepared],
     stamp: &Stamp,
     intake: &Intake,
+    embeddings: Option<&Embeddings>,
 ) -> Result<(Batch, Vec<Admitted>), AddError> {
     // a canonical order: the input's order changes nothing
     let mut order: Vec<usize> = (0..prepared.len()).collect();
@@ -782,6 +809,7 @@ fn plan(
             None => load()?,
         };
         let mut batch = Batch::new(bank, stamp.clone(), intake.run_id.clone());
+        batch.set_embeddings(embeddings.cloned());
         let mut admitted: Vec<Option<Admitted>> = vec![None; prepared.len()];
         for &i in order.iter().filter(|i| !forced.contains_key(i)) {
             admitted[i] = Some(batch.admit(&prepared[i])?);
@@ -834,7 +862,8 @@ fn plan(
             .collect();
         let mut more = false;
         if !created.is_empty() {
-            for pair in crate::dedup::pairs(&batch.bank)? {
+            let new: BTreeSet<&str> = created.keys().copied().collect();
+            for pair in crate::dedup::pairs_involving(&batch.bank, batch.embeddings(), &new)? {
                 let (from, into) =
                     match (created.get(pair.a.as_str()), created.get(pair.b.as_str())) {
                         (None, None) => continue,
