@@ -157,15 +157,18 @@ impl Retriever {
     /// # }
     /// ```
     pub fn open(root: &Path) -> Result<Retriever, RetrieveError> {
-        let (mut r, why) = Retriever::load(root)?;
+        let (mut r, why) = Retriever::load(root, None)?;
         r.refresh_with(why)?;
         r.open_layers()?;
         Ok(r)
     }
 
     /// The bank's configuration and its index as loaded (or an empty one, with why it must be
-    /// rebuilt).
-    fn load(root: &Path) -> Result<(Retriever, Option<String>), RetrieveError> {
+    /// rebuilt); bytes that `vouch` says a live watcher checked are not checked again.
+    fn load(
+        root: &Path,
+        vouch: Option<&marker::Vouch>,
+    ) -> Result<(Retriever, Option<String>), RetrieveError> {
         if !root.is_dir() {
             return Err(BankError::NotFound(root.display().to_string()).into());
         }
@@ -173,7 +176,7 @@ impl Retriever {
         crate::lint::check_config(root, &config).map_err(BankError::from)?;
         let exclude = crate::bank::exclude_set(&config)?;
         let config_hash = config_hash(&config);
-        let (index, why) = match load(root, config_hash) {
+        let (index, why) = match load(root, config_hash, vouch) {
             Ok(index) => (index, None),
             Err(why) => (
                 Index::new(
@@ -401,9 +404,11 @@ impl Retriever {
 
     /// [`Retriever::open_fast`] of this bank alone; `read_only` for an included bank.
     pub(super) fn open_vouched(root: &Path, read_only: bool) -> Result<Retriever, RetrieveError> {
-        let (mut r, why) = Retriever::load(root)?;
+        // the marker first: what it vouches for is not checked as the index opens
+        let vouch = marker::vouch(root);
+        let (mut r, why) = Retriever::load(root, vouch.as_ref())?;
         r.read_only = read_only;
-        if let Some(vouch) = marker::vouch(root) {
+        if let Some(vouch) = vouch {
             if why.is_none() && r.identity() == vouch.index {
                 if vouch.checked {
                     r.index.trust();
@@ -1120,7 +1125,7 @@ pub fn relative(root: &Path, path: &Path) -> String {
 pub(crate) use crate::layout::state_path;
 
 /// Load the base and delta; `Err` says why a rebuild is needed.
-fn load(root: &Path, config_hash: u64) -> Result<Index, String> {
+fn load(root: &Path, config_hash: u64, vouch: Option<&marker::Vouch>) -> Result<Index, String> {
     let base = match Segment::open(&state_path(root, BASE_FILE)) {
         Ok(Ok(base)) => base,
         Ok(Err(damaged)) => return Err(damaged.to_string()),
@@ -1137,6 +1142,25 @@ fn load(root: &Path, config_hash: u64) -> Result<Index, String> {
         Ok(Ok(delta)) => Some(Arc::new(delta)),
         _ => None,
     };
+    // bytes a live watcher checked whole are not checked again, not even the sections the
+    // index reads as it opens (doc lengths, ranks: 100,000 lessons' worth)
+    if let Some(vouch) = vouch.filter(|v| v.checked) {
+        let paired = delta
+            .as_deref()
+            .filter(|d| d.kind == Kind::Delta && d.header.index_id == base.header.index_id);
+        let identity = Identity {
+            index_id: base.header.index_id,
+            generation: paired.map_or(base.header.generation, |d| {
+                d.header.generation.max(base.header.generation)
+            }),
+            base: base.checksum(),
+            delta: paired.map(Segment::checksum),
+        };
+        if identity == vouch.index {
+            base.trust();
+            paired.map(Segment::trust);
+        }
+    }
     let base = Arc::new(base);
     let index = match Index::new(base.clone(), delta) {
         Ok(index) => index,
@@ -1190,4 +1214,47 @@ pub fn records_of_bank(bank: &Bank) -> Vec<Record> {
             )
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A base whose lesson bits are damaged (its head intact) is refused as it opens, unless
+    /// a live watcher vouches that it checked these very bytes: then nothing is checked again,
+    /// not even what the index reads as it opens.
+    #[test]
+    fn a_checked_vouch_spares_the_checks_as_the_index_opens() {
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::write(
+            tmp.path().join("a.md"),
+            "---\nschema: learning/v1\nslug: water-the-ficus\ntitle: Water the ficus\n\
+             trigger:\n  description: When the soil is dry\noutcome: success\nevidence:\n  \
+             - kind: run\n    ref: r1\n---\n\n# Water the ficus\n",
+        )
+        .unwrap();
+        let r = Retriever::open(tmp.path()).unwrap();
+        let (identity, hash) = (r.identity(), config_hash(r.config()));
+        drop(r);
+        let path = state_path(tmp.path(), BASE_FILE);
+        let mut bytes = std::fs::read(&path).unwrap();
+        let bits = Segment::parse(bytes.clone()).unwrap().lesson_bits_range();
+        assert!(!bits.is_empty());
+        bytes[bits.start] ^= 1;
+        std::fs::write(&path, &bytes).unwrap();
+        let vouch = |index, checked| marker::Vouch {
+            pid: 1,
+            index,
+            checked,
+        };
+        let opens = |v: Option<&marker::Vouch>| load(tmp.path(), hash, v).is_ok();
+        assert!(!opens(None), "damage is found without a vouch");
+        assert!(!opens(Some(&vouch(identity, false))), "nor checked");
+        assert!(opens(Some(&vouch(identity, true))), "checked by the watcher");
+        let other = Identity {
+            generation: identity.generation + 1,
+            ..identity
+        };
+        assert!(!opens(Some(&vouch(other, true))), "a vouch for other bytes");
+    }
 }

@@ -454,6 +454,13 @@ impl Segment {
         Ok(&self.sec(Sec::Lens)?[slot * n..(slot + 1) * n])
     }
 
+    /// Where the lesson bits lie in the file, a section every index reads as it opens (for
+    /// tests that damage it).
+    #[cfg(test)]
+    pub(crate) fn lesson_bits_range(&self) -> Range<usize> {
+        self.sections[Sec::Lessons as usize].clone()
+    }
+
     /// The field lengths of doc `id`.
     pub fn lens(&self, id: usize) -> Result<[u32; LEN_SLOTS], Corrupt> {
         let lens = self.sec(Sec::Lens)?;
