@@ -23,7 +23,7 @@ pub struct DedupArgs {
 /// Run `lesson dedup`.
 pub fn run(root: &Path, args: DedupArgs) -> anyhow::Result<ExitCode> {
     let bank = super::load_lessons(root)?;
-    let embeddings = embeddings(root, &bank);
+    let embeddings = super::dedup_embeddings(root, &bank, "dedup");
     let stack = stack::load(bank, super::load_lessons)?;
     let mut found = dedup::pairs_with(&stack[0].bank, embeddings.as_ref())
         .context("cannot look for near-duplicates")?;
@@ -51,16 +51,4 @@ pub fn run(root: &Path, args: DedupArgs) -> anyhow::Result<ExitCode> {
     }
     super::release(stack);
     Ok(ExitCode::SUCCESS)
-}
-
-/// The lessons' embeddings when `[retrieve] model` names a model; none without one. A model
-/// that cannot be used is a warning, and dedup goes on by words alone.
-fn embeddings(root: &Path, bank: &lesson::Bank) -> Option<dedup::Embeddings> {
-    match dedup::embeddings_of(root, &bank.config) {
-        Ok(embeddings) => embeddings,
-        Err(problem) => {
-            eprintln!("warning: [retrieve] model: {problem}; dedup compares words alone");
-            None
-        }
-    }
 }

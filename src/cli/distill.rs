@@ -110,6 +110,9 @@ pub fn run(root: &Path, args: DistillArgs) -> anyhow::Result<ExitCode> {
         Err(e @ DistillError::Add(AddError::PartlyWritten(_))) => return Err(e.into()),
         Err(e) => return Err(anyhow::Error::new(e).context("nothing was written")),
     };
+    if let Some(problem) = &report.semantic_problem {
+        eprintln!("warning: [retrieve] model: {problem}; candidates were compared by words alone");
+    }
     print_rejection(&report.warnings);
     let matched = if report.matched.is_empty() {
         "no lesson matched".to_string()

@@ -296,6 +296,22 @@ fn release<T>(bank: T) {
 }
 
 /// Load a bank's frontmatter only (no bodies), for commands that do not lint.
+/// The lessons' embeddings for dedup when `[retrieve] model` names a model; none without one.
+/// A model that cannot be used is a warning, and `command` compares words alone.
+fn dedup_embeddings(
+    root: &Path,
+    bank: &lesson::Bank,
+    command: &str,
+) -> Option<lesson::dedup::Embeddings> {
+    match lesson::dedup::embeddings_of(root, &bank.config) {
+        Ok(embeddings) => embeddings,
+        Err(problem) => {
+            eprintln!("warning: [retrieve] model: {problem}; {command} compares words alone");
+            None
+        }
+    }
+}
+
 fn load_lessons(root: &Path) -> anyhow::Result<lesson::Bank> {
     lesson::lint::load_lessons(root, now()?)
         .with_context(|| format!("cannot load the bank at {}", root.display()))

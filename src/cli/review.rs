@@ -51,11 +51,14 @@ pub fn run(root: &Path, args: ReviewArgs) -> anyhow::Result<ExitCode> {
         return approve(root, slug, args.by, args.format == OutputFormat::Json);
     }
     let bank = super::load(root)?;
+    // near-duplicates by meaning too in the front bank, as `lesson dedup` finds them
+    let embeddings = super::dedup_embeddings(root, &bank, "review");
     let stack = stack::load(bank, super::load)?;
     if stack::is_layered(&stack) {
         let mut banks = Vec::new();
-        for s in &stack {
-            banks.push((s.name.as_str(), review::review(&s.bank)?));
+        for (i, s) in stack.iter().enumerate() {
+            let embeddings = embeddings.as_ref().filter(|_| i == 0);
+            banks.push((s.name.as_str(), review::review_with(&s.bank, embeddings)?));
         }
         if args.format == OutputFormat::Json {
             let json = report::review::json_with_banks(&banks)?;
@@ -66,7 +69,7 @@ pub fn run(root: &Path, args: ReviewArgs) -> anyhow::Result<ExitCode> {
         }
         return Ok(ExitCode::SUCCESS);
     }
-    let findings = review::review(&stack[0].bank)?;
+    let findings = review::review_with(&stack[0].bank, embeddings.as_ref())?;
     if args.format == OutputFormat::Json {
         println!("{}", serde_json::to_string_pretty(&findings)?);
         return Ok(ExitCode::SUCCESS);

@@ -143,12 +143,21 @@ const DAY: i64 = 86_400;
 
 /// Every finding, by reason, then slug.
 pub fn review(bank: &Bank) -> Result<Vec<Finding>, ReviewError> {
+    review_with(bank, None)
+}
+
+/// [`review`], its near-duplicates found with the lessons' embeddings when a model is
+/// configured ([`dedup::pairs_with`]): the pairs `lesson dedup` reports.
+pub fn review_with(
+    bank: &Bank,
+    embeddings: Option<&dedup::Embeddings>,
+) -> Result<Vec<Finding>, ReviewError> {
     let config = &bank.config.review;
     let retention_on = retention::is_set(&bank.config.retention);
     let log = crate::usage::ShownLog::read(&bank.root)?;
     let mut out = Vec::new();
     let lessons = bank.by_slug();
-    for pair in dedup::pairs(bank)? {
+    for pair in dedup::pairs_with(bank, embeddings)? {
         let Some((doc, lesson)) = lessons.get(pair.a.as_str()) else {
             continue;
         };

@@ -141,6 +141,9 @@ pub struct Report {
     pub warnings: Rejection,
     /// Whether anything was written.
     pub changed: bool,
+    /// Why candidates were compared with the bank by words alone although `[retrieve] model`
+    /// names a model (it cannot be loaded, or failed).
+    pub semantic_problem: Option<String>,
 }
 
 /// Distill `run` into the bank at `root`.
@@ -187,8 +190,13 @@ pub fn distill(
     if gated.rejection.refused() {
         return Err(DistillError::Gate(gated.rejection));
     }
+    // the lessons' embeddings when a model is configured, read before the lock (the
+    // retrieval index takes it to keep what it embeds): the add gate compares by meaning too
+    let semantic = crate::dedup::embeddings_of(root, &bank.config);
     drop(bank);
-    crate::curate::locked(root, || Ok(apply(root, run, stamp, matched, gated)))?
+    crate::curate::locked(root, || {
+        Ok(apply(root, run, stamp, matched, gated, semantic))
+    })?
 }
 
 /// How the candidates of `run` enter the bank.
@@ -223,7 +231,12 @@ fn apply(
     stamp: &Stamp,
     matched: Vec<String>,
     gated: Gated,
+    semantic: Result<Option<crate::dedup::Embeddings>, String>,
 ) -> Result<Distilled, DistillError> {
+    let (embeddings, semantic_problem) = match semantic {
+        Ok(embeddings) => (embeddings, None),
+        Err(problem) => (None, Some(problem)),
+    };
     let Gated {
         verdicts,
         prepared,
@@ -242,6 +255,7 @@ fn apply(
     let bank =
         crate::lint::load_with(root, &Overlay::new(), stamp.at).map_err(CurateError::from)?;
     let mut batch = Batch::new(bank, stamp.clone(), Some(run.id.clone()));
+    batch.set_embeddings(embeddings);
     let mut recorded = Vec::new();
     let mut skipped = Vec::new();
     for v in &verdicts {
@@ -288,6 +302,7 @@ fn apply(
         redacted,
         warnings,
         changed,
+        semantic_problem,
     }))
 }
 

@@ -1250,7 +1250,10 @@ mod tests {
         let opens = |v: Option<&marker::Vouch>| load(tmp.path(), hash, v).is_ok();
         assert!(!opens(None), "damage is found without a vouch");
         assert!(!opens(Some(&vouch(identity, false))), "nor checked");
-        assert!(opens(Some(&vouch(identity, true))), "checked by the watcher");
+        assert!(
+            opens(Some(&vouch(identity, true))),
+            "checked by the watcher"
+        );
         let other = Identity {
             generation: identity.generation + 1,
             ..identity

@@ -540,6 +540,19 @@ fn dedup_with_a_model_pairs_lessons_alike_in_meaning_whatever_their_words() {
         found,
         dedup::pairs_exhaustive_with(&bank, Some(&embeddings)).unwrap()
     );
+    // `lesson review` lists the same pair
+    let near = |embeddings| {
+        lesson::curate::review::review_with(&bank, embeddings)
+            .unwrap()
+            .into_iter()
+            .filter_map(|f| Some((f.slug, f.duplicate_of?)))
+            .collect::<Vec<_>>()
+    };
+    assert!(near(None).is_empty());
+    assert_eq!(
+        near(Some(&embeddings)),
+        [("automobile-defect".to_string(), "car-bug".to_string())]
+    );
     // above the cosine of any pair: words alone again, the cosine still reported
     std::fs::write(
         b.path().join("lesson.toml"),
@@ -609,6 +622,57 @@ fn lesson_dedup_with_a_missing_model_warns_and_compares_words() {
     assert!(
         warning.contains("models/nowhere") && warning.ends_with("dedup compares words alone"),
         "{run}"
+    );
+}
+
+#[test]
+fn review_add_and_their_json_with_a_missing_model_warn_and_compare_words() {
+    let s = crate::sandbox::Sandbox::with_bank(crate::dedup::BANK);
+    let candidate = crate::dedup::lesson_text(
+        "retry-flaky-network-checks",
+        "Retry flaky network tests",
+        "A network test fails now and then in CI",
+        &[],
+    );
+    s.write("candidate.md", &candidate);
+    let review = ["review", "--dir", "lessons", "--format", "json"];
+    let add = [
+        "add",
+        "candidate.md",
+        "--dir",
+        "lessons",
+        "--dry-run",
+        "--format",
+        "json",
+    ];
+    let lexical = [s.run(&review), s.run(&add)];
+    std::fs::write(
+        s.bank().join("lesson.toml"),
+        "[retrieve]\nmodel = \"models/nowhere\"\n",
+    )
+    .unwrap();
+    let with_model = [s.run(&review), s.run(&add)];
+    for ((before, after), what) in lexical
+        .iter()
+        .zip(&with_model)
+        .zip(["review", "candidates were"])
+    {
+        assert_eq!(after.code, 0, "{after}");
+        assert_eq!(after.stdout, before.stdout, "{what}");
+        assert!(!before.stderr.contains("warning"), "{before}");
+        let warning = after
+            .stderr
+            .lines()
+            .find(|l| l.starts_with("warning: [retrieve] model: "))
+            .unwrap_or_else(|| panic!("{after}"));
+        assert!(
+            warning.contains("models/nowhere") && warning.contains(what),
+            "{after}"
+        );
+    }
+    assert!(
+        !s.bank().join("retry-flaky-network-checks.md").exists(),
+        "a dry run"
     );
 }
 

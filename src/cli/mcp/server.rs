@@ -432,10 +432,21 @@ impl Lessons {
             .map_err(|e| Envelope::new(ErrorCode::BankUnavailable, format!("{e:#}")))?;
         let stack = stack::load(bank, super::super::load)
             .map_err(|e| Envelope::new(ErrorCode::BankUnavailable, format!("{e:#}")))?;
+        // near-duplicates by meaning too in the front bank, as `lesson dedup` finds them
+        let embeddings = match lesson::dedup::embeddings_of(self.root(), &stack[0].bank.config) {
+            Ok(embeddings) => embeddings,
+            Err(problem) => {
+                eprintln!(
+                    "lesson mcp: warning: [retrieve] model: {problem}; review compares words alone"
+                );
+                None
+            }
+        };
         let mut banks = Vec::new();
-        for s in &stack {
-            let found =
-                lesson::curate::review::review(&s.bank).map_err(|e| internal("review", e))?;
+        for (i, s) in stack.iter().enumerate() {
+            let embeddings = embeddings.as_ref().filter(|_| i == 0);
+            let found = lesson::curate::review::review_with(&s.bank, embeddings)
+                .map_err(|e| internal("review", e))?;
             banks.push((s.name.as_str(), found));
         }
         let findings = match stack::is_layered(&stack) {
