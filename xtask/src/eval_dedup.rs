@@ -255,8 +255,8 @@ fn evaluate(
             for min_score in MIN_SCORE {
                 let kept: Vec<&(String, String, f64)> =
                     pairs.iter().filter(|p| p.2 >= min_score).collect();
-                let score = score(&pairs, min_score, &group_of, positives);
-                row.push(format!("{:.2}/{:.2}", score.precision(), score.recall()));
+                let found = score(&pairs, min_score, &group_of, positives);
+                row.push(format!("{:.2}/{:.2}", found.precision(), found.recall()));
                 let is_default = (slug_weight - defaults["slug-weight"]).abs() < 1e-9
                     && (min_text - defaults["min-text-similarity"]).abs() < 1e-9
                     && (min_score - defaults["min-score"]).abs() < 1e-9;
@@ -265,7 +265,7 @@ fn evaluate(
                         .iter()
                         .filter(|p| text_of[p.0.as_str()] == text_of[p.1.as_str()])
                         .count();
-                    at_defaults = Some((score, repeats_found));
+                    at_defaults = Some((found, repeats_found));
                 }
             }
             table.row(row);
