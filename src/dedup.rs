@@ -112,8 +112,9 @@ pub fn pairs(bank: &Bank) -> Result<Vec<Pair>, DedupError> {
 /// similarity when the cosine is higher (as if its words were as alike as its meaning). A
 /// model only adds pairs: one whose cosine is below the threshold is judged by words alone.
 ///
-/// The pairs by meaning come from comparing every two lessons' vectors (int8 dot products,
-/// in parallel): quadratic, about `n² / 2 · dimension` operations.
+/// The pairs by meaning come from comparing every two lessons' vectors (integer dot products
+/// of the int8 codes, tile by tile, in parallel): quadratic, about `n² / 2 · dimension`
+/// operations.
 pub fn pairs_with(bank: &Bank, embeddings: Option<&Embeddings>) -> Result<Vec<Pair>, DedupError> {
     pairs_among(bank, embeddings, None)
 }
@@ -141,6 +142,12 @@ fn pairs_among(
     let lessons: Vec<&Lesson> = live.iter().map(|(_, l)| *l).collect();
     let (features, index) = Index::build(&lessons, config);
     let meaning = embeddings.map(|e| Meaning::new(e, bank, &live, config));
+    // every lesson's neighbours by meaning after it, all at once (tiled), unless only a few
+    // lessons' pairs are asked for: then each of their rows against all
+    let after = match (&meaning, involved) {
+        (Some(m), None) => m.all_neighbours(features.len(), config.max_candidates),
+        _ => Vec::new(),
+    };
     let all: Vec<usize> = (0..features.len()).collect();
     // every lesson's candidates first, by index, so that a pair both lessons found is compared
     // once (in a crowd of look-alikes, most are)
@@ -161,9 +168,7 @@ fn pairs_among(
                         .collect();
                     let n = features.len();
                     match (meaning, involved) {
-                        (Some(m), None) => {
-                            c.extend(m.neighbours(i, i + 1..n, config.max_candidates))
-                        }
+                        (Some(_), None) => c.extend(&after[i]),
                         (Some(m), Some(slugs)) if slugs.contains(features[i].slug.as_str()) => {
                             c.extend(m.neighbours(i, 0..n, config.max_candidates))
                         }
@@ -599,21 +604,94 @@ impl<'a> Meaning<'a> {
         among: std::ops::Range<usize>,
         max: usize,
     ) -> impl Iterator<Item = u32> {
-        let mut near: Vec<(f64, u32)> = among
+        let near: Vec<(f64, u32)> = among
             .filter(|&j| j != i)
             .filter_map(|j| Some((self.cosine(i, j)?, j as u32)))
             .filter(|&(c, _)| c >= self.min)
             .collect();
-        let nearest_first =
-            |x: &(f64, u32), y: &(f64, u32)| y.0.total_cmp(&x.0).then(x.1.cmp(&y.1));
-        if near.len() > max {
-            near.select_nth_unstable_by(max, nearest_first);
-            near.truncate(max);
-        }
-        let mut near: Vec<u32> = near.into_iter().map(|(_, j)| j).collect();
-        near.sort_unstable();
-        near.into_iter()
+        nearest(near, max).into_iter()
     }
+
+    /// [`Meaning::neighbours`] of every one of the `n` lessons among those after it
+    /// (`i + 1..n`), all at once: the cosines are taken tile by tile (64 lessons by 64, so
+    /// that both tiles' vectors stay in cache) on 16-bit copies of the codes (widened once,
+    /// not once per pair), in parallel by row tile. The same cosines, to the bit, as
+    /// [`Vectors::cosine_between`]: exact integer dot products times the same two scales.
+    fn all_neighbours(&self, n: usize, max: usize) -> Vec<Vec<u32>> {
+        const TILE: usize = 64;
+        let d = self.vectors.dimension();
+        // the lessons with a vector (in index order), their widened codes and their scales
+        let with: Vec<(u32, u32)> = (0..n)
+            .filter_map(|i| Some((i as u32, self.slots.get(i).copied().flatten()?)))
+            .collect();
+        let codes: Vec<i16> = with
+            .iter()
+            .flat_map(|&(_, slot)| self.vectors.codes(slot).iter().map(|&c| i16::from(c)))
+            .collect();
+        let scales: Vec<f32> = with
+            .iter()
+            .map(|&(_, slot)| self.vectors.scale(slot))
+            .collect();
+        let row = |k: usize| &codes[k * d..(k + 1) * d];
+        let m = with.len();
+        let tiles = m.div_ceil(TILE);
+        let found: Vec<Vec<(f64, u32)>> = (0..tiles)
+            .into_par_iter()
+            .flat_map_iter(|t| {
+                let rows = t * TILE..((t + 1) * TILE).min(m);
+                let mut found = vec![Vec::new(); rows.len()];
+                for u in t..tiles {
+                    let cols = u * TILE..((u + 1) * TILE).min(m);
+                    for a in rows.clone() {
+                        for b in cols.clone().filter(|&b| b > a) {
+                            let dot = dot16(row(a), row(b)) as f32;
+                            let cosine = f64::from(dot * scales[a] * scales[b]);
+                            if cosine >= self.min {
+                                found[a - rows.start].push((cosine, with[b].0));
+                            }
+                        }
+                    }
+                }
+                found
+            })
+            .collect();
+        let mut out = vec![Vec::new(); n];
+        for ((i, _), near) in with.iter().zip(found) {
+            out[*i as usize] = nearest(near, max);
+        }
+        out
+    }
+}
+
+/// The lessons of `near` (cosine, lesson) with the `max` highest cosines (ties by index), in
+/// index order.
+fn nearest(mut near: Vec<(f64, u32)>, max: usize) -> Vec<u32> {
+    let nearest_first = |x: &(f64, u32), y: &(f64, u32)| y.0.total_cmp(&x.0).then(x.1.cmp(&y.1));
+    if near.len() > max {
+        near.select_nth_unstable_by(max, nearest_first);
+        near.truncate(max);
+    }
+    let mut near: Vec<u32> = near.into_iter().map(|(_, j)| j).collect();
+    near.sort_unstable();
+    near
+}
+
+/// The dot product of two vectors of 16-bit codes (each within ±127), summed in runs short
+/// enough that no run overflows an `i32` (65,536 · 127² < 2³¹), as
+/// [`Vectors::cosine_between`] sums the same codes.
+fn dot16(x: &[i16], y: &[i16]) -> i64 {
+    const RUN: usize = 65_536;
+    x.chunks(RUN)
+        .zip(y.chunks(RUN))
+        .map(|(x, y)| {
+            let run: i32 = x
+                .iter()
+                .zip(y)
+                .map(|(&a, &b)| i32::from(a) * i32::from(b))
+                .sum();
+            i64::from(run)
+        })
+        .sum()
 }
 
 /// Similarity of two slugs, 0 to 1: Sørensen–Dice of their character bigrams (strsim), which

@@ -127,6 +127,22 @@ impl Vectors {
         self.slot.get(&key).copied()
     }
 
+    /// The length of the vectors.
+    pub fn dimension(&self) -> usize {
+        self.dimension
+    }
+
+    /// The int8 codes of the vector in `slot`; its cosines are dot products of codes times
+    /// the two scales ([`Vectors::scale`]).
+    pub fn codes(&self, slot: u32) -> &[i8] {
+        self.code(slot as usize)
+    }
+
+    /// The scale of the vector in `slot`.
+    pub fn scale(&self, slot: u32) -> f32 {
+        self.scales[slot as usize]
+    }
+
     fn code(&self, i: usize) -> &[i8] {
         &self.codes[i * self.dimension..(i + 1) * self.dimension]
     }

@@ -212,7 +212,7 @@ fn cli_review_lists_near_duplicates() {
 
 // --- properties ------------------------------------------------------------------------------
 
-const WORDS: &[&str] = &[
+pub(crate) const WORDS: &[&str] = &[
     "retry",
     "cache",
     "pin",

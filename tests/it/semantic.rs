@@ -626,6 +626,44 @@ fn lesson_dedup_with_a_missing_model_warns_and_compares_words() {
 }
 
 #[test]
+fn dedup_by_meaning_over_many_tiles_is_the_all_pairs_reference() {
+    // 150 lessons: the pass by meaning takes its cosines 64 lessons by 64, three tiles a side
+    let words = crate::dedup::WORDS.len();
+    let specs: Vec<crate::dedup::Spec> = (0..150usize)
+        .map(|i| {
+            (
+                vec![i % 16, (i / 16) % 16],
+                vec![i % words, (i * 7 + 3) % words],
+                vec![(i * 3) % words, (i * 5 + 1) % words, (i / 3) % words],
+                vec![],
+            )
+        })
+        .collect();
+    for min_semantic in [0.5, 0.8, 0.95] {
+        let tmp = tempfile::tempdir().unwrap();
+        crate::dedup::write_bank(tmp.path(), &specs);
+        std::fs::write(
+            tmp.path().join("lesson.toml"),
+            format!("[dedup]\nmin-score = 0.3\nmin-semantic-similarity = {min_semantic}\n"),
+        )
+        .unwrap();
+        let bank = load_bank(tmp.path());
+        let embeddings = dedup_embeddings(tmp.path());
+        let found = lesson::dedup::pairs_with(&bank, Some(&embeddings)).unwrap();
+        let by_meaning = found
+            .iter()
+            .filter(|p| p.text_similarity < 0.6 && p.semantic_similarity >= Some(min_semantic))
+            .count();
+        assert!(by_meaning > 0, "{min_semantic}: no pair by meaning alone");
+        assert_eq!(
+            found,
+            lesson::dedup::pairs_exhaustive_with(&bank, Some(&embeddings)).unwrap(),
+            "{min_semantic}"
+        );
+    }
+}
+
+#[test]
 fn review_add_and_their_json_with_a_missing_model_warn_and_compare_words() {
     let s = crate::sandbox::Sandbox::with_bank(crate::dedup::BANK);
     let candidate = crate::dedup::lesson_text(
