@@ -54,7 +54,7 @@ use crate::document::Document;
 use crate::lesson::{Lesson, Target};
 use crate::retrieve::segment::TermMap;
 use crate::retrieve::text::{self, Term};
-use crate::retrieve::vectors::{Request, Vectors};
+use crate::retrieve::vectors::{self, Request, Vectors};
 pub use crate::retrieve::Embeddings;
 
 /// Two lessons that look like near-duplicates, and why.
@@ -644,7 +644,7 @@ impl<'a> Meaning<'a> {
                     let cols = u * TILE..((u + 1) * TILE).min(m);
                     for a in rows.clone() {
                         for b in cols.clone().filter(|&b| b > a) {
-                            let dot = dot16(row(a), row(b)) as f32;
+                            let dot = vectors::dot(row(a), row(b)) as f32;
                             let cosine = f64::from(dot * scales[a] * scales[b]);
                             if cosine >= self.min {
                                 found[a - rows.start].push((cosine, with[b].0));
@@ -674,24 +674,6 @@ fn nearest(mut near: Vec<(f64, u32)>, max: usize) -> Vec<u32> {
     let mut near: Vec<u32> = near.into_iter().map(|(_, j)| j).collect();
     near.sort_unstable();
     near
-}
-
-/// The dot product of two vectors of 16-bit codes (each within ±127), summed in runs short
-/// enough that no run overflows an `i32` (65,536 · 127² < 2³¹), as
-/// [`Vectors::cosine_between`] sums the same codes.
-fn dot16(x: &[i16], y: &[i16]) -> i64 {
-    const RUN: usize = 65_536;
-    x.chunks(RUN)
-        .zip(y.chunks(RUN))
-        .map(|(x, y)| {
-            let run: i32 = x
-                .iter()
-                .zip(y)
-                .map(|(&a, &b)| i32::from(a) * i32::from(b))
-                .sum();
-            i64::from(run)
-        })
-        .sum()
 }
 
 /// Similarity of two slugs, 0 to 1: Sørensen–Dice of their character bigrams (strsim), which

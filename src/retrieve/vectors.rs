@@ -212,20 +212,7 @@ impl Vectors {
     /// allows (each side off by half a step at most): an integer dot product, as
     /// [`Vectors::cosine`]'s, summed in runs short enough that no run overflows an `i32`.
     pub fn cosine_between(&self, a: u32, b: u32) -> f32 {
-        const RUN: usize = 65_536; // 65,536 · 127² < 2³¹
-        let (x, y) = (self.code(a as usize), self.code(b as usize));
-        let dot: i64 = x
-            .chunks(RUN)
-            .zip(y.chunks(RUN))
-            .map(|(x, y)| {
-                let run: i32 = x
-                    .iter()
-                    .zip(y)
-                    .map(|(&c, &d)| i32::from(c) * i32::from(d))
-                    .sum();
-                i64::from(run)
-            })
-            .sum();
+        let dot = dot(self.code(a as usize), self.code(b as usize));
         dot as f32 * self.scales[a as usize] * self.scales[b as usize]
     }
 
@@ -238,6 +225,20 @@ impl Vectors {
             .map(|slot| self.cosine(slot, request))
             .collect()
     }
+}
+
+/// The dot product of two vectors of codes within ±127 (int8 codes, or the same widened to
+/// 16 bits), summed in runs short enough that no run overflows an `i32` (65,536 · 127² < 2³¹):
+/// exact, so the same codes give the same sum whatever their width.
+pub fn dot<T: Copy + Into<i32>>(x: &[T], y: &[T]) -> i64 {
+    const RUN: usize = 65_536;
+    x.chunks(RUN)
+        .zip(y.chunks(RUN))
+        .map(|(x, y)| {
+            let run: i32 = x.iter().zip(y).map(|(&a, &b)| a.into() * b.into()).sum();
+            i64::from(run)
+        })
+        .sum()
 }
 
 /// A request's vector as [`Vectors::cosine`] reads it: 16-bit integers and their scale.
