@@ -425,44 +425,14 @@ fn lesson_watch_with_a_missing_model_warns_and_keeps_a_lexical_index() {
 
 #[test]
 fn lesson_mcp_with_a_missing_model_warns_once_and_answers_lexically() {
-    use std::io::Write;
     let b = bank("[retrieve]\nmodel = \"models/nowhere\"\n");
-    let mut child = crate::sandbox::lesson()
-        .args(["mcp", "--dir"])
-        .arg(b.path())
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let call = |id: u64, request: &str| {
-        serde_json::json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
-            "params": {"name": "search", "arguments": {"request": request}}})
-    };
-    let messages = [
-        serde_json::json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": {},
-            "clientInfo": {"name": "tests/it/semantic.rs", "version": "0"}}}),
-        serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
-        call(1, "cache the build"),
-        call(2, "park the car"),
-    ];
-    let mut stdin = child.stdin.take().unwrap();
-    for m in messages {
-        writeln!(stdin, "{m}").unwrap();
-    }
-    drop(stdin);
-    let out = child.wait_with_output().unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    let answers: Vec<serde_json::Value> = stdout
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .filter(|m: &serde_json::Value| m["id"] == 1 || m["id"] == 2)
-        .collect();
-    assert_eq!(answers.len(), 2, "{stdout}\n{stderr}");
+    let search = |request: &str| ("search", serde_json::json!({"request": request}));
+    let (answers, stderr) = mcp_session(
+        b.path(),
+        &[search("cache the build"), search("park the car")],
+    );
     let first = answers[0]["result"]["structuredContent"]["hits"][0]["slug"].clone();
-    assert_eq!(first, "cache-the-build", "{stdout}");
+    assert_eq!(first, "cache-the-build", "{answers:?}");
     let warnings: Vec<&str> = stderr
         .lines()
         .filter(|l| l.starts_with("lesson mcp: warning: [retrieve] model: "))
@@ -472,6 +442,87 @@ fn lesson_mcp_with_a_missing_model_warns_once_and_answers_lexically() {
         warnings[0].contains("models/nowhere") && warnings[0].ends_with("searches are lexical"),
         "{stderr}"
     );
+}
+
+#[test]
+fn lesson_mcp_review_and_propose_with_a_missing_model_warn_and_compare_words() {
+    let b = bank("[retrieve]\nmodel = \"models/nowhere\"\n");
+    let candidate = lesson(
+        "cache-builds",
+        "Cache the builds between runs",
+        "Key it on the lock.",
+    );
+    let (answers, stderr) = mcp_session(
+        b.path(),
+        &[
+            ("review", serde_json::json!({})),
+            (
+                "propose",
+                serde_json::json!({"markdown": candidate, "dry_run": true}),
+            ),
+        ],
+    );
+    for answer in &answers {
+        assert_eq!(answer["result"]["isError"], false, "{answer}");
+    }
+    for ending in [
+        "review compares words alone",
+        "candidates were compared by words alone",
+    ] {
+        assert!(
+            stderr
+                .lines()
+                .any(|l| l.starts_with("lesson mcp: warning: [retrieve] model: ")
+                    && l.contains("models/nowhere")
+                    && l.ends_with(ending)),
+            "{ending}: {stderr}"
+        );
+    }
+}
+
+/// `lesson mcp` on the bank at `root`: initialize, then one `tools/call` per `(tool,
+/// arguments)`; the answers to the calls, in order, and what the server wrote to stderr.
+fn mcp_session(
+    root: &Path,
+    calls: &[(&str, serde_json::Value)],
+) -> (Vec<serde_json::Value>, String) {
+    use std::io::Write;
+    let mut child = crate::sandbox::lesson()
+        .args(["mcp", "--dir"])
+        .arg(root)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut messages = vec![
+        serde_json::json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "tests/it/semantic.rs", "version": "0"}}}),
+        serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+    ];
+    for (id, (name, arguments)) in calls.iter().enumerate() {
+        messages.push(
+            serde_json::json!({"jsonrpc": "2.0", "id": id + 1, "method": "tools/call",
+            "params": {"name": name, "arguments": arguments}}),
+        );
+    }
+    let mut stdin = child.stdin.take().unwrap();
+    for m in messages {
+        writeln!(stdin, "{m}").unwrap();
+    }
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    let mut answers: Vec<serde_json::Value> = stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .filter(|m: &serde_json::Value| m["id"].as_u64().is_some_and(|id| id >= 1))
+        .collect();
+    answers.sort_by_key(|m| m["id"].as_u64());
+    assert_eq!(answers.len(), calls.len(), "{stdout}\n{stderr}");
+    (answers, stderr)
 }
 
 // --- dedup with a model ----------------------------------------------------------------------

@@ -474,6 +474,11 @@ impl Lessons {
         let stamp = super::super::stamp(root, p.by).map_err(from_anyhow)?;
         let added = add::add(root, &candidates, &intake, &stamp, p.dry_run)
             .map_err(|e| Envelope::of_add(&e))?;
+        if let Some(problem) = &added.semantic_problem {
+            eprintln!(
+                "lesson mcp: warning: [retrieve] model: {problem}; candidates were compared by words alone"
+            );
+        }
         let mut value = writes::added(root, &added);
         value["dry_run"] = Value::Bool(p.dry_run);
         Ok(value)
