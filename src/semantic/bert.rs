@@ -1,6 +1,6 @@
 //! The BERT-class sentence encoder (cargo feature `semantic`): all-MiniLM-L6-v2 and its kin,
-//! run in-process on the CPU with candle, its requests cut at [`MAX_TOKENS`] tokens,
-//! mean-pooled over the attention mask and L2-normalised, so that the dot product of two
+//! run in-process on the CPU by our own forward pass (`encoder.rs`), its requests cut at
+//! [`MAX_TOKENS`] tokens, mean-pooled and L2-normalised, so that the dot product of two
 //! embeddings is their cosine.
 //!
 //! A model directory holds the sentence-transformers layout's three files: `config.json` (the
@@ -10,26 +10,22 @@
 
 use std::path::{Path, PathBuf};
 
+use rayon::prelude::*;
+
+use super::encoder::{Config, Encoder};
 use super::{identity_of, invalid, read, Embedder, ModelError, FILES};
 
-use candle_core::{DType, Device, Tensor};
-use candle_nn::VarBuilder;
-use candle_transformers::models::bert::{BertModel, Config};
-use tokenizers::{PaddingParams, PaddingStrategy, Tokenizer, TruncationParams};
+use tokenizers::{Tokenizer, TruncationParams};
 
 /// Tokens of a text the encoder reads at most (the rest is cut).
 pub const MAX_TOKENS: usize = 256;
 
-/// Texts embedded in one forward pass at most.
-const BATCH: usize = 16;
-
 /// A loaded sentence encoder.
 pub struct Model {
     dir: PathBuf,
-    bert: BertModel,
+    encoder: Encoder,
     tokenizer: Tokenizer,
     identity: String,
-    dimension: usize,
 }
 
 impl std::fmt::Debug for Model {
@@ -37,7 +33,7 @@ impl std::fmt::Debug for Model {
         f.debug_struct("Model")
             .field("dir", &self.dir)
             .field("identity", &self.identity)
-            .field("dimension", &self.dimension)
+            .field("dimension", &self.encoder.dimension())
             .finish_non_exhaustive()
     }
 }
@@ -75,25 +71,14 @@ impl Model {
                 ..TruncationParams::default()
             }))
             .map_err(|e| invalid(&tokenizer_path, e))?;
-        let pad_token = tokenizer
-            .id_to_token(config.pad_token_id as u32)
-            .unwrap_or_else(|| "[PAD]".to_string());
-        tokenizer.with_padding(Some(PaddingParams {
-            strategy: PaddingStrategy::BatchLongest,
-            pad_id: config.pad_token_id as u32,
-            pad_token,
-            ..PaddingParams::default()
-        }));
-        let device = Device::Cpu;
-        let vb = VarBuilder::from_buffered_safetensors(weights, DType::F32, &device)
-            .map_err(|e| invalid(&weights_path, e))?;
-        let bert = BertModel::load(vb, &config).map_err(|e| invalid(&weights_path, e))?;
+        // one text at a time: never padded
+        tokenizer.with_padding(None);
+        let encoder = Encoder::load(&config, &weights_path, &weights)?;
         Ok(Model {
             dir: dir.to_path_buf(),
-            bert,
+            encoder,
             tokenizer,
             identity,
-            dimension: config.hidden_size,
         })
     }
 
@@ -104,7 +89,7 @@ impl Model {
 
     /// The length of its embeddings.
     pub fn dimension(&self) -> usize {
-        self.dimension
+        self.encoder.dimension()
     }
 
     /// The directory it was loaded from.
@@ -112,67 +97,34 @@ impl Model {
         &self.dir
     }
 
-    /// The embedding of one text (unit length; all zeros for a text without tokens).
+    /// The embedding of one text (unit length; all zeros for a text without tokens), its
+    /// products split over rayon's threads.
     pub fn embed_one(&self, text: &str) -> Result<Vec<f32>, ModelError> {
-        Ok(self.embed(&[text])?.pop().unwrap_or_default())
+        Ok(self.encoder.embed(&self.tokens(text)?, true))
     }
 
-    /// The embeddings of `texts`, in their order. Texts are batched by token length, so that a
-    /// batch pads little.
+    /// The embeddings of `texts`, in their order, one text per thread. Each text is run
+    /// alone, so its embedding is the one [`Model::embed_one`] gives.
     pub fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, ModelError> {
-        let mut order: Vec<usize> = (0..texts.len()).collect();
-        // a cheap length proxy: bytes; batches then hold texts of similar length
-        order.sort_by_key(|&i| texts[i].len());
-        let mut out = vec![Vec::new(); texts.len()];
-        for chunk in order.chunks(BATCH) {
-            let batch: Vec<&str> = chunk.iter().map(|&i| texts[i]).collect();
-            let vectors = self.embed_batch(&batch).map_err(|reason| ModelError::Run {
-                dir: self.dir.clone(),
-                reason,
-            })?;
-            for (&i, v) in chunk.iter().zip(vectors) {
-                out[i] = v;
-            }
+        if let [text] = texts {
+            return Ok(vec![self.embed_one(text)?]);
         }
-        Ok(out)
+        texts
+            .par_iter()
+            .map(|text| Ok(self.encoder.embed(&self.tokens(text)?, false)))
+            .collect()
     }
 
-    fn embed_batch(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, String> {
-        let encodings = self
+    /// The token ids of `text`, with the model's special tokens, cut at [`MAX_TOKENS`].
+    fn tokens(&self, text: &str) -> Result<Vec<u32>, ModelError> {
+        let encoding = self
             .tokenizer
-            .encode_batch(texts.to_vec(), true)
-            .map_err(|e| e.to_string())?;
-        let len = encodings.first().map_or(0, |e| e.get_ids().len());
-        if len == 0 {
-            return Ok(vec![vec![0.0; self.dimension]; texts.len()]);
-        }
-        let n = encodings.len();
-        let mut ids = Vec::with_capacity(n * len);
-        let mut mask = Vec::with_capacity(n * len);
-        for e in &encodings {
-            ids.extend(e.get_ids().iter().copied());
-            mask.extend(e.get_attention_mask().iter().copied());
-        }
-        let run = || -> candle_core::Result<Vec<Vec<f32>>> {
-            let device = &self.bert.device;
-            let ids = Tensor::from_vec(ids, (n, len), device)?;
-            let mask = Tensor::from_vec(mask, (n, len), device)?;
-            let types = ids.zeros_like()?;
-            let hidden = self.bert.forward(&ids, &types, Some(&mask))?;
-            // mean pooling over the attention mask
-            let m = mask.to_dtype(DType::F32)?.unsqueeze(2)?;
-            let summed = hidden.broadcast_mul(&m)?.sum(1)?;
-            let counts = m.sum(1)?.clamp(1e-9f32, f32::MAX)?;
-            let mean = summed.broadcast_div(&counts)?;
-            // L2 normalisation
-            let norm = mean
-                .sqr()?
-                .sum_keepdim(1)?
-                .sqrt()?
-                .clamp(1e-12f32, f32::MAX)?;
-            mean.broadcast_div(&norm)?.to_vec2::<f32>()
-        };
-        run().map_err(|e| e.to_string())
+            .encode(text, true)
+            .map_err(|e| ModelError::Run {
+                dir: self.dir.clone(),
+                reason: e.to_string(),
+            })?;
+        Ok(encoding.get_ids().to_vec())
     }
 }
 
@@ -266,12 +218,40 @@ pub(crate) mod tests {
     /// tokenizer over [`WORDS`], written to `dir` in the sentence-transformers layout; `seed`
     /// changes the weights.
     pub(crate) fn write_tiny_model(dir: &Path, seed: u64) {
+        write_tiny_model_with(dir, seed, Shape::default());
+    }
+
+    /// The sizes of a tiny model.
+    #[derive(Debug, Clone, Copy)]
+    pub(crate) struct Shape {
+        pub hidden: usize,
+        pub heads: usize,
+        pub intermediate: usize,
+        pub layers: usize,
+        pub act: &'static str,
+    }
+
+    impl Default for Shape {
+        fn default() -> Self {
+            Shape {
+                hidden: 8,
+                heads: 2,
+                intermediate: 16,
+                layers: 1,
+                act: "gelu",
+            }
+        }
+    }
+
+    /// [`write_tiny_model`] of the sizes `shape`.
+    pub(crate) fn write_tiny_model_with(dir: &Path, seed: u64, shape: Shape) {
         std::fs::create_dir_all(dir).unwrap();
-        let (h, inter, pos, types) = (8usize, 16usize, 64usize, 2usize);
+        let (h, inter, pos, types) = (shape.hidden, shape.intermediate, 64usize, 2usize);
         let vocab = 5 + WORDS.len();
         let config = serde_json::json!({
-            "vocab_size": vocab, "hidden_size": h, "num_hidden_layers": 1,
-            "num_attention_heads": 2, "intermediate_size": inter, "hidden_act": "gelu",
+            "vocab_size": vocab, "hidden_size": h, "num_hidden_layers": shape.layers,
+            "num_attention_heads": shape.heads, "intermediate_size": inter,
+            "hidden_act": shape.act,
             "hidden_dropout_prob": 0.0, "attention_probs_dropout_prob": 0.0,
             "max_position_embeddings": pos, "type_vocab_size": types,
             "initializer_range": 0.02, "layer_norm_eps": 1e-12, "pad_token_id": 0,
@@ -322,26 +302,28 @@ pub(crate) mod tests {
             ("embeddings.LayerNorm.weight".into(), vec![h]),
             ("embeddings.LayerNorm.bias".into(), vec![h]),
         ];
-        let l = "encoder.layer.0";
-        for (name, shape) in [
-            ("attention.self.query.weight", vec![h, h]),
-            ("attention.self.query.bias", vec![h]),
-            ("attention.self.key.weight", vec![h, h]),
-            ("attention.self.key.bias", vec![h]),
-            ("attention.self.value.weight", vec![h, h]),
-            ("attention.self.value.bias", vec![h]),
-            ("attention.output.dense.weight", vec![h, h]),
-            ("attention.output.dense.bias", vec![h]),
-            ("attention.output.LayerNorm.weight", vec![h]),
-            ("attention.output.LayerNorm.bias", vec![h]),
-            ("intermediate.dense.weight", vec![inter, h]),
-            ("intermediate.dense.bias", vec![inter]),
-            ("output.dense.weight", vec![h, inter]),
-            ("output.dense.bias", vec![h]),
-            ("output.LayerNorm.weight", vec![h]),
-            ("output.LayerNorm.bias", vec![h]),
-        ] {
-            tensors.push((format!("{l}.{name}"), shape));
+        for (l, (name, dims)) in (0..shape.layers).flat_map(|l| {
+            [
+                ("attention.self.query.weight", vec![h, h]),
+                ("attention.self.query.bias", vec![h]),
+                ("attention.self.key.weight", vec![h, h]),
+                ("attention.self.key.bias", vec![h]),
+                ("attention.self.value.weight", vec![h, h]),
+                ("attention.self.value.bias", vec![h]),
+                ("attention.output.dense.weight", vec![h, h]),
+                ("attention.output.dense.bias", vec![h]),
+                ("attention.output.LayerNorm.weight", vec![h]),
+                ("attention.output.LayerNorm.bias", vec![h]),
+                ("intermediate.dense.weight", vec![inter, h]),
+                ("intermediate.dense.bias", vec![inter]),
+                ("output.dense.weight", vec![h, inter]),
+                ("output.dense.bias", vec![h]),
+                ("output.LayerNorm.weight", vec![h]),
+                ("output.LayerNorm.bias", vec![h]),
+            ]
+            .map(move |t| (l, t))
+        }) {
+            tensors.push((format!("encoder.layer.{l}.{name}"), dims));
         }
         // safetensors: an 8-byte header length, the JSON header, then the raw data
         let mut header = serde_json::Map::new();

@@ -18,6 +18,8 @@ use std::path::{Path, PathBuf};
 
 #[cfg(feature = "semantic")]
 mod bert;
+#[cfg(feature = "semantic")]
+mod encoder;
 #[cfg(feature = "semantic-static")]
 mod static_model;
 #[cfg(feature = "semantic")]

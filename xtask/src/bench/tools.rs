@@ -21,8 +21,8 @@ pub fn build_lesson(paths: &Paths) -> anyhow::Result<PathBuf> {
     build(paths, LESSON_BIN_ENV, &[], "lesson")
 }
 
-/// Build `lesson` in release mode with the `semantic` feature (candle: reused from xtask's own
-/// build, which has it) and keep the binary as `target/release/lesson-semantic`, or the binary
+/// Build `lesson` in release mode with the `semantic` feature (its crates reused from xtask's
+/// own build, which has it) and keep the binary as `target/release/lesson-semantic`, or the binary
 /// `LESSON_SEMANTIC_BIN` names. The plain `target/release/lesson` is built again by the next
 /// [`build_lesson`].
 pub fn build_lesson_semantic(paths: &Paths) -> anyhow::Result<PathBuf> {
