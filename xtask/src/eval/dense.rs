@@ -552,7 +552,7 @@ pub fn run(
     );
     for (text, e) in &speed {
         head += &format!(
-            "; {} documents ({}) in {:.1} s, {:.1} ms per document (batches of up to 16 texts of similar length)",
+            "; {} documents ({}) in {:.1} s, {:.1} ms per document (wall time, one text per thread)",
             e.count,
             text.name(),
             e.time.as_secs_f64(),
