@@ -393,17 +393,23 @@ impl Encoder {
         let mut projected = vec![0.0f32; t * h];
         let mut up = Vec::new();
         for layer in &self.layers {
-            linear(&x, t, &layer.qkv, &mut qkv, parallel);
+            linear(&x, t, &layer.qkv, &mut qkv, parallel, None);
             self.attention(&qkv, t, &mut context);
-            linear(&context, t, &layer.attention_out, &mut projected, parallel);
+            linear(
+                &context,
+                t,
+                &layer.attention_out,
+                &mut projected,
+                parallel,
+                None,
+            );
             for (x, p) in x.iter_mut().zip(&projected) {
                 *x += p;
             }
             layer.attention_norm.apply(&mut x);
             up.resize(t * layer.up.outputs(), 0.0);
-            linear(&x, t, &layer.up, &mut up, parallel);
-            self.activation.apply(&mut up);
-            linear(&up, t, &layer.down, &mut projected, parallel);
+            linear(&x, t, &layer.up, &mut up, parallel, Some(self.activation));
+            linear(&up, t, &layer.down, &mut projected, parallel, None);
             for (x, p) in x.iter_mut().zip(&projected) {
                 *x += p;
             }
@@ -755,11 +761,26 @@ const PARALLEL_PANELS: usize = 32;
 /// `ys = xs Wᵀ + b` for `t` rows of `xs`; `parallel` splits the panels in two halves, one
 /// for each of the pool's threads (`rayon::join`: the second half is taken by an idle
 /// thread or run here after the first).
-fn linear(xs: &[f32], t: usize, layer: &Linear, ys: &mut [f32], parallel: bool) {
+///
+/// `then`, when given, is applied to every output, by the thread that computed it.
+fn linear(
+    xs: &[f32],
+    t: usize,
+    layer: &Linear,
+    ys: &mut [f32],
+    parallel: bool,
+    then: Option<Activation>,
+) {
     let n = layer.outputs();
     let panels = n.div_ceil(COLS);
+    let part = |range: std::ops::Range<usize>, out: &mut [f32]| {
+        linear_rows_best(xs, t, layer, range, out);
+        if let Some(activation) = then {
+            activation.apply(out);
+        }
+    };
     if !parallel || panels < 2 * PARALLEL_PANELS || rayon::current_num_threads() < 2 {
-        linear_rows_best(xs, t, layer, 0..panels, ys);
+        part(0..panels, ys);
         return;
     }
     let middle = panels / 2;
@@ -767,8 +788,8 @@ fn linear(xs: &[f32], t: usize, layer: &Linear, ys: &mut [f32], parallel: bool) 
     let mut right = vec![0.0f32; t * (n - split)];
     let mut left = vec![0.0f32; t * split];
     rayon::join(
-        || linear_rows_best(xs, t, layer, 0..middle, &mut left),
-        || linear_rows_best(xs, t, layer, middle..panels, &mut right),
+        || part(0..middle, &mut left),
+        || part(middle..panels, &mut right),
     );
     for ((y, l), r) in ys
         .chunks_exact_mut(n)
