@@ -9,6 +9,11 @@ use crate::sandbox::{run_in, Sandbox};
 
 #[test]
 fn man_pages_are_current() {
+    if cfg!(feature = "semantic") {
+        // `lesson model` exists only in a build with the feature
+        eprintln!("skipped: man/ is written from the default build, and this one has `semantic`");
+        return;
+    }
     let sandbox = Sandbox::new();
     let names = run_in(sandbox.path(), &["__man"]);
     assert_eq!(names.code, 0, "{names}");
