@@ -4,9 +4,11 @@
 //! A request is a dozen tokens. At that size a general matrix product spends its time packing
 //! the weights into panels on every call (a profile of candle's BERT on a 10-word request:
 //! half the time in gemm, 30% of it packing the weight matrices, 15% in the scheduler). Here
-//! the weights stay as the model stores them, one row per output, and each product streams
-//! every weight row once against a block of tokens held in cache ([`linear`]): a request
-//! reads the 42 MB of encoder weights once, whatever the number of tokens.
+//! the weights are packed once, at load, into panels of [`COLS`] rows laid out in the order
+//! the kernel reads them ([`Linear::pack`]), and each product streams every panel from memory
+//! once, multiplying it with a few tokens at a time while it sits in cache ([`linear`]): a
+//! request reads the 42 MB of encoder weights once, whatever the number of tokens. The
+//! attention's products go through the same kernel.
 //!
 //! A text is run alone, never padded into a batch, so its embedding does not depend on the
 //! texts embedded beside it; a batch of texts runs one text per thread.
@@ -575,7 +577,7 @@ fn linear_rows(
 }
 
 /// The loops of [`linear_rows`] around a kernel: `kernel(i, row, panel, k, put)` takes the
-/// tokens from `i` (up to [`ROWS`] of them, `row(i)` the inputs of token `i`) against one
+/// tokens from `i` (up to `STEP` of them, `row(i)` the inputs of token `i`) against one
 /// packed panel of `k` inputs, and hands `put` their outputs.
 #[inline(always)]
 fn linear_rows_with<'a, const STEP: usize, K>(
