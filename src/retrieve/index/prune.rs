@@ -59,10 +59,11 @@ struct Cursor<'a> {
     scorer: ListScorer<'a>,
     /// The first block not wholly behind the cursor.
     at: usize,
-    /// The decoded block, its saturations and the position in it.
+    /// The decoded block, its saturations (if `scored`) and the position in it.
     decoded: Option<usize>,
     block: Box<Block>,
     sat: [f64; codec::BLOCK],
+    scored: bool,
     pos: usize,
     /// This window's bound.
     window: f64,
@@ -90,6 +91,7 @@ impl<'a> Cursor<'a> {
             decoded: None,
             block: Box::default(),
             sat: [0.0; codec::BLOCK],
+            scored: false,
             pos: 0,
             window: 0.0,
             adds: Vec::new(),
@@ -98,7 +100,7 @@ impl<'a> Cursor<'a> {
         list.skips(&mut c.skips)?;
         if c.skips.is_empty() {
             // one block: decoded now, its bound the largest of its saturations
-            c.decode(0)?;
+            c.decode_scored(0)?;
             let n = c.block.len;
             let max = c.sat[..n].iter().copied().fold(0.0, f64::max);
             c.skips.push(Skip {
@@ -113,15 +115,26 @@ impl<'a> Cursor<'a> {
         Ok(c)
     }
 
-    /// Decode block `i` (unless it is) and score it.
+    /// Decode block `i` (unless it is), its saturations not yet computed.
     fn decode(&mut self, i: usize) -> Result<(), Corrupt> {
         if self.decoded == Some(i) {
             return Ok(());
         }
         self.list.block(&self.skips, i, &mut self.block)?;
-        self.scorer.block(&self.block, &mut self.sat)?;
+        self.scorer.check(&self.block)?;
         self.decoded = Some(i);
+        self.scored = false;
         self.pos = 0;
+        Ok(())
+    }
+
+    /// Decode block `i` (unless it is) and compute every posting's saturation.
+    fn decode_scored(&mut self, i: usize) -> Result<(), Corrupt> {
+        self.decode(i)?;
+        if !self.scored {
+            self.scorer.block(&self.block, &mut self.sat)?;
+            self.scored = true;
+        }
         Ok(())
     }
 
@@ -150,7 +163,7 @@ impl<'a> Cursor<'a> {
         self.adds.clear();
         self.next_add = 0;
         while self.at < self.skips.len() {
-            self.decode(self.at)?;
+            self.decode_scored(self.at)?;
             let n = self.block.len;
             while self.pos < n && self.block.ids[self.pos] < lo {
                 self.pos += 1;
@@ -183,7 +196,13 @@ impl<'a> Cursor<'a> {
         while self.pos < n && self.block.ids[self.pos] < d {
             self.pos += 1;
         }
-        Ok((self.pos < n && self.block.ids[self.pos] == d).then(|| self.sat[self.pos]))
+        if self.pos == n || self.block.ids[self.pos] != d {
+            return Ok(None);
+        }
+        Ok(Some(match self.scored {
+            true => self.sat[self.pos],
+            false => self.scorer.one(&self.block, self.pos),
+        }))
     }
 
     /// What the term added to doc `d` of this window (an essential term).
@@ -204,6 +223,9 @@ impl<'a> Cursor<'a> {
 pub(super) struct Priors {
     cautions: Bits,
     prior: Vec<f64>,
+    /// Per segment, per window of its docs: the largest prior of its plain docs and of its
+    /// cautions (0 when it has none), what a window's bar is set from.
+    windows: Vec<Vec<(f64, f64)>>,
 }
 
 /// The best scores so far: the K-th best is the bar.
@@ -249,19 +271,30 @@ impl Index {
                 let mut priors = Priors {
                     cautions: Bits::new(self.n),
                     prior: Vec::with_capacity(self.n),
+                    windows: Vec::new(),
                 };
                 for (seg, offset) in self.segments() {
                     let ranks = seg.ranks()?;
+                    let mut windows = Vec::with_capacity(seg.doc_count().div_ceil(WINDOW));
                     for id in 0..seg.doc_count() {
                         let r = Segment::rank_of(ranks, id);
-                        if r.failures > r.successes {
+                        let caution = r.failures > r.successes;
+                        if caution {
                             priors.cautions.set(offset + id);
                         }
-                        priors.prior.push(
-                            score::confidence(r.confidence)
-                                * score::count_factor(r.successes, r.failures),
-                        );
+                        let p = score::confidence(r.confidence)
+                            * score::count_factor(r.successes, r.failures);
+                        priors.prior.push(p);
+                        if id % WINDOW == 0 {
+                            windows.push((0.0f64, 0.0f64));
+                        }
+                        let (plain, cautions) = windows.last_mut().expect("pushed");
+                        match caution {
+                            true => *cautions = cautions.max(p),
+                            false => *plain = plain.max(p),
+                        }
                     }
+                    priors.windows.push(windows);
                 }
                 Ok(priors)
             })
@@ -423,14 +456,12 @@ impl Index {
                 // its count factor (failures over successes) keeps its prior small
                 let window_need = match hybrid {
                     None => {
-                        let (mut plain, mut caution) = (0.0f64, 0.0f64);
-                        for id in offset + lo..offset + hi {
-                            let p = priors.prior[id];
-                            match cautions.is_some_and(|c| c.get(id)) {
-                                true => caution = caution.max(p),
-                                false => plain = plain.max(p),
-                            }
-                        }
+                        let (plain, caution) = priors.windows[s][lo / WINDOW];
+                        // without cautions kept, a caution is a plain doc
+                        let (plain, caution) = match cautions {
+                            Some(_) => (plain, caution),
+                            None => (plain.max(caution), 0.0),
+                        };
                         if plain <= 0.0 && caution <= 0.0 {
                             // every score here is 0: nothing matches
                             continue;

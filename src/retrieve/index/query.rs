@@ -1008,41 +1008,68 @@ pub(super) struct ListScorer<'a> {
 }
 
 impl ListScorer<'_> {
+    /// Fails unless every doc of the block is one of the segment's.
+    #[inline]
+    pub(super) fn check(&self, blk: &Block) -> Result<(), Corrupt> {
+        if blk.ids[blk.len - 1] as usize >= self.local {
+            return Err(Corrupt("doc id out of range"));
+        }
+        Ok(())
+    }
+
     /// The saturated frequency `tf~ / (k1 + tf~)` of each posting of a block whose doc is
     /// eligible (0 for the others), with `tf~` summed over the fields in order (title first)
     /// as [`score::saturation`] sums it.
     #[inline]
     pub(super) fn block(&self, blk: &Block, sat: &mut [f64; codec::BLOCK]) -> Result<(), Corrupt> {
-        let n = blk.len;
-        if blk.ids[n - 1] as usize >= self.local {
-            return Err(Corrupt("doc id out of range"));
-        }
+        self.check(blk)?;
         let mut others = [0.0f64; codec::BLOCK];
         for j in 0..blk.others {
-            let i = usize::from(blk.which[j]);
-            let id = blk.ids[i] as usize;
-            let mut x = 0.0;
-            for f in 0..BODY {
-                let t = blk.other_tf[f][j];
-                if t == 0 {
-                    continue;
-                }
-                let l = &self.other_lens[f][id * 4..id * 4 + 4];
-                let len = u32::from_le_bytes([l[0], l[1], l[2], l[3]]);
-                let norm =
-                    (1.0 / (1.0 - self.b + self.b * f64::from(len) / self.other_avg[f])) as f32;
-                x += self.w[f] * f64::from(t) * f64::from(norm);
-            }
-            others[i] = x;
+            others[usize::from(blk.which[j])] = self.others(blk, j);
         }
-        let wb = self.w[BODY];
-        for i in 0..n {
-            let id = blk.ids[i] as usize + self.offset;
-            let eligible = (self.eligible[id >> 6] >> (id & 63)) & 1;
-            // (a body count of 0 adds +0.0, as skipping it would)
-            let x = others[i] + wb * f64::from(blk.body[i]) * f64::from(self.body[id]);
-            sat[i] = x / (self.k1 + x) * eligible as f64;
+        for (i, s) in sat.iter_mut().enumerate().take(blk.len) {
+            *s = self.saturate(blk, i, others[i]);
         }
         Ok(())
+    }
+
+    /// [`ListScorer::block`]'s saturation of posting `i` alone (the block checked), to the
+    /// last bit.
+    #[inline]
+    pub(super) fn one(&self, blk: &Block, i: usize) -> f64 {
+        let others = blk.which[..blk.others]
+            .iter()
+            .position(|&w| usize::from(w) == i)
+            .map_or(0.0, |j| self.others(blk, j));
+        self.saturate(blk, i, others)
+    }
+
+    /// What the fields before the body add to `tf~` for the `j`-th posting that has counts
+    /// in them.
+    #[inline]
+    fn others(&self, blk: &Block, j: usize) -> f64 {
+        let id = blk.ids[usize::from(blk.which[j])] as usize;
+        let mut x = 0.0;
+        for f in 0..BODY {
+            let t = blk.other_tf[f][j];
+            if t == 0 {
+                continue;
+            }
+            let l = &self.other_lens[f][id * 4..id * 4 + 4];
+            let len = u32::from_le_bytes([l[0], l[1], l[2], l[3]]);
+            let norm = (1.0 / (1.0 - self.b + self.b * f64::from(len) / self.other_avg[f])) as f32;
+            x += self.w[f] * f64::from(t) * f64::from(norm);
+        }
+        x
+    }
+
+    /// Posting `i`'s saturation, its other fields adding `others`.
+    #[inline]
+    fn saturate(&self, blk: &Block, i: usize, others: f64) -> f64 {
+        let id = blk.ids[i] as usize + self.offset;
+        let eligible = (self.eligible[id >> 6] >> (id & 63)) & 1;
+        // (a body count of 0 adds +0.0, as skipping it would)
+        let x = others + self.w[BODY] * f64::from(blk.body[i]) * f64::from(self.body[id]);
+        x / (self.k1 + x) * eligible as f64
     }
 }
