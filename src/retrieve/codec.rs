@@ -21,6 +21,7 @@ impl Writer {
     }
 
     /// A byte.
+    #[inline]
     pub fn u8(&mut self, v: u8) {
         self.buf.push(v);
     }
@@ -113,23 +114,9 @@ impl<'a> Reader<'a> {
     }
 
     /// An unsigned LEB128 varint.
+    #[inline]
     pub fn varint(&mut self) -> Result<u64, Corrupt> {
-        let mut v: u64 = 0;
-        let mut shift = 0;
-        loop {
-            let b = self.u8()?;
-            if shift == 63 && b > 1 {
-                return Err(Corrupt("varint overflow"));
-            }
-            v |= u64::from(b & 0x7f) << shift;
-            if b & 0x80 == 0 {
-                return Ok(v);
-            }
-            shift += 7;
-            if shift > 63 {
-                return Err(Corrupt("varint overflow"));
-            }
-        }
+        varint_at(self.bytes, &mut self.pos)
     }
 
     /// A varint that must fit a `usize` no larger than what is left to read.
