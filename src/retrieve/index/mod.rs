@@ -12,7 +12,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use globset::GlobMatcher;
@@ -177,11 +177,12 @@ struct Tags {
     tagged: Bits,
 }
 
-/// Inverse length norms of the body, per term kind (word, trigram), computed on first use.
+/// Inverse length norms of the body per doc, per term kind (word, trigram), for one `b`:
+/// each doc's computed the first time a search scores it.
 #[derive(Debug)]
 struct Norms {
     b: u64,
-    body: [OnceLock<Vec<f32>>; 2],
+    body: [OnceLock<Box<[AtomicU32]>>; 2],
 }
 
 /// A base and its delta, with what is derived from them at load.

@@ -24,7 +24,7 @@ impl Index {
         found
     }
 
-    /// The inverse length norms for this `b`, computed per slot when first needed.
+    /// The inverse body norms for this `b`, per term kind, each computed when first needed.
     pub(super) fn norms(&self, b: f64) -> Arc<Norms> {
         let mut cache = self.norms.lock().unwrap_or_else(|e| e.into_inner());
         match cache.as_ref() {
@@ -40,28 +40,11 @@ impl Index {
         }
     }
 
-    /// Every doc's inverse body norm for terms of `kind`.
-    pub(super) fn body_norms<'a>(
-        &self,
-        norms: &'a Norms,
-        kind: text::Kind,
-        b: f64,
-    ) -> Result<&'a [f32], Corrupt> {
-        let k = usize::from(kind == text::Kind::Trigram);
-        if let Some(v) = norms.body[k].get() {
-            return Ok(v);
-        }
-        let slot = score::slot(BODY, kind);
-        let avg = self.stats.avg[slot];
-        let mut v = Vec::with_capacity(self.n);
-        for (seg, _) in self.segments() {
-            let lens = seg.lens_of_slot(slot)?;
-            v.extend(lens.chunks_exact(4).map(|c| {
-                let len = u32::from_le_bytes([c[0], c[1], c[2], c[3]]);
-                (1.0 / (1.0 - b + b * f64::from(len) / avg)) as f32
-            }));
-        }
-        Ok(norms.body[k].get_or_init(|| v))
+    /// Every doc's inverse body norm for terms of `kind`, if computed (the bits of an `f32`;
+    /// 0 until a search scores a posting of the doc).
+    pub(super) fn body_norms<'a>(&self, norms: &'a Norms, kind: text::Kind) -> &'a [AtomicU32] {
+        norms.body[usize::from(kind == text::Kind::Trigram)]
+            .get_or_init(|| (0..self.n).map(|_| AtomicU32::new(0)).collect())
     }
 
     /// The request's tags: given (normal form, sorted) and inferred (known tags among its
@@ -178,12 +161,11 @@ impl Index {
         terms: &[Term],
         settings: &Settings,
     ) -> Result<(), Corrupt> {
-        let b = settings.b;
         let mut acc = vec![0.0f64; self.n];
         let mut total = 0.0;
         let mut scratch: Vec<(u32, f64)> = Vec::new();
         let mut block = Box::<Block>::default();
-        let norms = self.norms(b);
+        let norms = self.norms(settings.b);
         let eligible = &scored.eligible;
         let search = &mut scored.search;
         for &term in terms {
@@ -192,7 +174,6 @@ impl Index {
                 continue;
             }
             let kind = text::kind(term);
-            let body = self.body_norms(&norms, kind, b)?;
             // with nothing deleted, the dictionary counts are the live counts
             let known_df = (self.deleted_count == 0)
                 .then(|| -> Result<u64, Corrupt> {
@@ -211,6 +192,7 @@ impl Index {
                     continue;
                 };
                 search.postings += list.count as u64;
+                let body = self.body_norms(&norms, kind);
                 let scorer = self.list_scorer(seg, offset, eligible, body, kind, settings)?;
                 let check_live = self.deleted_count > 0 && offset == 0;
                 let mut sat = [0.0f64; codec::BLOCK];
@@ -403,7 +385,7 @@ impl Index {
         seg: &'a Segment,
         offset: usize,
         eligible: &'a Bits,
-        body: &'a [f32],
+        body: &'a [AtomicU32],
         kind: text::Kind,
         settings: &Settings,
     ) -> Result<ListScorer<'a>, Corrupt> {
@@ -412,16 +394,16 @@ impl Index {
             local: seg.doc_count(),
             eligible: &eligible.0,
             body,
-            other_lens: [&[]; BODY],
-            other_avg: [0.0; BODY],
+            lens: [&[]; 4],
+            avg: [0.0; 4],
             w: settings.field_weights,
             b: settings.b,
             k1: settings.k1,
         };
-        for f in 0..BODY {
+        for f in 0..4 {
             let slot = score::slot(f, kind);
-            scorer.other_lens[f] = seg.lens_of_slot(slot)?;
-            scorer.other_avg[f] = self.stats.avg[slot];
+            scorer.lens[f] = seg.lens_of_slot(slot)?;
+            scorer.avg[f] = self.stats.avg[slot];
         }
         Ok(scorer)
     }
@@ -996,12 +978,12 @@ pub(super) struct ListScorer<'a> {
     /// Docs in the segment.
     local: usize,
     eligible: &'a [u64],
-    /// Inverse body norms per doc (index ids).
-    body: &'a [f32],
-    /// Title, description and tags lengths per doc (segment ids, u32 each), for the term's
-    /// kind, and their averages.
-    other_lens: [&'a [u8]; BODY],
-    other_avg: [f64; BODY],
+    /// Inverse body norms per doc (index ids), as they are computed.
+    body: &'a [AtomicU32],
+    /// Title, description, tags and body lengths per doc (segment ids, u32 each), for the
+    /// term's kind, and their averages.
+    lens: [&'a [u8]; 4],
+    avg: [f64; 4],
     w: [f64; 4],
     b: f64,
     k1: f64,
@@ -1055,21 +1037,39 @@ impl ListScorer<'_> {
             if t == 0 {
                 continue;
             }
-            let l = &self.other_lens[f][id * 4..id * 4 + 4];
-            let len = u32::from_le_bytes([l[0], l[1], l[2], l[3]]);
-            let norm = (1.0 / (1.0 - self.b + self.b * f64::from(len) / self.other_avg[f])) as f32;
-            x += self.w[f] * f64::from(t) * f64::from(norm);
+            x += self.w[f] * f64::from(t) * f64::from(self.norm(f, id));
         }
         x
+    }
+
+    /// Doc `id`'s (segment id) inverse length norm in field `f`, as
+    /// [`score::inverse_norms`] computes it.
+    #[inline]
+    fn norm(&self, f: usize, id: usize) -> f32 {
+        let l = &self.lens[f][id * 4..id * 4 + 4];
+        let len = u32::from_le_bytes([l[0], l[1], l[2], l[3]]);
+        (1.0 / (1.0 - self.b + self.b * f64::from(len) / self.avg[f])) as f32
     }
 
     /// Posting `i`'s saturation, its other fields adding `others`.
     #[inline]
     fn saturate(&self, blk: &Block, i: usize, others: f64) -> f64 {
-        let id = blk.ids[i] as usize + self.offset;
+        let local = blk.ids[i] as usize;
+        let id = local + self.offset;
         let eligible = (self.eligible[id >> 6] >> (id & 63)) & 1;
         // (a body count of 0 adds +0.0, as skipping it would)
-        let x = others + self.w[BODY] * f64::from(blk.body[i]) * f64::from(self.body[id]);
+        // the body norm, computed once per doc and index (not for every doc up front: a
+        // pruned search scores a small part of the bank, and a new process spent a tenth of
+        // its time on the norms of docs it never reads); a race computes the same bits twice
+        let norm = match self.body[id].load(Ordering::Relaxed) {
+            0 => {
+                let norm = self.norm(BODY, local);
+                self.body[id].store(norm.to_bits(), Ordering::Relaxed);
+                norm
+            }
+            bits => f32::from_bits(bits),
+        };
+        let x = others + self.w[BODY] * f64::from(blk.body[i]) * f64::from(norm);
         x / (self.k1 + x) * eligible as f64
     }
 }
