@@ -216,13 +216,9 @@ impl Index {
     fn superseded(&self) -> Result<Vec<u32>, Corrupt> {
         let base = &*self.base;
         let base_count = self.base_count;
+        // the base's counts as they are (ascending, often many), and what a delta changes
+        let own = base.superseded()?;
         let mut count: HashMap<u32, i64> = HashMap::new();
-        for (id, c) in base.superseded()? {
-            if id as usize >= base_count {
-                return Err(Corrupt("superseded doc out of range"));
-            }
-            *count.entry(id).or_default() += i64::from(c);
-        }
         if let Some(delta) = &self.delta {
             // the base lessons with this slug
             let base_docs = |slug: &str| -> Result<Vec<u32>, Corrupt> {
@@ -279,11 +275,16 @@ impl Index {
                 }
             }
         }
-        let mut out: Vec<u32> = count
-            .into_iter()
-            .filter(|&(_, c)| c > 0)
-            .map(|(id, _)| id)
-            .collect();
+        let mut out = Vec::with_capacity(own.len());
+        for (id, c) in own {
+            if id as usize >= base_count {
+                return Err(Corrupt("superseded doc out of range"));
+            }
+            if i64::from(c) + count.remove(&id).unwrap_or(0) > 0 {
+                out.push(id);
+            }
+        }
+        out.extend(count.into_iter().filter(|&(_, c)| c > 0).map(|(id, _)| id));
         out.sort_unstable();
         Ok(out)
     }
