@@ -199,9 +199,15 @@ pub fn inverse_norms(lens: &[u32; LEN_SLOTS], kind: Kind, stats: &FieldStats, b:
     let mut out = [0f32; 4];
     for (f, o) in out.iter_mut().enumerate() {
         let sl = slot(f, kind);
-        *o = (1.0 / (1.0 - b + b * f64::from(lens[sl]) / stats.avg[sl])) as f32;
+        *o = inverse_norm(lens[sl], stats.avg[sl], b);
     }
     out
+}
+
+/// One field's inverse length norm `1 / (1 − b + b · len / avglen)`, as an `f32`.
+#[inline]
+pub fn inverse_norm(len: u32, avg: f64, b: f64) -> f32 {
+    (1.0 / (1.0 - b + b * f64::from(len) / avg)) as f32
 }
 
 /// A term's saturated frequency in a document, `tf~ / (k1 + tf~)` in `[0, 1)`, from its counts

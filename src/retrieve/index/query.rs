@@ -1042,13 +1042,12 @@ impl ListScorer<'_> {
         x
     }
 
-    /// Doc `id`'s (segment id) inverse length norm in field `f`, as
-    /// [`score::inverse_norms`] computes it.
+    /// Doc `id`'s (segment id) inverse length norm in field `f`.
     #[inline]
     fn norm(&self, f: usize, id: usize) -> f32 {
         let l = &self.lens[f][id * 4..id * 4 + 4];
         let len = u32::from_le_bytes([l[0], l[1], l[2], l[3]]);
-        (1.0 / (1.0 - self.b + self.b * f64::from(len) / self.avg[f])) as f32
+        score::inverse_norm(len, self.avg[f], self.b)
     }
 
     /// Posting `i`'s saturation, its other fields adding `others`.
