@@ -30,6 +30,7 @@ use std::collections::BinaryHeap;
 use super::query::{Candidate, ListScorer, Scored, Similarity};
 use super::*;
 use crate::retrieve::codec::{Skip, TermList};
+use crate::retrieve::segment::PRIOR_GROUP;
 
 /// Relative slack on every bound.
 const SLACK: f64 = 1e-6;
@@ -217,16 +218,16 @@ impl<'a> Cursor<'a> {
     }
 }
 
-/// Per doc, what its score multiplies its similarity by besides recency (at most 1) and the
-/// tag boost: confidence × count factor; and which docs are cautions.
+/// Per segment, per window of its docs: the largest prior (confidence × count factor, what a
+/// score multiplies its similarity by besides recency, at most 1, and the tag boost) of its
+/// plain docs and of its cautions (0 when it has none), what a window's bar is set from. Folded
+/// from the segments' priors sections ([`Segment::priors`]), whose groups windows are made of.
 #[derive(Debug)]
 pub(super) struct Priors {
-    cautions: Bits,
-    prior: Vec<f64>,
-    /// Per segment, per window of its docs: the largest prior of its plain docs and of its
-    /// cautions (0 when it has none), what a window's bar is set from.
     windows: Vec<Vec<(f64, f64)>>,
 }
+
+const _: () = assert!(WINDOW.is_multiple_of(PRIOR_GROUP));
 
 /// The best scores so far: the K-th best is the bar.
 struct Best {
@@ -264,39 +265,25 @@ impl Best {
 }
 
 impl Index {
-    /// Each doc's confidence × count factor and whether it is a caution, computed once.
+    /// Each window's largest priors, folded once from the segments' groups.
     fn priors(&self) -> Result<&Priors, Corrupt> {
         self.priors
             .get_or_init(|| {
-                let mut priors = Priors {
-                    cautions: Bits::new(self.n),
-                    prior: Vec::with_capacity(self.n),
-                    windows: Vec::new(),
-                };
-                for (seg, offset) in self.segments() {
-                    let ranks = seg.ranks()?;
-                    let mut windows = Vec::with_capacity(seg.doc_count().div_ceil(WINDOW));
-                    for id in 0..seg.doc_count() {
-                        let r = Segment::rank_of(ranks, id);
-                        let caution = r.failures > r.successes;
-                        if caution {
-                            priors.cautions.set(offset + id);
-                        }
-                        let p = score::confidence(r.confidence)
-                            * score::count_factor(r.successes, r.failures);
-                        priors.prior.push(p);
-                        if id % WINDOW == 0 {
-                            windows.push((0.0f64, 0.0f64));
-                        }
-                        let (plain, cautions) = windows.last_mut().expect("pushed");
-                        match caution {
-                            true => *cautions = cautions.max(p),
-                            false => *plain = plain.max(p),
-                        }
+                let mut windows = Vec::new();
+                for (seg, _) in self.segments() {
+                    let table = seg.priors()?;
+                    let groups = table.group_count();
+                    let per = WINDOW / PRIOR_GROUP;
+                    let mut seg_windows = vec![(0.0f64, 0.0f64); groups.div_ceil(per)];
+                    for g in 0..groups {
+                        let (plain, cautions) = table.group(g);
+                        let w = &mut seg_windows[g / per];
+                        w.0 = w.0.max(plain);
+                        w.1 = w.1.max(cautions);
                     }
-                    priors.windows.push(windows);
+                    windows.push(seg_windows);
                 }
-                Ok(priors)
+                Ok(Priors { windows })
             })
             .as_ref()
             .map_err(|e| *e)
@@ -390,7 +377,7 @@ impl Index {
         }
         let max_cautions = scored.max_cautions(settings);
         let priors = self.priors()?;
-        let cautions = (max_cautions > 0).then_some(&priors.cautions);
+        let cautions_kept = max_cautions > 0;
         // the largest factor besides the prior: recency is at most 1, the tag boost
         let boost = match scored.boosted {
             Some(_) => settings.tag_boost.max(1.0),
@@ -422,6 +409,9 @@ impl Index {
         let mut order: Vec<usize> = Vec::new();
         let mut sums: Vec<f64> = Vec::new();
         for (s, (seg, offset)) in self.segments().enumerate() {
+            let table = seg.priors()?;
+            // without cautions kept, a caution is a plain doc
+            let caution_at = |d: usize| cautions_kept && table.caution(d);
             let mut cursors: Vec<Cursor> = Vec::new();
             for (t, &(term, share)) in shares.iter().enumerate() {
                 let Some(list) = lists[t][s] else {
@@ -458,9 +448,9 @@ impl Index {
                     None => {
                         let (plain, caution) = priors.windows[s][lo / WINDOW];
                         // without cautions kept, a caution is a plain doc
-                        let (plain, caution) = match cautions {
-                            Some(_) => (plain, caution),
-                            None => (plain.max(caution), 0.0),
+                        let (plain, caution) = match cautions_kept {
+                            true => (plain, caution),
+                            false => (plain.max(caution), 0.0),
                         };
                         if plain <= 0.0 && caution <= 0.0 {
                             // every score here is 0: nothing matches
@@ -479,12 +469,13 @@ impl Index {
                         let (plain_bar, caution_bar) =
                             (best.bar(), best.bar().min(best_cautions.bar()));
                         let mut least = f64::INFINITY;
-                        for (j, id) in (offset + lo..offset + hi).enumerate() {
-                            let prior = priors.prior[id];
+                        for (j, d) in (lo..hi).enumerate() {
+                            let id = offset + d;
+                            let prior = table.prior(d);
                             needs[j] = if prior <= 0.0 || !scored.eligible.get(id) {
                                 f64::INFINITY
                             } else {
-                                let bar = match cautions.is_some_and(|c| c.get(id)) {
+                                let bar = match caution_at(d) {
                                     true => caution_bar,
                                     false => plain_bar,
                                 };
@@ -540,13 +531,12 @@ impl Index {
                         let mut a = std::mem::take(&mut acc[j]);
                         let d = lo32 + j as u32;
                         let id = offset + d as usize;
-                        let caution = cautions.is_some_and(|c| c.get(id));
-                        let bar = if caution {
+                        let bar = if caution_at(d as usize) {
                             best.bar().min(best_cautions.bar())
                         } else {
                             best.bar()
                         };
-                        let prior = priors.prior[id];
+                        let prior = table.prior(d as usize);
                         if prior <= 0.0 {
                             continue;
                         }

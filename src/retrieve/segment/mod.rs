@@ -30,6 +30,10 @@
 //! rank       per doc: mtime i64 (the file's, for checking it), confidence f64, successes u64,
 //!            failures u64, flags u8, outcome u8, the ledger's newest event u48 (seconds since
 //!            the epoch, 0 when none: the recency input outside git)
+//! priors     per group of PRIOR_GROUP docs: the largest prior of its plain docs and of its
+//!            cautions (f64 each, 0 when none); per doc its prior (f64: confidence × count
+//!            factor, what its score multiplies its similarity by besides recency and the tag
+//!            boost); a bit per doc: a caution (more failures than successes)
 //! lens       per length slot (score::slot), per doc: u32
 //! paths      per block of 32 docs an offset u32, then the paths in doc order, each the
 //!            length of the prefix it shares with the previous one in its block (varint) and
@@ -78,7 +82,7 @@ pub use read::{Segment, SegmentTags};
 pub use write::{encode, Encoder, Patch};
 
 /// The on-disk format version; a file of another version is rebuilt.
-pub const FORMAT_VERSION: u32 = 5;
+pub const FORMAT_VERSION: u32 = 6;
 const MAGIC: &[u8; 8] = b"LESSONIX";
 
 /// The sections, in file order.
@@ -88,6 +92,7 @@ enum Sec {
     Restat,
     Stat,
     Rank,
+    Priors,
     Lens,
     Paths,
     Titles,
@@ -105,13 +110,15 @@ enum Sec {
     Postings,
 }
 
-const SECTIONS: usize = 19;
+const SECTIONS: usize = 20;
 const FIXED: usize = 120;
 const HEAD: usize = FIXED + SECTIONS * 24 + 8;
 const RESTAT_ENTRY: usize = 48;
 const STAT_ENTRY: usize = 32;
 const RANK_ENTRY: usize = 40;
 const DICT_ENTRY: usize = 24;
+/// Docs per group of the priors section: a search's windows are whole groups.
+pub(crate) const PRIOR_GROUP: usize = 128;
 /// Docs per block of a string column (paths, titles): a lookup decodes at most this many.
 const COLUMN_BLOCK: usize = 32;
 

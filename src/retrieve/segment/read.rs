@@ -277,6 +277,7 @@ impl Segment {
         let exactly = |s: Sec, n: usize, unit: usize| n.checked_mul(unit) == Some(size(s));
         let sized = exactly(Sec::Stat, doc_count, STAT_ENTRY)
             && exactly(Sec::Rank, doc_count, RANK_ENTRY)
+            && Some(size(Sec::Priors)) == priors_size(doc_count)
             && exactly(Sec::Lens, doc_count, 4 * LEN_SLOTS)
             && exactly(Sec::Lessons, doc_count.div_ceil(64), 8)
             && exactly(Sec::Dict, term_count, DICT_ENTRY)
@@ -423,6 +424,20 @@ impl Segment {
     /// The rank table (for [`Segment::rank_of`]).
     pub(crate) fn ranks(&self) -> Result<&[u8], Corrupt> {
         self.sec(Sec::Rank)
+    }
+
+    /// The priors table (each doc's confidence × count factor, its cautions, and each group's
+    /// largest prior).
+    pub(crate) fn priors(&self) -> Result<PriorTable<'_>, Corrupt> {
+        let bytes = self.sec(Sec::Priors)?;
+        let groups = self.doc_count.div_ceil(PRIOR_GROUP) * 16;
+        let (groups, rest) = bytes.split_at(groups);
+        let (prior, cautions) = rest.split_at(self.doc_count * 8);
+        Ok(PriorTable {
+            groups,
+            prior,
+            cautions,
+        })
     }
 
     /// Doc `id`'s entry of a rank table.
@@ -892,5 +907,45 @@ impl Segment {
             return Err(Corrupt("posting list checksum mismatch"));
         }
         codec::TermList::parse(count, bytes)
+    }
+}
+
+/// The size of the priors section of `docs` docs.
+fn priors_size(docs: usize) -> Option<usize> {
+    let groups = docs.div_ceil(PRIOR_GROUP).checked_mul(16)?;
+    let words = docs.div_ceil(64).checked_mul(8)?;
+    groups.checked_add(docs.checked_mul(8)?)?.checked_add(words)
+}
+
+/// A segment's priors ([`Segment::priors`]), read where they lie.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct PriorTable<'a> {
+    groups: &'a [u8],
+    prior: &'a [u8],
+    cautions: &'a [u8],
+}
+
+impl PriorTable<'_> {
+    /// Groups of [`PRIOR_GROUP`] docs.
+    pub(crate) fn group_count(&self) -> usize {
+        self.groups.len() / 16
+    }
+
+    /// The largest prior of group `g`'s plain docs and of its cautions (0 when none).
+    pub(crate) fn group(&self, g: usize) -> (f64, f64) {
+        (
+            f64::from_bits(u64_at(self.groups, g * 16)),
+            f64::from_bits(u64_at(self.groups, g * 16 + 8)),
+        )
+    }
+
+    /// Doc `id`'s confidence × count factor.
+    pub(crate) fn prior(&self, id: usize) -> f64 {
+        f64::from_bits(u64_at(self.prior, id * 8))
+    }
+
+    /// Whether doc `id` is a caution (more failures than successes).
+    pub(crate) fn caution(&self, id: usize) -> bool {
+        self.cautions[id / 8] & (1 << (id % 8)) != 0
     }
 }

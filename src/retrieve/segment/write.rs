@@ -161,6 +161,7 @@ pub(super) fn write_segment(
     let mut lens = vec![0u32; LEN_SLOTS * n];
     let mut totals = [0u64; LEN_SLOTS];
     let mut lessons = 0u32;
+    let mut priors: Vec<(f64, bool)> = Vec::with_capacity(n);
     for (id, d) in docs.iter().enumerate() {
         let w = &mut secs[sec(Sec::Stat)];
         w.u64(d.stat.size);
@@ -193,6 +194,10 @@ pub(super) fn write_segment(
                 totals[slot] += u64::from(len);
             }
         }
+        priors.push((
+            score::confidence(confidence) * score::count_factor(successes, failures),
+            failures > successes,
+        ));
         let w = &mut secs[sec(Sec::Rank)];
         w.i64(d.stat.mtime_ns);
         w.f64(confidence);
@@ -202,6 +207,22 @@ pub(super) fn write_segment(
         w.u8(outcome);
         w.buf.extend_from_slice(&ledger_at.to_le_bytes()[..6]);
     }
+    let w = &mut secs[sec(Sec::Priors)];
+    for group in priors.chunks(PRIOR_GROUP) {
+        let (mut plain, mut cautions) = (0.0f64, 0.0f64);
+        for &(p, caution) in group {
+            match caution {
+                true => cautions = cautions.max(p),
+                false => plain = plain.max(p),
+            }
+        }
+        w.f64(plain);
+        w.f64(cautions);
+    }
+    for &(p, _) in &priors {
+        w.f64(p);
+    }
+    w.buf.extend_from_slice(&bitset_bytes(n, |id| priors[id].1));
     let w = &mut secs[sec(Sec::Lens)];
     for len in lens {
         w.u32(len);
