@@ -95,6 +95,8 @@ fn requests() -> Vec<Request> {
         r("数据库连接"),
         r("lesson zero one two three four"),
         r("alpha beta gamma").k(3),
+        r("alpha beta gamma delta").role("reviewer"),
+        r("beta gamma delta").skill("rust"),
     ]
 }
 
@@ -897,7 +899,7 @@ enum Op {
 
 fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
-        4 => (0..6usize, 0..8usize, any::<bool>())
+        4 => (0..6usize, 0..9usize, any::<bool>())
             .prop_map(|(slot, variant, settled)| Op::Write { slot, variant, settled }),
         1 => (0..6usize).prop_map(Op::Delete),
         1 => (0..6usize, 0..6usize).prop_map(|(a, b)| Op::Rename(a, b)),
@@ -935,6 +937,8 @@ fn variant(slot: usize, variant: usize) -> String {
             "outcome: success\nexpires_at: 2026-01-01T00:00:00Z\nconfidence: 0.9\n",
         ),
         6 => format!("# {title}\n\nNo frontmatter: not a lesson.\n"),
+        // another target list: a delta's lists are numbered after its base's
+        8 => lesson(&slug, &title, "  targets:\n    - skill: rust\n"),
         _ => lesson(&slug, &format!("{title} {title}"), "  tags: [beta]\n"),
     }
 }

@@ -184,23 +184,38 @@ impl Index {
         self.candidates = candidates;
 
         // expiry and targets, of live docs, by global id
-        let mut expires = Vec::new();
-        let mut targets = Vec::new();
+        // (the base's lists as they are read; a delta's appended, its ids and lists moved on)
+        let mut expires: Vec<(u32, i64)> = Vec::new();
+        let mut targets: Vec<(u32, u32)> = Vec::new();
         let mut first = 0;
         for (seg, offset) in self.segments() {
             let local = seg.doc_count();
-            for (id, at) in seg.expires()? {
-                if id as usize >= local {
-                    return Err(Corrupt("expiring doc out of range"));
-                }
-                expires.push((id + offset as u32, at));
+            let mut seg_expires = seg.expires()?;
+            if seg_expires.iter().any(|&(id, _)| id as usize >= local) {
+                return Err(Corrupt("expiring doc out of range"));
             }
-            let (pairs, sets) = seg.target_pairs()?;
-            for (id, set) in pairs {
-                if id as usize >= local {
-                    return Err(Corrupt("targeted doc out of range"));
+            let (mut pairs, sets) = seg.target_pairs()?;
+            if pairs.iter().any(|&(id, _)| id as usize >= local) {
+                return Err(Corrupt("targeted doc out of range"));
+            }
+            if offset > 0 || first > 0 {
+                for (id, _) in &mut seg_expires {
+                    *id += offset as u32;
                 }
-                targets.push((id + offset as u32, set + first));
+                for (id, set) in &mut pairs {
+                    *id += offset as u32;
+                    *set += first;
+                }
+            }
+            if expires.is_empty() {
+                expires = seg_expires;
+            } else {
+                expires.extend(seg_expires);
+            }
+            if targets.is_empty() {
+                targets = pairs;
+            } else {
+                targets.extend(pairs);
             }
             first += sets;
         }
