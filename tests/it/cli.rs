@@ -754,6 +754,33 @@ fn search_budget_cuts_between_whole_lessons() {
     ]));
 }
 
+/// The block holds the most hits that fit, all of them tried first: with a bank template
+/// whose block is longest for a single lesson (a preamble only then), every hit is shown when
+/// they all fit, though one alone would not.
+#[test]
+fn search_budget_shows_every_hit_when_all_fit_whatever_one_alone_takes() {
+    let s = search_sandbox();
+    std::fs::create_dir_all(s.bank().join("templates")).unwrap();
+    std::fs::write(
+        s.bank().join("templates/prompt.md.j2"),
+        "{% if lessons | length == 1 %}{{ 'x' * 2000 }}{% endif %}\
+         {% for l in lessons %}- {{ l.slug }}\n{% endfor %}",
+    )
+    .unwrap();
+    let request = "cache the cargo registry for a slow rust CI build";
+    let out = s.run(&[
+        "search", request, "--format", "prompt", "-k", "2", "--budget", "100",
+    ]);
+    assert_eq!(out.code, 0, "{out}");
+    let lines: Vec<&str> = out.stdout.lines().filter(|l| l.starts_with("- ")).collect();
+    assert_eq!(lines.len(), 2, "{out}");
+    // one hit alone is over the budget
+    let one = s.run(&[
+        "search", request, "--format", "prompt", "-k", "1", "--budget", "100",
+    ]);
+    assert!(one.stdout.trim().is_empty(), "{one}");
+}
+
 #[test]
 fn search_finds_cjk_typos_and_identifiers() {
     let s = search_sandbox();
