@@ -142,6 +142,21 @@ impl Provenance {
     }
 
     fn of_bank_cached(root: &Path, write: bool) -> Result<Option<(Provenance, Walked)>, GitError> {
+        let cache_path = layout::state_path(root, layout::PROVENANCE_FILE);
+        // the cache of this very HEAD, seen from the repository's files alone
+        if let Some((head, prefix)) = super::repo::plain_head(root) {
+            let cached = std::fs::read_to_string(&cache_path)
+                .ok()
+                .and_then(|text| Provenance::parse_cache(&text))
+                .filter(|c| c.prefix == prefix && c.head == head);
+            if let Some(cached) = cached {
+                let walked = Walked {
+                    from_cache: true,
+                    ..Walked::default()
+                };
+                return Ok(Some((cached, walked)));
+            }
+        }
         let repo = match BankRepo::open(root) {
             Ok(repo) => repo,
             Err(GitError::NotARepository(_) | GitError::Bare(_) | GitError::Outside { .. }) => {
@@ -153,7 +168,6 @@ impl Provenance {
             Some(oid) => oid,
             None => return Ok(None),
         };
-        let cache_path = layout::state_path(root, layout::PROVENANCE_FILE);
         let cached = std::fs::read_to_string(&cache_path)
             .ok()
             .and_then(|text| Provenance::parse_cache(&text))

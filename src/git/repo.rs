@@ -72,6 +72,85 @@ fn tune_libgit2() {
     });
 }
 
+/// The commit HEAD names in the plain repository around `bank`, and the bank's folder in its
+/// work tree ([`BankRepo::prefix`]), read from the files alone: `.git/HEAD`, then the loose
+/// ref it names or its line in `.git/packed-refs`. What a search needs to trust a cache keyed
+/// by HEAD, for a small part of what opening the repository with libgit2 costs (its
+/// configuration files, ownership and discovery: half a millisecond of a search).
+///
+/// `None` whenever the layout is not the plain one, and the caller opens the repository as
+/// usual: a `.git` file (a worktree, a submodule), a directory on the way up that is itself a
+/// git directory, a `.git` owned by another user, a ref that is itself symbolic, a ref
+/// storage other than files (reftable), an unborn branch, anything unreadable. Like
+/// [`BankRepo::open`], the search goes up from the canonical bank directory.
+pub fn plain_head(bank: &Path) -> Option<(String, String)> {
+    let bank = bank.canonicalize().ok()?;
+    let mut dir = bank.as_path();
+    let git = loop {
+        let candidate = dir.join(".git");
+        match std::fs::symlink_metadata(&candidate) {
+            Ok(meta) if meta.is_dir() => {
+                #[cfg(unix)]
+                {
+                    use std::os::unix::fs::MetadataExt;
+                    // SAFETY: geteuid has no preconditions
+                    if meta.uid() != unsafe { libc::geteuid() } {
+                        return None;
+                    }
+                }
+                break candidate;
+            }
+            Ok(_) => return None,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(_) => return None,
+        }
+        // a bare repository on the way up: libgit2 would stop there
+        if dir.join("HEAD").exists() && dir.join("objects").is_dir() {
+            return None;
+        }
+        dir = dir.parent()?;
+    };
+    let head = std::fs::read_to_string(git.join("HEAD")).ok()?;
+    let head = head.trim_end();
+    let oid = match head.strip_prefix("ref: ") {
+        None => head.to_string(),
+        Some(name) => {
+            if !name.starts_with("refs/") || name.split('/').any(|c| c.is_empty() || c == "..") {
+                return None;
+            }
+            match std::fs::read_to_string(git.join(name)) {
+                Ok(text) => text.trim_end().to_string(),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    let packed = std::fs::read_to_string(git.join("packed-refs")).ok()?;
+                    packed
+                        .lines()
+                        .filter(|l| !l.starts_with('#') && !l.starts_with('^'))
+                        .find_map(|l| {
+                            let (oid, refname) = l.split_once(' ')?;
+                            (refname == name).then(|| oid.to_string())
+                        })?
+                }
+                Err(_) => return None,
+            }
+        }
+    };
+    let hex = |s: &str| {
+        s.bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    };
+    if !(oid.len() == 40 || oid.len() == 64) || !hex(&oid) {
+        return None;
+    }
+    let workdir = dir;
+    let rel = bank.strip_prefix(workdir).ok()?;
+    let prefix = rel
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy())
+        .collect::<Vec<_>>()
+        .join("/");
+    Some((oid, prefix))
+}
+
 /// A bank's repository: the libgit2 handle, its work tree and the bank's folder in it.
 pub struct BankRepo {
     /// The repository.
@@ -228,6 +307,60 @@ mod tests {
         let root = BankRepo::open(tmp.path()).unwrap();
         assert_eq!(root.prefix, "");
         assert_eq!(root.bank_path("a.md"), Some("a.md"));
+    }
+
+    /// HEAD's commit and the prefix as libgit2 finds them, the oracle of [`plain_head`].
+    fn head_by_libgit2(bank: &Path) -> Option<(String, String)> {
+        let repo = BankRepo::open(bank).ok()?;
+        let head = repo.repo.head().ok()?.target()?.to_string();
+        Some((head, repo.prefix))
+    }
+
+    #[test]
+    fn the_plain_head_is_libgit2s_or_none() {
+        let tmp = tempfile::tempdir().unwrap();
+        let top = tmp.path().join("repo");
+        let bank = top.join("docs/lessons");
+        std::fs::create_dir_all(&bank).unwrap();
+        git(&top, &["init", "-q", "-b", "main"]);
+        // an unborn branch: no commit to name
+        assert_eq!(plain_head(&bank), None);
+        let commit = |message: &str| {
+            std::fs::write(bank.join("a.md"), message).unwrap();
+            git(&top, &["add", "."]);
+            let id = ["-c", "user.name=t", "-c", "user.email=t@x"];
+            git(&top, &[&id[..], &["commit", "-qm", message]].concat());
+        };
+        commit("one");
+        let expected = head_by_libgit2(&bank).unwrap();
+        assert_eq!(expected.1, "docs/lessons");
+        // a loose ref, from the bank and from the top
+        assert_eq!(plain_head(&bank), Some(expected.clone()));
+        let top_head = plain_head(&top).unwrap();
+        assert_eq!(
+            (top_head.0.as_str(), top_head.1.as_str()),
+            (expected.0.as_str(), "")
+        );
+        // packed refs only, then a newer loose ref over a packed one
+        git(&top, &["pack-refs", "--all"]);
+        assert!(!top.join(".git/refs/heads/main").exists());
+        assert_eq!(plain_head(&bank), Some(expected));
+        commit("two");
+        assert_eq!(plain_head(&bank), head_by_libgit2(&bank));
+        // a detached HEAD
+        git(&top, &["checkout", "-q", "--detach", "HEAD~1"]);
+        assert_eq!(plain_head(&bank), head_by_libgit2(&bank));
+        git(&top, &["checkout", "-q", "main"]);
+        // a worktree's `.git` is a file: left to libgit2
+        let other = tmp.path().join("other");
+        git(
+            &top,
+            &["worktree", "add", "-q", other.to_str().unwrap(), "HEAD~1"],
+        );
+        assert!(head_by_libgit2(&other.join("docs/lessons")).is_some());
+        assert_eq!(plain_head(&other.join("docs/lessons")), None);
+        // a bank that is no directory
+        assert_eq!(plain_head(&tmp.path().join("missing")), None);
     }
 
     #[test]
