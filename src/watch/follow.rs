@@ -225,7 +225,8 @@ impl Live {
             }
         };
         let mut backend: Box<dyn notify::Watcher + Send> = Box::new(
-            notify::recommended_watcher(handler).map_err(|e| format!("cannot watch: {e}"))?,
+            <notify::RecommendedWatcher as notify::Watcher>::new(handler, super::backend_config())
+                .map_err(|e| format!("cannot watch: {e}"))?,
         );
         let mut watched = HashSet::new();
         let mut warnings = Vec::new();

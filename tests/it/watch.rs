@@ -360,6 +360,56 @@ fn search_checks_the_files_again_once_the_watcher_is_killed() {
     assert!(slugs_for(root, "ficus").is_empty());
 }
 
+/// Context switches of every thread of process `pid` so far (Linux).
+#[cfg(target_os = "linux")]
+fn context_switches(pid: u32) -> u64 {
+    let mut total = 0;
+    for task in std::fs::read_dir(format!("/proc/{pid}/task")).unwrap() {
+        let status =
+            std::fs::read_to_string(task.unwrap().path().join("status")).unwrap_or_default();
+        for line in status.lines() {
+            if let Some(n) = line
+                .strip_prefix("voluntary_ctxt_switches:")
+                .or_else(|| line.strip_prefix("nonvoluntary_ctxt_switches:"))
+            {
+                total += n.trim().parse::<u64>().unwrap();
+            }
+        }
+    }
+    total
+}
+
+/// Reading the bank's files (what every search does) never wakes the watcher: it asks the
+/// kernel for changes only, not for each open and read-only close.
+#[cfg(target_os = "linux")]
+#[test]
+fn reading_the_bank_does_not_wake_the_watcher() {
+    let tmp = bank(&[
+        ("a.md", clean("a", "Water the ficus weekly")),
+        ("b.md", clean("b", "Repot the ficus in spring")),
+    ]);
+    let root = tmp.path();
+    std::fs::write(root.join("lesson.toml"), SHORT_SLUGS).unwrap();
+    let w = Watcher::start(root, &[]);
+    let pid = w.child.id();
+    std::thread::sleep(Duration::from_millis(200));
+    let before = context_switches(pid);
+    for _ in 0..100 {
+        for name in ["a.md", "b.md", "lesson.toml"] {
+            std::fs::read(root.join(name)).unwrap();
+        }
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    let woken = context_switches(pid) - before;
+    // 300 opens: each used to wake the event thread twice (open, close)
+    assert!(woken < 30, "the watcher woke {woken} times for 300 reads");
+    // and a change still reaches it
+    std::fs::write(root.join("b.md"), clean("b", "Repot the begonia in spring")).unwrap();
+    wait_for("the edit to be indexed", || {
+        slugs_for(root, "begonia") == ["b"]
+    });
+}
+
 #[test]
 fn poll_mode_sees_creates_and_deletes() {
     let tmp = bank(&[]);
