@@ -754,19 +754,23 @@ fn search_budget_cuts_between_whole_lessons() {
     ]));
 }
 
+/// Give the sandbox's bank its own prompt template.
+fn prompt_template(s: &Sandbox, text: &str) {
+    std::fs::create_dir_all(s.bank().join("templates")).unwrap();
+    std::fs::write(s.bank().join("templates/prompt.md.j2"), text).unwrap();
+}
+
 /// The block holds the most hits that fit, all of them tried first: with a bank template
 /// whose block is longest for a single lesson (a preamble only then), every hit is shown when
 /// they all fit, though one alone would not.
 #[test]
 fn search_budget_shows_every_hit_when_all_fit_whatever_one_alone_takes() {
     let s = search_sandbox();
-    std::fs::create_dir_all(s.bank().join("templates")).unwrap();
-    std::fs::write(
-        s.bank().join("templates/prompt.md.j2"),
+    prompt_template(
+        &s,
         "{% if lessons | length == 1 %}{{ 'x' * 2000 }}{% endif %}\
          {% for l in lessons %}- {{ l.slug }}\n{% endfor %}",
-    )
-    .unwrap();
+    );
     let request = "cache the cargo registry for a slow rust CI build";
     let out = s.run(&[
         "search", request, "--format", "prompt", "-k", "2", "--budget", "100",
@@ -919,12 +923,10 @@ fn a_recorded_contradiction_that_names_the_other_lesson_marks_a_conflict() {
 #[test]
 fn search_overrides_the_prompt_template_and_refuses_a_missing_bank() {
     let s = search_sandbox();
-    std::fs::create_dir(s.bank().join("templates")).unwrap();
-    std::fs::write(
-        s.bank().join("templates/prompt.md.j2"),
+    prompt_template(
+        &s,
         "{{ label }}\n{% for l in lessons %}* {{ l.slug }} ({{ l.c }})\n{% endfor %}",
-    )
-    .unwrap();
+    );
     insta::assert_snapshot!(s.transcript(&[
         &["search", "squash the feature branch", "--tag", "git"],
         &["--dir", "nowhere", "search", "x"],
