@@ -141,14 +141,19 @@ pub fn plain_head(bank: &Path) -> Option<(String, String)> {
     if !(oid.len() == 40 || oid.len() == 64) || !hex(&oid) {
         return None;
     }
-    let workdir = dir;
+    Some((oid, folder_in(dir, &bank)?))
+}
+
+/// `bank`'s folder inside `workdir` (both canonical), `/`-separated, `""` for the work tree's
+/// root; `None` when it lies outside.
+fn folder_in(workdir: &Path, bank: &Path) -> Option<String> {
     let rel = bank.strip_prefix(workdir).ok()?;
-    let prefix = rel
-        .components()
-        .map(|c| c.as_os_str().to_string_lossy())
-        .collect::<Vec<_>>()
-        .join("/");
-    Some((oid, prefix))
+    Some(
+        rel.components()
+            .map(|c| c.as_os_str().to_string_lossy())
+            .collect::<Vec<_>>()
+            .join("/"),
+    )
 }
 
 /// A bank's repository: the libgit2 handle, its work tree and the bank's folder in it.
@@ -186,17 +191,10 @@ impl BankRepo {
             path: workdir.to_path_buf(),
             source,
         })?;
-        let rel = canonical
-            .strip_prefix(&workdir)
-            .map_err(|_| GitError::Outside {
-                bank: canonical.clone(),
-                workdir: workdir.clone(),
-            })?;
-        let prefix = rel
-            .components()
-            .map(|c| c.as_os_str().to_string_lossy())
-            .collect::<Vec<_>>()
-            .join("/");
+        let prefix = folder_in(&workdir, &canonical).ok_or_else(|| GitError::Outside {
+            bank: canonical.clone(),
+            workdir: workdir.clone(),
+        })?;
         Ok(BankRepo {
             repo,
             workdir,
