@@ -379,16 +379,30 @@ const BATCH: usize = 512;
 /// Every lesson file under `root` with its metadata, in no particular order; what cannot be
 /// read is left out (the walk of [`walk`] reports it).
 pub fn lesson_files(root: &Path, exclude: &GlobSet) -> Vec<StatedFile> {
-    find_lesson_files(root, exclude, true)
+    find_lesson_files(root, exclude, true, &|rel, meta| StatedFile { rel, meta })
+}
+
+/// [`lesson_files`], each file made into what `keep` makes of its path and metadata as it is
+/// stat-ed (on the walk's threads, the metadata still in cache): for a caller that keeps less
+/// of a file than its whole metadata.
+pub fn lesson_files_kept<T: Send>(
+    root: &Path,
+    exclude: &GlobSet,
+    keep: impl Fn(String, Option<Metadata>) -> T + Sync,
+) -> Vec<T> {
+    find_lesson_files(root, exclude, true, &keep)
 }
 
 /// [`lesson_files`] without their metadata (but for the files reached through a symlink, which
 /// the walk stats to follow): for a caller that opens and stats every file anyway.
 pub fn lesson_paths(root: &Path, exclude: &GlobSet) -> Vec<StatedFile> {
-    find_lesson_files(root, exclude, false)
+    find_lesson_files(root, exclude, false, &|rel, meta| StatedFile { rel, meta })
 }
 
-fn find_lesson_files(root: &Path, exclude: &GlobSet, stat: bool) -> Vec<StatedFile> {
+/// What a walk makes of each file it finds.
+type Keep<'k, T> = &'k (dyn Fn(String, Option<Metadata>) -> T + Sync);
+
+fn find_lesson_files<T: Send>(root: &Path, exclude: &GlobSet, stat: bool, keep: Keep<T>) -> Vec<T> {
     let found = Mutex::new(Vec::new());
     let ancestors: Vec<DirId> = dir_id(root, std::fs::metadata(root).ok().as_ref())
         .into_iter()
@@ -400,7 +414,7 @@ fn find_lesson_files(root: &Path, exclude: &GlobSet, stat: bool) -> Vec<StatedFi
             root.to_path_buf(),
             String::new(),
             ancestors,
-            (&rules, stat),
+            (&rules, stat, keep),
             &found,
         );
     });
@@ -422,15 +436,15 @@ pub fn is_lesson_path(rel: &str, exclude: &GlobSet) -> bool {
         && !exclude.is_match(Path::new(rel))
 }
 
-fn stat_batch(batch: Vec<(String, How)>, stat: bool, out: &Mutex<Vec<StatedFile>>) {
-    let files: Vec<StatedFile> = batch
+fn stat_batch<T>(batch: Vec<(String, How)>, stat: bool, keep: Keep<T>, out: &Mutex<Vec<T>>) {
+    let files: Vec<T> = batch
         .into_iter()
         .map(|(rel, how)| {
             let meta = match how {
                 How::Entry(e) => stat.then(|| e.metadata().ok()).flatten(),
                 How::Followed(m) => Some(m),
             };
-            StatedFile { rel, meta }
+            keep(rel, meta)
         })
         .collect();
     out.lock().unwrap_or_else(|e| e.into_inner()).extend(files);
@@ -439,13 +453,13 @@ fn stat_batch(batch: Vec<(String, How)>, stat: bool, out: &Mutex<Vec<StatedFile>
 /// Read `dir` (`prefix` its path relative to the root, `ancestors` the directories above it
 /// and itself), handing batches of files (stat-ed when `stat`) and each subdirectory to tasks
 /// of `scope`.
-fn walk_parallel<'s>(
+fn walk_parallel<'s, T: Send>(
     scope: &rayon::Scope<'s>,
     dir: PathBuf,
     prefix: String,
     ancestors: Vec<DirId>,
-    (rules, stat): (&'s Rules<'s>, bool),
-    out: &'s Mutex<Vec<StatedFile>>,
+    (rules, stat, keep): (&'s Rules<'s>, bool, Keep<'s, T>),
+    out: &'s Mutex<Vec<T>>,
 ) {
     let Ok(entries) = std::fs::read_dir(&dir) else {
         return;
@@ -467,19 +481,19 @@ fn walk_parallel<'s>(
                 let rel = rel_of(&name);
                 let mut below = ancestors.clone();
                 below.push(id);
-                scope
-                    .spawn(move |scope| walk_parallel(scope, path, rel, below, (rules, stat), out));
+                let how = (rules, stat, keep);
+                scope.spawn(move |scope| walk_parallel(scope, path, rel, below, how, out));
             }
             Some(Ok(Visit::File(_, name, how))) => {
                 batch.push((rel_of(&name), how));
                 if batch.len() == BATCH {
                     let full = std::mem::replace(&mut batch, Vec::with_capacity(BATCH));
-                    scope.spawn(move |_| stat_batch(full, stat, out));
+                    scope.spawn(move |_| stat_batch(full, stat, keep, out));
                 }
             }
         }
     }
-    stat_batch(batch, stat, out);
+    stat_batch(batch, stat, keep, out);
 }
 
 /// A fast hasher for paths (a word at a time): the index's paths are joined with the walk's

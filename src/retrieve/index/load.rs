@@ -478,6 +478,34 @@ impl Index {
             .collect()
     }
 
+    /// One more than the largest doc id (base docs, then delta docs; dead ones included).
+    pub fn id_count(&self) -> usize {
+        self.n
+    }
+
+    /// For each of `keys` (the hash of a path relative to the root ([`segment::path_hash`]) and
+    /// a number of the caller's, ascending), the live docs whose path has that hash, as
+    /// `(doc id, the key's number)`: the doc of the path, if there is one, and any other doc
+    /// whose path shares its 64-bit hash. Nothing is decoded but the path indexes.
+    pub fn docs_with_path_hashes(&self, keys: &[(u64, u32)]) -> Result<Vec<(u32, u32)>, Corrupt> {
+        let mut out = Vec::with_capacity(keys.len());
+        for (seg, offset) in self.segments() {
+            let count = seg.doc_count();
+            let mut bad = false;
+            seg.join_path_hashes(keys, |i, local| {
+                let id = offset + local as usize;
+                bad |= local as usize >= count;
+                if !bad && self.is_live(id) {
+                    out.push((id as u32, keys[i].1));
+                }
+            })?;
+            if bad {
+                return Err(Corrupt("doc id out of range"));
+            }
+        }
+        Ok(out)
+    }
+
     /// The live doc at `path` (relative to the root, `/`-separated), if any: a binary search
     /// of the delta's paths, then of the base's (each segment's docs are in path order).
     pub fn find<'p>(&self, path: &'p str) -> Result<Option<IndexedFile<'p>>, Corrupt> {

@@ -38,6 +38,8 @@
 //! paths      per block of 32 docs an offset u32, then the paths in doc order, each the
 //!            length of the prefix it shares with the previous one in its block (varint) and
 //!            the rest (varint length, bytes)
+//! path-index (path hash u64, doc u32) per doc, ascending: a walked file's doc without
+//!            decoding the paths
 //! titles     a lesson's title as written (empty for other files), laid out as the paths are
 //! lessons    a bit per doc: a lesson
 //! slugs      the slugs that are not their file's name (`x.md` → `x`): count u32, then
@@ -82,7 +84,7 @@ pub use read::{Segment, SegmentTags};
 pub use write::{encode, Encoder, Patch};
 
 /// The on-disk format version; a file of another version is rebuilt.
-pub const FORMAT_VERSION: u32 = 6;
+pub const FORMAT_VERSION: u32 = 7;
 const MAGIC: &[u8; 8] = b"LESSONIX";
 
 /// The sections, in file order.
@@ -95,6 +97,7 @@ enum Sec {
     Priors,
     Lens,
     Paths,
+    PathIndex,
     Titles,
     Lessons,
     Slugs,
@@ -110,7 +113,7 @@ enum Sec {
     Postings,
 }
 
-const SECTIONS: usize = 20;
+const SECTIONS: usize = 21;
 const FIXED: usize = 120;
 const HEAD: usize = FIXED + SECTIONS * 24 + 8;
 const RESTAT_ENTRY: usize = 48;
@@ -262,6 +265,20 @@ pub(crate) fn slug_hash(slug: &str) -> u64 {
     text::fnv1a(slug.as_bytes())
 }
 
+/// The hash a path (relative to the root, `/`-separated) is looked up by: a word at a time,
+/// since every file of the bank is hashed when a search checks the files.
+/// Under test, four bits of it: paths share hashes in every bank a test builds, so that
+/// the checks that tell them apart always run.
+pub fn path_hash(path: &str) -> u64 {
+    use std::hash::Hasher;
+    let mut h = crate::walk::PathHasher::default();
+    h.write(path.as_bytes());
+    match cfg!(test) {
+        true => h.finish() & 0xF,
+        false => h.finish(),
+    }
+}
+
 /// A lesson's superseded slugs: distinct, not its own.
 pub(crate) fn superseded_slugs<'a>(slug: &str, supersedes: &'a [impl AsRef<str>]) -> Vec<&'a str> {
     let mut out: Vec<&str> = supersedes
@@ -366,6 +383,41 @@ mod tests {
         assert_eq!(list.count, 2);
         assert!(list.for_each_posting(|_, _| {}).is_ok());
         assert_eq!(seg.postings(43).unwrap(), None);
+    }
+
+    /// The path index, merged with sorted keys, gives each key every doc of its hash (paths
+    /// share hashes under test) and nothing else.
+    #[test]
+    fn the_path_index_joins_every_doc_of_a_key_hash() {
+        let paths: Vec<String> = (0..60).map(|i| format!("d{}/l{i}.md", i % 3)).collect();
+        let docs: Vec<Doc> = paths.iter().map(|p| doc(p, None)).collect();
+        let bytes = write_segment(Kind::Base, Header::default(), &Patch::default(), &docs, &[]);
+        let seg = Segment::parse(bytes).unwrap();
+        // every third path, and paths of no doc
+        let asked: Vec<String> = (0..90)
+            .step_by(3)
+            .map(|i| format!("d{}/l{i}.md", i % 3))
+            .collect();
+        let mut keys: Vec<(u64, u32)> = asked
+            .iter()
+            .enumerate()
+            .map(|(i, p)| (path_hash(p), i as u32))
+            .collect();
+        keys.sort_unstable();
+        let mut joined = Vec::new();
+        seg.join_path_hashes(&keys, |i, doc| joined.push((keys[i].1, doc)))
+            .unwrap();
+        joined.sort_unstable();
+        let mut expected = Vec::new();
+        for (k, p) in asked.iter().enumerate() {
+            for (d, q) in paths.iter().enumerate() {
+                if path_hash(p) == path_hash(q) {
+                    expected.push((k as u32, d as u32));
+                }
+            }
+        }
+        assert_eq!(joined, expected);
+        assert!(expected.len() > 2 * 20, "hashes shared: {}", expected.len());
     }
 
     #[test]

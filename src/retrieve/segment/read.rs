@@ -283,6 +283,7 @@ impl Segment {
             && exactly(Sec::Dict, term_count, DICT_ENTRY)
             && each(Sec::Deleted, 4)
             && each(Sec::Restat, RESTAT_ENTRY)
+            && exactly(Sec::PathIndex, doc_count, 12)
             && each(Sec::SlugIndex, 12)
             && each(Sec::Superseded, 8)
             && each(Sec::Superseders, 12)
@@ -620,6 +621,38 @@ impl Segment {
             Some(i) => Ok(slugs.reader(i)?.str()?.to_string()),
             None => Ok(stem(path).to_string()),
         }
+    }
+
+    /// Merge `keys` (a path's hash ([`super::path_hash`]) and a number of the caller's,
+    /// ascending) with the path index, calling `f(i, doc)` for each doc whose path has the
+    /// hash of `keys[i]`: both are read front to back once.
+    pub(crate) fn join_path_hashes(
+        &self,
+        keys: &[(u64, u32)],
+        mut f: impl FnMut(usize, u32),
+    ) -> Result<(), Corrupt> {
+        let table = self.sec(Sec::PathIndex)?;
+        let n = table.len() / 12;
+        let hash = |e: usize| u64_at(table, e * 12);
+        let (mut i, mut e) = (0, 0);
+        while i < keys.len() && e < n {
+            let (key, h) = (keys[i].0, hash(e));
+            if key < h {
+                i += 1;
+            } else if h < key {
+                e += 1;
+            } else {
+                let end = (e..n).find(|&x| hash(x) != h).unwrap_or(n);
+                while i < keys.len() && keys[i].0 == h {
+                    for x in e..end {
+                        f(i, u32_at(table, x * 12 + 8));
+                    }
+                    i += 1;
+                }
+                e = end;
+            }
+        }
+        Ok(())
     }
 
     /// The lessons whose slug has hash `h`.

@@ -229,6 +229,17 @@ pub(super) fn write_segment(
     }
 
     secs[sec(Sec::Paths)] = column(docs.iter().map(|d| d.path.as_str()), n);
+    let mut path_index: Vec<(u64, u32)> = docs
+        .iter()
+        .enumerate()
+        .map(|(id, d)| (path_hash(&d.path), id as u32))
+        .collect();
+    path_index.sort_unstable();
+    let w = &mut secs[sec(Sec::PathIndex)];
+    for (h, id) in path_index {
+        w.u64(h);
+        w.u32(id);
+    }
     secs[sec(Sec::Titles)] = column(
         docs.iter()
             .map(|d| d.lesson.as_ref().map_or("", |l| l.title.as_str())),
