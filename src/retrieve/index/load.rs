@@ -483,8 +483,9 @@ impl Index {
         self.n
     }
 
-    /// For each of `keys` (the hash of a path relative to the root ([`segment::path_hash`]) and
-    /// a number of the caller's, ascending), the live docs whose path has that hash, as
+    /// For each of `keys` (the hash of a path relative to the root, as the segments' path
+    /// index keeps it, and a number of the caller's, ascending), the live docs whose path has
+    /// that hash, as
     /// `(doc id, the key's number)`: the doc of the path, if there is one, and any other doc
     /// whose path shares its 64-bit hash. Nothing is decoded but the path indexes.
     pub fn docs_with_path_hashes(&self, keys: &[(u64, u32)]) -> Result<Vec<(u32, u32)>, Corrupt> {
