@@ -68,6 +68,7 @@ impl Index {
             lessons: 0,
             stats: FieldStats::new(&[0; LEN_SLOTS], 0),
             norms: Mutex::new(None),
+            searched: AtomicBool::new(false),
             priors: OnceLock::new(),
             paths: OnceLock::new(),
             fields: Fields::None,

@@ -12,7 +12,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicI64, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use globset::GlobMatcher;
@@ -210,6 +210,8 @@ pub struct Index {
     lessons: u64,
     stats: FieldStats,
     norms: Mutex<Option<Arc<Norms>>>,
+    /// Whether a search has run (the norms' table is made from the second on).
+    searched: AtomicBool,
     /// What bounds each doc's score besides its similarity, once a search needs it.
     priors: OnceLock<Result<prune::Priors, Corrupt>>,
     paths: OnceLock<Result<Paths, Corrupt>>,

@@ -418,7 +418,7 @@ impl Index {
                     continue;
                 };
                 let kind = text::kind(term);
-                let body = self.body_norms(&norms, kind);
+                let body = self.body_norms(norms.as_deref(), kind);
                 let scorer =
                     self.list_scorer(seg, offset, &scored.eligible, body, kind, settings)?;
                 let avg: [f64; 4] = std::array::from_fn(|f| self.stats.avg[score::slot(f, kind)]);

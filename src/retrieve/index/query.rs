@@ -24,27 +24,40 @@ impl Index {
         found
     }
 
-    /// The inverse body norms for this `b`, per term kind, each computed when first needed.
-    pub(super) fn norms(&self, b: f64) -> Arc<Norms> {
+    /// The inverse body norms for this `b`, per term kind, each computed when first needed;
+    /// none for the index's first search. A table of every doc costs a new process (one
+    /// search) more to zero than it saves; an index kept open (the watcher, `lesson mcp`, the
+    /// library) has one from its second search on.
+    pub(super) fn norms(&self, b: f64) -> Option<Arc<Norms>> {
+        if !self.searched.swap(true, Ordering::Relaxed) {
+            return None;
+        }
         let mut cache = self.norms.lock().unwrap_or_else(|e| e.into_inner());
         match cache.as_ref() {
-            Some(norms) if norms.b == b.to_bits() => norms.clone(),
+            Some(norms) if norms.b == b.to_bits() => Some(norms.clone()),
             _ => {
                 let norms = Arc::new(Norms {
                     b: b.to_bits(),
                     body: [OnceLock::new(), OnceLock::new()],
                 });
                 *cache = Some(norms.clone());
-                norms
+                Some(norms)
             }
         }
     }
 
     /// Every doc's inverse body norm for terms of `kind`, if computed (the bits of an `f32`;
-    /// 0 until a search scores a posting of the doc).
-    pub(super) fn body_norms<'a>(&self, norms: &'a Norms, kind: text::Kind) -> &'a [AtomicU32] {
-        norms.body[usize::from(kind == text::Kind::Trigram)]
-            .get_or_init(|| (0..self.n).map(|_| AtomicU32::new(0)).collect())
+    /// 0 until a search scores a posting of the doc), when there is a table.
+    pub(super) fn body_norms<'a>(
+        &self,
+        norms: Option<&'a Norms>,
+        kind: text::Kind,
+    ) -> Option<&'a [AtomicU32]> {
+        let norms = norms?;
+        Some(
+            norms.body[usize::from(kind == text::Kind::Trigram)]
+                .get_or_init(|| (0..self.n).map(|_| AtomicU32::new(0)).collect()),
+        )
     }
 
     /// The request's tags: given (normal form, sorted) and inferred (known tags among its
@@ -192,7 +205,7 @@ impl Index {
                     continue;
                 };
                 search.postings += list.count as u64;
-                let body = self.body_norms(&norms, kind);
+                let body = self.body_norms(norms.as_deref(), kind);
                 let scorer = self.list_scorer(seg, offset, eligible, body, kind, settings)?;
                 let check_live = self.deleted_count > 0 && offset == 0;
                 let mut sat = [0.0f64; codec::BLOCK];
@@ -385,7 +398,7 @@ impl Index {
         seg: &'a Segment,
         offset: usize,
         eligible: &'a Bits,
-        body: &'a [AtomicU32],
+        body: Option<&'a [AtomicU32]>,
         kind: text::Kind,
         settings: &Settings,
     ) -> Result<ListScorer<'a>, Corrupt> {
@@ -978,8 +991,9 @@ pub(super) struct ListScorer<'a> {
     /// Docs in the segment.
     local: usize,
     eligible: &'a [u64],
-    /// Inverse body norms per doc (index ids), as they are computed.
-    body: &'a [AtomicU32],
+    /// Inverse body norms per doc (index ids), as they are computed (none: each computed
+    /// where it is needed).
+    body: Option<&'a [AtomicU32]>,
     /// Title, description, tags and body lengths per doc (segment ids, u32 each), for the
     /// term's kind, and their averages.
     lens: [&'a [u8]; 4],
@@ -1057,16 +1071,20 @@ impl ListScorer<'_> {
         let id = local + self.offset;
         let eligible = (self.eligible[id >> 6] >> (id & 63)) & 1;
         // (a body count of 0 adds +0.0, as skipping it would)
-        // the body norm, computed once per doc and index (not for every doc up front: a
-        // pruned search scores a small part of the bank, and a new process spent a tenth of
-        // its time on the norms of docs it never reads); a race computes the same bits twice
-        let norm = match self.body[id].load(Ordering::Relaxed) {
-            0 => {
-                let norm = self.norm(BODY, local);
-                self.body[id].store(norm.to_bits(), Ordering::Relaxed);
-                norm
-            }
-            bits => f32::from_bits(bits),
+        // the body norm, computed once per doc and index when the index keeps a table (not for
+        // every doc up front: a pruned search scores a small part of the bank, and a new
+        // process spent a tenth of its time on the norms of docs it never reads); a race
+        // computes the same bits twice
+        let norm = match self.body {
+            None => self.norm(BODY, local),
+            Some(body) => match body[id].load(Ordering::Relaxed) {
+                0 => {
+                    let norm = self.norm(BODY, local);
+                    body[id].store(norm.to_bits(), Ordering::Relaxed);
+                    norm
+                }
+                bits => f32::from_bits(bits),
+            },
         };
         let x = others + self.w[BODY] * f64::from(blk.body[i]) * f64::from(norm);
         x / (self.k1 + x) * eligible as f64
