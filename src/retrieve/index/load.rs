@@ -62,7 +62,6 @@ impl Index {
             candidates: Bits::default(),
             held: Vec::new(),
             expires: Vec::new(),
-            targets: Vec::new(),
             target_sets: OnceLock::new(),
             tags: Tags::default(),
             lessons: 0,
@@ -184,28 +183,18 @@ impl Index {
         self.held = held;
         self.candidates = candidates;
 
-        // expiry and targets, of live docs, by global id
-        // (the base's lists as they are read; a delta's appended, its ids and lists moved on)
+        // expiry, of live docs, by global id (the base's list as it is read; a delta's
+        // appended, its ids moved on); targets are read in place ([`Index::targeted`])
         let mut expires: Vec<(u32, i64)> = Vec::new();
-        let mut targets: Vec<(u32, u32)> = Vec::new();
-        let mut first = 0;
         for (seg, offset) in self.segments() {
             let local = seg.doc_count();
             let mut seg_expires = seg.expires()?;
             if seg_expires.iter().any(|&(id, _)| id as usize >= local) {
                 return Err(Corrupt("expiring doc out of range"));
             }
-            let (mut pairs, sets) = seg.target_pairs()?;
-            if pairs.iter().any(|&(id, _)| id as usize >= local) {
-                return Err(Corrupt("targeted doc out of range"));
-            }
-            if offset > 0 || first > 0 {
+            if offset > 0 {
                 for (id, _) in &mut seg_expires {
                     *id += offset as u32;
-                }
-                for (id, set) in &mut pairs {
-                    *id += offset as u32;
-                    *set += first;
                 }
             }
             if expires.is_empty() {
@@ -213,15 +202,8 @@ impl Index {
             } else {
                 expires.extend(seg_expires);
             }
-            if targets.is_empty() {
-                targets = pairs;
-            } else {
-                targets.extend(pairs);
-            }
-            first += sets;
         }
         self.expires = expires;
-        self.targets = targets;
         self.tags = self.tags_of(&lessons)?;
         Ok(())
     }
@@ -357,6 +339,40 @@ impl Index {
             out.lists.last_mut().expect("pushed").push((s, i));
         }
         Ok(out)
+    }
+
+    /// Each segment's targeted docs, with its first doc id, its doc count and its first
+    /// target list (the lists numbered across the segments, as [`Index::target_sets`] has
+    /// them).
+    pub(super) fn targeted(&self) -> Result<Vec<Targeted<'_>>, Corrupt> {
+        let mut out = Vec::with_capacity(2);
+        let mut first = 0usize;
+        for (seg, offset) in self.segments() {
+            let pairs = seg.target_pairs()?;
+            out.push(Targeted {
+                pairs,
+                offset,
+                local: seg.doc_count(),
+                first,
+            });
+            first += pairs.sets as usize;
+        }
+        Ok(out)
+    }
+
+    /// Doc `id`'s target list (numbered as [`Index::target_sets`] has them), if it has
+    /// targets.
+    pub(super) fn target_of(&self, id: usize) -> Result<Option<usize>, Corrupt> {
+        for t in self.targeted()? {
+            if (t.offset..t.offset + t.local).contains(&id) {
+                return t
+                    .pairs
+                    .of((id - t.offset) as u32)
+                    .map(|set| t.list(set))
+                    .transpose();
+            }
+        }
+        Ok(None)
     }
 
     /// The target lists of both segments (decoded when a caller first needs them).

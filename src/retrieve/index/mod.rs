@@ -185,6 +185,38 @@ struct Norms {
     body: [OnceLock<Box<[AtomicU32]>>; 2],
 }
 
+/// One segment's targeted docs ([`Index::targeted`]).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Targeted<'a> {
+    pub(super) pairs: segment::TargetPairs<'a>,
+    /// The segment's first doc id.
+    pub(super) offset: usize,
+    /// Its docs.
+    pub(super) local: usize,
+    /// Its first target list.
+    pub(super) first: usize,
+}
+
+impl Targeted<'_> {
+    /// The index's number of this segment's list `set`.
+    pub(super) fn list(&self, set: u32) -> Result<usize, Corrupt> {
+        match set < self.pairs.sets {
+            true => Ok(self.first + set as usize),
+            false => Err(Corrupt("target list out of range")),
+        }
+    }
+
+    /// Every targeted doc (its id in the index) and its list.
+    pub(super) fn docs(&self) -> impl Iterator<Item = Result<(usize, usize), Corrupt>> + '_ {
+        self.pairs
+            .iter()
+            .map(|(id, set)| match (id as usize) < self.local {
+                true => Ok((self.offset + id as usize, self.list(set)?)),
+                false => Err(Corrupt("targeted doc out of range")),
+            })
+    }
+}
+
 /// A base and its delta, with what is derived from them at load.
 #[derive(Debug)]
 pub struct Index {
@@ -204,7 +236,6 @@ pub struct Index {
     /// Live lessons held back for error-level findings in their own file, in path order.
     held: Vec<HeldBack>,
     expires: Vec<(u32, i64)>,
-    targets: Vec<(u32, u32)>,
     target_sets: OnceLock<Result<Vec<TargetSet>, Corrupt>>,
     tags: Tags,
     lessons: u64,

@@ -579,10 +579,10 @@ impl Index {
         let mut scored = self.score_all(req, settings)?;
         scored.semantic = semantic;
         if !scored.eligible.get(id) {
-            if let Ok(i) = self.targets.binary_search_by_key(&(id as u32), |&(d, _)| d) {
+            if let Some(list) = self.target_of(id)? {
                 let set = &self
                     .target_sets()?
-                    .get(self.targets[i].1 as usize)
+                    .get(list)
                     .ok_or(Corrupt("target list out of range"))?;
                 if set.matching(scored.caller).is_none() {
                     return Ok(Explanation::Targets {
@@ -723,21 +723,26 @@ impl Index {
             }
         }
         let anonymous = caller.iter().all(Option::is_none);
+        let targeted = self.targeted()?;
         if anonymous {
-            for &(id, _) in &self.targets {
-                eligible.clear(id as usize);
+            for t in &targeted {
+                for doc in t.docs() {
+                    eligible.clear(doc?.0);
+                }
             }
-        } else if !self.targets.is_empty() {
+        } else if targeted.iter().any(|t| !t.pairs.is_empty()) {
             let sets = self.target_sets()?;
             let mut verdict: Vec<Option<bool>> = vec![None; sets.len()];
-            for &(id, set) in &self.targets {
-                let set = set as usize;
-                let ok = *verdict
-                    .get_mut(set)
-                    .ok_or(Corrupt("target list out of range"))?
-                    .get_or_insert_with(|| sets[set].matching(caller).is_some());
-                if !ok {
-                    eligible.clear(id as usize);
+            for t in &targeted {
+                for doc in t.docs() {
+                    let (id, set) = doc?;
+                    let ok = *verdict
+                        .get_mut(set)
+                        .ok_or(Corrupt("target list out of range"))?
+                        .get_or_insert_with(|| sets[set].matching(caller).is_some());
+                    if !ok {
+                        eligible.clear(id);
+                    }
                 }
             }
         }
@@ -775,12 +780,12 @@ impl Index {
         let Some(l) = fields else {
             return Ok(None);
         };
-        let targets = match self.targets.binary_search_by_key(&(id as u32), |&(d, _)| d) {
-            Err(_) => TargetGate::Anyone,
-            Ok(i) => {
+        let targets = match self.target_of(id)? {
+            None => TargetGate::Anyone,
+            Some(list) => {
                 let ts = self
                     .target_sets()?
-                    .get(self.targets[i].1 as usize)
+                    .get(list)
                     .ok_or(Corrupt("target list out of range"))?;
                 let i = ts.matching(scored.caller).ok_or(Corrupt("target gate"))?;
                 TargetGate::Matched(ts.targets[i].clone())

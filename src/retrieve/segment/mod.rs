@@ -80,7 +80,7 @@ mod read;
 mod write;
 
 pub use merge::{merge, Part};
-pub use read::{Segment, SegmentTags};
+pub use read::{Segment, SegmentTags, TargetPairs};
 pub use write::{encode, Encoder, Patch};
 
 /// The on-disk format version; a file of another version is rebuilt.
@@ -379,6 +379,12 @@ mod tests {
         assert_eq!(seg.superseded().unwrap(), [(0, 1), (3, 1), (4, 1)]);
         assert_eq!(seg.superseders_of(slug_hash("a")).unwrap(), [4]);
         assert_eq!(seg.docs_with_slug_hash(slug_hash("a")).unwrap(), [0, 3]);
+        // the targeted docs read in place: `a.md` and `sub/a.md` share a target list
+        let targets = seg.target_pairs().unwrap();
+        assert_eq!(targets.iter().collect::<Vec<_>>(), [(0, 0), (3, 0), (4, 1)]);
+        assert_eq!((targets.len(), targets.sets), (3, 2));
+        let lists: Vec<Option<u32>> = (0..6).map(|d| targets.of(d)).collect();
+        assert_eq!(lists, [Some(0), None, None, Some(0), Some(1), None]);
         let list = seg.postings(42).unwrap().unwrap();
         assert_eq!(list.count, 2);
         assert!(list.for_each_posting(|_, _| {}).is_ok());

@@ -123,6 +123,55 @@ impl<'a> DocStrings<'a> {
     }
 }
 
+/// A segment's targeted docs, read in place: `(doc, target list)` per doc with targets,
+/// ascending by doc, and how many distinct lists there are. A new process's search reads them
+/// where they lie (a vector of them cost it a twentieth of its time at 100,000 lessons).
+#[derive(Debug, Clone, Copy)]
+pub struct TargetPairs<'a> {
+    pairs: &'a [u8],
+    /// Distinct target lists.
+    pub sets: u32,
+}
+
+impl<'a> TargetPairs<'a> {
+    /// Targeted docs.
+    pub fn len(&self) -> usize {
+        self.pairs.len() / 8
+    }
+
+    /// No doc has targets.
+    pub fn is_empty(&self) -> bool {
+        self.pairs.is_empty()
+    }
+
+    /// The `i`-th pair.
+    fn get(&self, i: usize) -> (u32, u32) {
+        (u32_at(self.pairs, i * 8), u32_at(self.pairs, i * 8 + 4))
+    }
+
+    /// Every pair, in doc order.
+    pub fn iter(&self) -> impl Iterator<Item = (u32, u32)> + 'a {
+        self.pairs
+            .chunks_exact(8)
+            .map(|p| (u32_at(p, 0), u32_at(p, 4)))
+    }
+
+    /// Doc `id`'s target list, if it has targets.
+    pub fn of(&self, id: u32) -> Option<u32> {
+        let (mut lo, mut hi) = (0, self.len());
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            let (doc, set) = self.get(mid);
+            match doc.cmp(&id) {
+                std::cmp::Ordering::Less => lo = mid + 1,
+                std::cmp::Ordering::Greater => hi = mid,
+                std::cmp::Ordering::Equal => return Some(set),
+            }
+        }
+        None
+    }
+}
+
 /// A segment's tags: keys, which docs are tagged, and each key's docs.
 pub struct SegmentTags<'a> {
     /// Keys (normal form), ascending.
@@ -699,18 +748,12 @@ impl Segment {
     }
 
     /// Which doc has which target list, and how many lists there are.
-    pub fn target_pairs(&self) -> Result<(Vec<(u32, u32)>, u32), Corrupt> {
+    pub fn target_pairs(&self) -> Result<TargetPairs<'_>, Corrupt> {
         let mut r = Reader::new(self.sec(Sec::Targets)?);
         let pairs = r.u32()? as usize;
-        let mut docs = Vec::with_capacity(pairs.min(1 << 20));
-        for _ in 0..pairs {
-            docs.push((r.u32()?, r.u32()?));
-        }
+        let pairs = r.take(pairs.checked_mul(8).ok_or(Corrupt("length overflow"))?)?;
         let sets = r.u32()?;
-        if docs.iter().any(|&(_, set)| set >= sets) {
-            return Err(Corrupt("target list out of range"));
-        }
-        Ok((docs, sets))
+        Ok(TargetPairs { pairs, sets })
     }
 
     /// The distinct target lists.
@@ -829,7 +872,7 @@ impl Segment {
             }
         }
         let sets = self.target_sets()?;
-        let targets: HashMap<u32, u32> = self.target_pairs()?.0.into_iter().collect();
+        let targets: HashMap<u32, u32> = self.target_pairs()?.iter().collect();
         let supersedes: HashMap<u32, Vec<&str>> = self.all_supersedes()?.into_iter().collect();
         let held: HashMap<u32, Vec<&str>> = self.all_held()?.into_iter().collect();
         let expires: HashMap<u32, i64> = self.expires()?.into_iter().collect();
@@ -856,10 +899,13 @@ impl Segment {
                     expires_ns: expires.get(&key).copied(),
                     lens: self.lens(id)?,
                     tag_keys: std::mem::take(&mut tag_keys[id]),
-                    targets: targets
-                        .get(&key)
-                        .map(|&s| sets[s as usize].clone())
-                        .unwrap_or_default(),
+                    targets: match targets.get(&key) {
+                        Some(&s) => sets
+                            .get(s as usize)
+                            .cloned()
+                            .ok_or(Corrupt("target list out of range"))?,
+                        None => Vec::new(),
+                    },
                     supersedes: supersedes
                         .get(&key)
                         .map(|s| s.iter().map(|s| s.to_string()).collect())
