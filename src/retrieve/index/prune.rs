@@ -48,6 +48,9 @@ pub(super) fn bounds_hold(s: &Settings) -> bool {
         && s.tag_boost.is_finite()
 }
 
+/// A term's list in one segment, with its skip table.
+type Listed<'a> = (TermList<'a>, Vec<Skip>);
+
 /// One posting list of a request's term, walked forward.
 struct Cursor<'a> {
     /// The term's place among the request's scored terms.
@@ -78,6 +81,7 @@ impl<'a> Cursor<'a> {
         t: usize,
         share: f64,
         list: TermList<'a>,
+        skips: Vec<Skip>,
         scorer: ListScorer<'a>,
         bound: impl Fn(&Skip) -> f64,
     ) -> Result<Cursor<'a>, Corrupt> {
@@ -85,7 +89,7 @@ impl<'a> Cursor<'a> {
             t,
             share,
             list,
-            skips: Vec::new(),
+            skips,
             bounds: Vec::new(),
             scorer,
             at: 0,
@@ -98,7 +102,6 @@ impl<'a> Cursor<'a> {
             adds: Vec::new(),
             next_add: 0,
         };
-        list.skips(&mut c.skips)?;
         if c.skips.is_empty() {
             // one block: decoded now, its bound the largest of its saturations
             c.decode_scored(0)?;
@@ -291,12 +294,10 @@ impl Index {
 
     /// How many of a segment's postings are of live docs (the exhaustive search's count):
     /// only the base has dead docs, and only the blocks whose range holds one are decoded.
-    fn live_count(&self, list: &TermList, offset: usize) -> Result<u64, Corrupt> {
+    fn live_count(&self, list: &TermList, skips: &[Skip], offset: usize) -> Result<u64, Corrupt> {
         if self.deleted_count == 0 || offset != 0 {
             return Ok(list.count as u64);
         }
-        let mut skips = Vec::new();
-        list.skips(&mut skips)?;
         let mut block = Block::default();
         let mut dead = 0u64;
         for b in 0..list.block_count() {
@@ -307,7 +308,7 @@ impl Index {
                     continue;
                 }
             }
-            list.block(&skips, b, &mut block)?;
+            list.block(skips, b, &mut block)?;
             for &id in &block.ids[..block.len] {
                 let id = id as usize;
                 if id >= self.base_count {
@@ -330,9 +331,10 @@ impl Index {
         k: usize,
     ) -> Result<Vec<Candidate>, Corrupt> {
         // the shares and the total, in term order, as the exhaustive search has them
-        // (and each term's list in the base and the delta, read once)
+        // (and each term's list in the base and the delta, read once, its skip table decoded
+        // once for the live count and the cursor)
         let mut shares: Vec<(Term, f64)> = Vec::new();
-        let mut lists: Vec<[Option<TermList>; 2]> = Vec::new();
+        let mut lists: Vec<[Option<Listed>; 2]> = Vec::new();
         let mut total = 0.0;
         for &term in terms {
             if self.is_stop_term(term)? {
@@ -344,8 +346,10 @@ impl Index {
             for (s, (seg, offset)) in self.segments().enumerate() {
                 if let Some(list) = seg.postings(term)? {
                     scored.search.postings += list.count as u64;
-                    df += self.live_count(&list, offset)?;
-                    found[s] = Some(list);
+                    let mut skips = Vec::new();
+                    list.skips(&mut skips)?;
+                    df += self.live_count(&list, &skips, offset)?;
+                    found[s] = Some((list, skips));
                 }
             }
             let share = score::share(term, df, self.lessons, settings);
@@ -414,7 +418,7 @@ impl Index {
             let caution_at = |d: usize| cautions_kept && table.caution(d);
             let mut cursors: Vec<Cursor> = Vec::new();
             for (t, &(term, share)) in shares.iter().enumerate() {
-                let Some(list) = lists[t][s] else {
+                let Some((list, skips)) = lists[t][s].take() else {
                     continue;
                 };
                 let kind = text::kind(term);
@@ -435,7 +439,7 @@ impl Index {
                         1.0
                     }
                 };
-                cursors.push(Cursor::open(t, share, list, scorer, bound)?);
+                cursors.push(Cursor::open(t, share, list, skips, scorer, bound)?);
             }
             let local = seg.doc_count();
             for lo in (0..local).step_by(WINDOW) {
