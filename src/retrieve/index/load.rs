@@ -63,6 +63,7 @@ impl Index {
             held: Vec::new(),
             expires: Vec::new(),
             target_sets: OnceLock::new(),
+            targeted_bits: OnceLock::new(),
             tags: Tags::default(),
             lessons: 0,
             stats: FieldStats::new(&[0; LEN_SLOTS], 0),
@@ -358,6 +359,23 @@ impl Index {
             first += pairs.sets as usize;
         }
         Ok(out)
+    }
+
+    /// The docs with targets (what a search without a caller leaves out), as a bitset made
+    /// once per index.
+    pub(super) fn targeted_docs(&self) -> Result<&Bits, Corrupt> {
+        self.targeted_bits
+            .get_or_init(|| {
+                let mut bits = Bits::new(self.n);
+                for t in self.targeted()? {
+                    for doc in t.docs() {
+                        bits.set(doc?.0);
+                    }
+                }
+                Ok(bits)
+            })
+            .as_ref()
+            .map_err(|e| *e)
     }
 
     /// Doc `id`'s target list (numbered as [`Index::target_sets`] has them), if it has

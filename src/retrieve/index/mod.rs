@@ -237,6 +237,8 @@ pub struct Index {
     held: Vec<HeldBack>,
     expires: Vec<(u32, i64)>,
     target_sets: OnceLock<Result<Vec<TargetSet>, Corrupt>>,
+    /// The docs with targets, once a search without a caller needs them.
+    targeted_bits: OnceLock<Result<Bits, Corrupt>>,
     tags: Tags,
     lessons: u64,
     stats: FieldStats,

@@ -723,15 +723,16 @@ impl Index {
             }
         }
         let anonymous = caller.iter().all(Option::is_none);
-        let targeted = self.targeted()?;
         if anonymous {
-            for t in &targeted {
-                for doc in t.docs() {
-                    eligible.clear(doc?.0);
-                }
+            for (e, t) in eligible.0.iter_mut().zip(&self.targeted_docs()?.0) {
+                *e &= !t;
             }
-        } else if targeted.iter().any(|t| !t.pairs.is_empty()) {
-            let sets = self.target_sets()?;
+        } else {
+            let targeted = self.targeted()?;
+            let sets = match targeted.iter().any(|t| !t.pairs.is_empty()) {
+                true => self.target_sets()?,
+                false => &[],
+            };
             let mut verdict: Vec<Option<bool>> = vec![None; sets.len()];
             for t in &targeted {
                 for doc in t.docs() {
