@@ -497,6 +497,8 @@ pub struct Block {
     pub which: [u8; BLOCK],
     /// Their title, description and tags counts, field-major.
     pub other_tf: [[u32; BLOCK]; BODY],
+    /// Where the block's counts start in its list's bytes.
+    pub counts_at: usize,
 }
 
 impl Default for Block {
@@ -508,11 +510,24 @@ impl Default for Block {
             others: 0,
             which: [0; BLOCK],
             other_tf: [[0; BLOCK]; BODY],
+            counts_at: 0,
         }
     }
 }
 
 fn decode_block(
+    bytes: &[u8],
+    pos: &mut usize,
+    prev: Option<u32>,
+    n: usize,
+    b: &mut Block,
+) -> Result<(), Corrupt> {
+    decode_ids(bytes, pos, prev, n, b)?;
+    decode_counts(bytes, pos, n, b)
+}
+
+/// A block's doc ids (`b.len` and `b.ids`), `*pos` left at its counts.
+fn decode_ids(
     bytes: &[u8],
     pos: &mut usize,
     prev: Option<u32>,
@@ -566,6 +581,12 @@ fn decode_block(
             }
         }
     }
+    Ok(())
+}
+
+/// A block's counts (`b.body`, `b.others`, `b.which`, `b.other_tf`) at `*pos`, for its `n`
+/// postings.
+fn decode_counts(bytes: &[u8], pos: &mut usize, n: usize, b: &mut Block) -> Result<(), Corrupt> {
     let wb = byte_at(bytes, pos)?;
     unpack(bytes, pos, wb, &mut b.body[..n])?;
     match byte_at(bytes, pos)? {
@@ -603,6 +624,69 @@ fn decode_block(
         _ => return Err(Corrupt("field mode")),
     }
     Ok(())
+}
+
+/// The `i`-th of the `w`-bit values packed at `at`, as [`unpack`] lays them out (least
+/// significant bits first, one after another), read in place.
+fn packed_at(bytes: &[u8], at: usize, w: u8, i: usize) -> Result<u32, Corrupt> {
+    if w > 32 {
+        return Err(Corrupt("bit width"));
+    }
+    if w == 0 {
+        return Ok(0);
+    }
+    let bit = i * usize::from(w);
+    let start = at.checked_add(bit / 8).ok_or(Corrupt("truncated"))?;
+    let len = (bit % 8 + usize::from(w)).div_ceil(8);
+    let src = bytes.get(start..start + len).ok_or(Corrupt("truncated"))?;
+    let mut word = [0u8; 8];
+    word[..len].copy_from_slice(src);
+    let v = u64::from_le_bytes(word) >> (bit % 8);
+    Ok((v & ((1u64 << w) - 1)) as u32)
+}
+
+/// Posting `i`'s counts in a block of `n` postings whose counts start at `pos`, read in
+/// place: its body count and, when it has any, its title, description and tags counts.
+fn counts_at(
+    bytes: &[u8],
+    mut pos: usize,
+    n: usize,
+    i: usize,
+) -> Result<(u32, Option<[u32; BODY]>), Corrupt> {
+    let wb = byte_at(bytes, &mut pos)?;
+    let body = packed_at(bytes, pos, wb, i)?;
+    pos += (n * usize::from(wb)).div_ceil(8);
+    match byte_at(bytes, &mut pos)? {
+        0 => Ok((body, None)),
+        1 => {
+            let widths = [
+                byte_at(bytes, &mut pos)?,
+                byte_at(bytes, &mut pos)?,
+                byte_at(bytes, &mut pos)?,
+            ];
+            let len = n.div_ceil(8);
+            let map = bytes.get(pos..pos + len).ok_or(Corrupt("truncated"))?;
+            pos += len;
+            let ones = |bytes: &[u8]| bytes.iter().map(|b| b.count_ones() as usize).sum::<usize>();
+            let m = ones(map);
+            if m == 0 {
+                return Err(Corrupt("field bitmap"));
+            }
+            let byte = *map.get(i / 8).ok_or(Corrupt("posting out of range"))?;
+            if byte >> (i % 8) & 1 == 0 {
+                return Ok((body, None));
+            }
+            // its place among the postings with such counts
+            let j = ones(&map[..i / 8]) + (byte & ((1u8 << (i % 8)) - 1)).count_ones() as usize;
+            let mut tf = [0u32; BODY];
+            for (f, &wf) in widths.iter().enumerate() {
+                tf[f] = packed_at(bytes, pos, wf, j)?;
+                pos += (m * usize::from(wf)).div_ceil(8);
+            }
+            Ok((body, Some(tf)))
+        }
+        _ => Err(Corrupt("field mode")),
+    }
 }
 
 /// A term's posting list: its skip table (lists of more than one block) and its blocks.
@@ -696,6 +780,13 @@ impl<'a> TermList<'a> {
     /// Decode block `i` (< [`TermList::block_count`]) on its own, from its skip entry and the
     /// one before; fails unless it ends where the skip table says, on the id it says.
     pub fn block(&self, skips: &[Skip], i: usize, block: &mut Block) -> Result<(), Corrupt> {
+        self.block_ids(skips, i, block)?;
+        self.block_counts(skips, i, block)
+    }
+
+    /// Decode block `i`'s doc ids alone (its counts are read in place with
+    /// [`TermList::counts`], or decoded with [`TermList::block_counts`]).
+    pub fn block_ids(&self, skips: &[Skip], i: usize, block: &mut Block) -> Result<(), Corrupt> {
         let n = if i + 1 == self.block_count() {
             self.count - i * BLOCK
         } else {
@@ -705,13 +796,30 @@ impl<'a> TermList<'a> {
             None => (0, None),
             Some(p) => (skips[p].end, Some(skips[p].last)),
         };
-        decode_block(self.blocks, &mut pos, prev, n, block)?;
-        let end = skips.get(i).map_or(self.blocks.len(), |s| s.end);
+        decode_ids(self.blocks, &mut pos, prev, n, block)?;
+        block.counts_at = pos;
         let last = skips.get(i).map_or(block.ids[n - 1], |s| s.last);
-        if pos != end || block.ids[n - 1] != last {
+        if block.ids[n - 1] != last {
             return Err(Corrupt("skip table"));
         }
         Ok(())
+    }
+
+    /// Decode the counts of block `i`, whose ids `block` holds ([`TermList::block_ids`]).
+    pub fn block_counts(&self, skips: &[Skip], i: usize, block: &mut Block) -> Result<(), Corrupt> {
+        let mut pos = block.counts_at;
+        decode_counts(self.blocks, &mut pos, block.len, block)?;
+        let end = skips.get(i).map_or(self.blocks.len(), |s| s.end);
+        if pos != end {
+            return Err(Corrupt("skip table"));
+        }
+        Ok(())
+    }
+
+    /// Posting `i`'s counts in `block` (its ids decoded), read in place: its body count and,
+    /// when it has any, its title, description and tags counts.
+    pub fn counts(&self, block: &Block, i: usize) -> Result<(u32, Option<[u32; BODY]>), Corrupt> {
+        counts_at(self.blocks, block.counts_at, block.len, i)
     }
 
     /// Decode the list a block at a time, calling `f` on each block.
@@ -871,6 +979,64 @@ mod tests {
             }
             let (count, bytes) = encode(&list);
             proptest::prop_assert_eq!(decode(count, &bytes).unwrap(), list);
+        }
+    }
+
+    proptest::proptest! {
+        /// A lookup reads one posting's counts where they lie, its block's ids decoded alone:
+        /// the counts are the full decode's, and damaged bytes are an error, never a panic.
+        #[test]
+        fn counts_read_in_place_are_the_decoded_ones(
+            postings in proptest::collection::vec(
+                (0u32..40, 0u32..3, 0u32..2, 0u32..3, 0u32..7, proptest::bool::weighted(0.03)),
+                1..700,
+            ),
+            flips in proptest::collection::vec((0usize..4000, 1u8..=255), 0..4),
+        ) {
+            let mut w = ListWriter::default();
+            let mut id = 0u32;
+            for (i, &(gap, t, d, g, body, huge)) in postings.iter().enumerate() {
+                id += if i == 0 { gap } else { gap + 1 };
+                // wide counts now and then: every bit width, values across byte edges
+                let t = if huge { t * 70_001 } else { t };
+                let body = if huge { body * 9_000_001 } else { body };
+                let tf = [t, d, g, body.max(u32::from(t + d + g == 0))];
+                w.push_scored(id, &tf, &[9, 9, 9, 9]);
+            }
+            let (count, bytes) = w.finish();
+            let tl = TermList::parse(count as usize, &bytes).unwrap();
+            let mut skips = Vec::new();
+            tl.skips(&mut skips).unwrap();
+            let (mut full, mut ids) = (Block::default(), Block::default());
+            for i in 0..tl.block_count() {
+                tl.block(&skips, i, &mut full).unwrap();
+                tl.block_ids(&skips, i, &mut ids).unwrap();
+                proptest::prop_assert_eq!(&ids.ids[..ids.len], &full.ids[..full.len]);
+                for p in 0..full.len {
+                    let others = full.which[..full.others]
+                        .iter()
+                        .position(|&w| usize::from(w) == p)
+                        .map(|j| std::array::from_fn(|f| full.other_tf[f][j]));
+                    proptest::prop_assert_eq!(tl.counts(&ids, p).unwrap(), (full.body[p], others));
+                }
+            }
+            let mut bad = bytes.clone();
+            for &(at, x) in &flips {
+                if let Some(b) = bad.get_mut(at) {
+                    *b ^= x;
+                }
+            }
+            if let Ok(tl) = TermList::parse(count as usize, &bad) {
+                if tl.skips(&mut skips).is_ok() {
+                    for i in 0..tl.block_count() {
+                        if tl.block_ids(&skips, i, &mut ids).is_ok() {
+                            for p in 0..ids.len {
+                                let _ = tl.counts(&ids, p);
+                            }
+                        }
+                    }
+                }
+            }
         }
     }
 

@@ -63,8 +63,10 @@ struct Cursor<'a> {
     scorer: ListScorer<'a>,
     /// The first block not wholly behind the cursor.
     at: usize,
-    /// The decoded block, its saturations (if `scored`) and the position in it.
+    /// The decoded block (its ids; its counts if `counted`), its saturations (if `scored`)
+    /// and the position in it.
     decoded: Option<usize>,
+    counted: bool,
     block: Box<Block>,
     sat: [f64; codec::BLOCK],
     scored: bool,
@@ -94,6 +96,7 @@ impl<'a> Cursor<'a> {
             scorer,
             at: 0,
             decoded: None,
+            counted: false,
             block: Box::default(),
             sat: [0.0; codec::BLOCK],
             scored: false,
@@ -119,14 +122,15 @@ impl<'a> Cursor<'a> {
         Ok(c)
     }
 
-    /// Decode block `i` (unless it is), its saturations not yet computed.
+    /// Decode block `i`'s doc ids (unless they are), its counts not yet decoded.
     fn decode(&mut self, i: usize) -> Result<(), Corrupt> {
         if self.decoded == Some(i) {
             return Ok(());
         }
-        self.list.block(&self.skips, i, &mut self.block)?;
+        self.list.block_ids(&self.skips, i, &mut self.block)?;
         self.scorer.check(&self.block)?;
         self.decoded = Some(i);
+        self.counted = false;
         self.scored = false;
         self.pos = 0;
         Ok(())
@@ -135,6 +139,10 @@ impl<'a> Cursor<'a> {
     /// Decode block `i` (unless it is) and compute every posting's saturation.
     fn decode_scored(&mut self, i: usize) -> Result<(), Corrupt> {
         self.decode(i)?;
+        if !self.counted {
+            self.list.block_counts(&self.skips, i, &mut self.block)?;
+            self.counted = true;
+        }
         if !self.scored {
             self.scorer.block(&self.block, &mut self.sat)?;
             self.scored = true;
@@ -203,9 +211,15 @@ impl<'a> Cursor<'a> {
         if self.pos == n || self.block.ids[self.pos] != d {
             return Ok(None);
         }
-        Ok(Some(match self.scored {
-            true => self.sat[self.pos],
-            false => self.scorer.one(&self.block, self.pos),
+        // a lookup reads the one posting's counts where they lie: most blocks a search
+        // decodes are only looked up in
+        Ok(Some(match (self.scored, self.counted) {
+            (true, _) => self.sat[self.pos],
+            (false, true) => self.scorer.one(&self.block, self.pos),
+            (false, false) => {
+                let counts = self.list.counts(&self.block, self.pos)?;
+                self.scorer.one_counts(&self.block, self.pos, counts)
+            }
         }))
     }
 

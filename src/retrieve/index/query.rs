@@ -1046,14 +1046,33 @@ impl ListScorer<'_> {
         self.saturate(blk, i, others)
     }
 
+    /// [`ListScorer::one`] from the posting's counts read in place (its block's ids decoded,
+    /// not its counts), to the last bit.
+    #[inline]
+    pub(super) fn one_counts(
+        &self,
+        blk: &Block,
+        i: usize,
+        (body, others): (u32, Option<[u32; BODY]>),
+    ) -> f64 {
+        let local = blk.ids[i] as usize;
+        let others = others.map_or(0.0, |tf| self.others_of(local, tf));
+        self.saturate_count(local, body, others)
+    }
+
     /// What the fields before the body add to `tf~` for the `j`-th posting that has counts
     /// in them.
     #[inline]
     fn others(&self, blk: &Block, j: usize) -> f64 {
         let id = blk.ids[usize::from(blk.which[j])] as usize;
+        self.others_of(id, std::array::from_fn(|f| blk.other_tf[f][j]))
+    }
+
+    /// What counts `tf` in the fields before the body add to `tf~` for doc `id` (segment id).
+    #[inline]
+    fn others_of(&self, id: usize, tf: [u32; BODY]) -> f64 {
         let mut x = 0.0;
-        for f in 0..BODY {
-            let t = blk.other_tf[f][j];
+        for (f, &t) in tf.iter().enumerate() {
             if t == 0 {
                 continue;
             }
@@ -1073,7 +1092,13 @@ impl ListScorer<'_> {
     /// Posting `i`'s saturation, its other fields adding `others`.
     #[inline]
     fn saturate(&self, blk: &Block, i: usize, others: f64) -> f64 {
-        let local = blk.ids[i] as usize;
+        self.saturate_count(blk.ids[i] as usize, blk.body[i], others)
+    }
+
+    /// The saturation of doc `local` (segment id) with body count `body`, its other fields
+    /// adding `others`.
+    #[inline]
+    fn saturate_count(&self, local: usize, body_count: u32, others: f64) -> f64 {
         let id = local + self.offset;
         let eligible = (self.eligible[id >> 6] >> (id & 63)) & 1;
         // (a body count of 0 adds +0.0, as skipping it would)
@@ -1092,7 +1117,7 @@ impl ListScorer<'_> {
                 bits => f32::from_bits(bits),
             },
         };
-        let x = others + self.w[BODY] * f64::from(blk.body[i]) * f64::from(norm);
+        let x = others + self.w[BODY] * f64::from(body_count) * f64::from(norm);
         x / (self.k1 + x) * eligible as f64
     }
 }
