@@ -307,7 +307,8 @@ impl Index {
     }
 
     /// How many of a segment's postings are of live docs (the exhaustive search's count):
-    /// only the base has dead docs, and only the blocks whose range holds one are decoded.
+    /// only the base has dead docs, and only the ids of the blocks whose range holds one are
+    /// decoded.
     fn live_count(&self, list: &TermList, skips: &[Skip], offset: usize) -> Result<u64, Corrupt> {
         if self.deleted_count == 0 || offset != 0 {
             return Ok(list.count as u64);
@@ -322,7 +323,7 @@ impl Index {
                     continue;
                 }
             }
-            list.block(skips, b, &mut block)?;
+            list.block_ids(skips, b, &mut block)?;
             for &id in &block.ids[..block.len] {
                 let id = id as usize;
                 if id >= self.base_count {
