@@ -63,10 +63,9 @@ struct Cursor<'a> {
     scorer: ListScorer<'a>,
     /// The first block not wholly behind the cursor.
     at: usize,
-    /// The decoded block (its ids; its counts if `counted`), its saturations (if `scored`)
-    /// and the position in it.
+    /// The decoded block (its ids; its counts and saturations if `scored`) and the position
+    /// in it.
     decoded: Option<usize>,
-    counted: bool,
     block: Box<Block>,
     sat: [f64; codec::BLOCK],
     scored: bool,
@@ -96,7 +95,6 @@ impl<'a> Cursor<'a> {
             scorer,
             at: 0,
             decoded: None,
-            counted: false,
             block: Box::default(),
             sat: [0.0; codec::BLOCK],
             scored: false,
@@ -130,7 +128,6 @@ impl<'a> Cursor<'a> {
         self.list.block_ids(&self.skips, i, &mut self.block)?;
         self.scorer.check(&self.block)?;
         self.decoded = Some(i);
-        self.counted = false;
         self.scored = false;
         self.pos = 0;
         Ok(())
@@ -139,11 +136,8 @@ impl<'a> Cursor<'a> {
     /// Decode block `i` (unless it is) and compute every posting's saturation.
     fn decode_scored(&mut self, i: usize) -> Result<(), Corrupt> {
         self.decode(i)?;
-        if !self.counted {
-            self.list.block_counts(&self.skips, i, &mut self.block)?;
-            self.counted = true;
-        }
         if !self.scored {
+            self.list.block_counts(&self.skips, i, &mut self.block)?;
             self.scorer.block(&self.block, &mut self.sat)?;
             self.scored = true;
         }
@@ -213,10 +207,9 @@ impl<'a> Cursor<'a> {
         }
         // a lookup reads the one posting's counts where they lie: most blocks a search
         // decodes are only looked up in
-        Ok(Some(match (self.scored, self.counted) {
-            (true, _) => self.sat[self.pos],
-            (false, true) => self.scorer.one(&self.block, self.pos),
-            (false, false) => {
+        Ok(Some(match self.scored {
+            true => self.sat[self.pos],
+            false => {
                 let counts = self.list.counts(&self.block, self.pos)?;
                 self.scorer.one_counts(&self.block, self.pos, counts)
             }

@@ -1035,19 +1035,8 @@ impl ListScorer<'_> {
         Ok(())
     }
 
-    /// [`ListScorer::block`]'s saturation of posting `i` alone (the block checked), to the
-    /// last bit.
-    #[inline]
-    pub(super) fn one(&self, blk: &Block, i: usize) -> f64 {
-        let others = blk.which[..blk.others]
-            .iter()
-            .position(|&w| usize::from(w) == i)
-            .map_or(0.0, |j| self.others(blk, j));
-        self.saturate(blk, i, others)
-    }
-
-    /// [`ListScorer::one`] from the posting's counts read in place (its block's ids decoded,
-    /// not its counts), to the last bit.
+    /// [`ListScorer::block`]'s saturation of posting `i` alone, from its counts read in place
+    /// (its block's ids decoded and checked, not its counts), to the last bit.
     #[inline]
     pub(super) fn one_counts(
         &self,
