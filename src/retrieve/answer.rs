@@ -105,10 +105,10 @@ impl Retriever {
             Some(query) => self.cosines(&query)?,
             None => None,
         };
-        let semantic = cosines.as_deref().map(|cosines| super::index::Semantic {
-            cosines,
-            weight: self.semantic_weight(),
-        });
+        let weight = self.semantic_weight();
+        let semantic = cosines
+            .as_deref()
+            .map(|cosines| super::index::Semantic::new(cosines, weight));
         let mut why =
             self.index()
                 .explain_hybrid(&answer.request, self.settings(), slug, semantic)?;

@@ -19,7 +19,7 @@ use rayon::prelude::*;
 use super::marker::Identity;
 use super::record::LessonFields;
 use super::store::{read_record, state_path, Retriever};
-use super::vectors::Vectors;
+use super::vectors::{Fed, Vectors};
 use super::{Request, RetrieveError};
 use crate::document::Document;
 use crate::edit;
@@ -283,6 +283,15 @@ impl Retriever {
         for (id, _, hash) in &entries {
             dense.slot_of[*id as usize] = dense.vectors.slot(*hash).unwrap_or(u32::MAX);
         }
+        // the vectors in doc order, so that a search's pass reads them in the order they lie
+        // (a new or edited lesson's comes last in both: most syncs find them so already)
+        if let Some(new_of) = dense.vectors.arrange(&dense.slot_of) {
+            for slot in &mut dense.slot_of {
+                if let Some(&new) = new_of.get(*slot as usize) {
+                    *slot = new;
+                }
+            }
+        }
         dense.synced = Some(identity);
         if embedded > 0 || dropped {
             self.persist_vectors();
@@ -323,14 +332,17 @@ impl Retriever {
         let Some(dense) = self.dense.as_ref() else {
             return Ok(None);
         };
-        let by_slot = dense.vectors.cosines(&super::vectors::Request::new(query));
-        Ok(Some(
-            dense
-                .slot_of
-                .iter()
-                .map(|&slot| by_slot.get(slot as usize).copied().unwrap_or(0.0))
-                .collect(),
-        ))
+        let request = super::vectors::Request::new(query);
+        Ok(Some(dense.vectors.cosines(&dense.slot_of, &request)))
+    }
+
+    /// [`Retriever::cosines`] to be computed as a search reads them ([`Fed`]), the vectors
+    /// as they are (brought up to date by [`Retriever::sync_vectors`] first); none when the
+    /// semantic side is off.
+    pub(super) fn fed(&self, query: &[f32]) -> Option<Fed<'_>> {
+        let dense = self.dense.as_ref()?;
+        let request = super::vectors::Request::new(query);
+        Some(Fed::new(&dense.vectors, &dense.slot_of, request))
     }
 
     /// The lessons' vectors for dedup ([`crate::dedup::pairs_with`]), brought up to date

@@ -346,20 +346,22 @@ impl Retriever {
         request: &Request,
         query: Option<&[f32]>,
     ) -> Result<Result<Search, Corrupt>, RetrieveError> {
-        let cosines = match query {
-            Some(query) => self.cosines(query)?,
-            None => None,
+        if query.is_some() {
+            self.sync_vectors()?;
+        }
+        let weight = self.semantic_weight();
+        let Some(fed) = query.and_then(|query| self.fed(query)) else {
+            return Ok(self.index.search(request, &self.settings));
         };
-        Ok(match cosines {
-            Some(cosines) => {
-                let semantic = index::Semantic {
-                    cosines: &cosines,
-                    weight: self.semantic_weight(),
-                };
-                self.index.search_hybrid(request, &self.settings, semantic)
-            }
-            None => self.index.search(request, &self.settings),
-        })
+        let semantic = index::Semantic {
+            cosines: index::Cosines::Fed(&fed),
+            weight,
+        };
+        // the cosines computed on another thread as the search reads them
+        Ok(rayon::scope(|s| {
+            s.spawn(|_| fed.run());
+            self.index.search_hybrid(request, &self.settings, semantic)
+        }))
     }
 
     /// The identity of the index in use.

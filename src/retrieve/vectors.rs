@@ -18,6 +18,7 @@
 
 use rayon::prelude::*;
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
 
 use super::codec;
 
@@ -210,14 +211,166 @@ impl Vectors {
         dot as f32 * self.scales[a as usize] * self.scales[b as usize]
     }
 
-    /// The cosine of every vector with `request`, by slot: the vectors read in the order they
-    /// lie in memory (in parallel for many), which a doc-ordered walk would read at random.
-    pub fn cosines(&self, request: &Request) -> Vec<f32> {
-        (0..self.len() as u32)
-            .into_par_iter()
-            .with_min_len(8192)
-            .map(|slot| self.cosine(slot, request))
-            .collect()
+    /// The cosine with `request` of the vector in each of `slots` (one not held, such as
+    /// `u32::MAX`: 0), in parallel for many.
+    pub fn cosines(&self, slots: &[u32], request: &Request) -> Vec<f32> {
+        let mut out = vec![0.0; slots.len()];
+        out.par_chunks_mut(FED_CHUNK)
+            .zip(slots.par_chunks(FED_CHUNK))
+            .for_each(|(out, slots)| self.cosines_into(slots, request, out));
+        out
+    }
+
+    /// [`Vectors::cosines`] of `slots` into `out`, on this thread.
+    fn cosines_into(&self, slots: &[u32], request: &Request, out: &mut [f32]) {
+        for (o, &slot) in out.iter_mut().zip(slots) {
+            *o = match (slot as usize) < self.len() {
+                true => self.cosine(slot, request),
+                false => 0.0,
+            };
+        }
+    }
+
+    /// Renumber the slots so that the vectors lie in the order `slots` first names them (the
+    /// vectors it does not name after them, in their order): a pass over the slots of doc
+    /// ids in order then reads them in the order they lie in memory. Returns each old slot's
+    /// new one, or none when the order is already so.
+    pub fn arrange(&mut self, slots: &[u32]) -> Option<Vec<u32>> {
+        let n = self.len();
+        let mut order: Vec<u32> = Vec::with_capacity(n);
+        let mut placed = vec![false; n];
+        for &slot in slots {
+            if let Some(p) = placed.get_mut(slot as usize) {
+                if !*p {
+                    *p = true;
+                    order.push(slot);
+                }
+            }
+        }
+        order.extend((0..n as u32).filter(|&s| !placed[s as usize]));
+        if order.iter().enumerate().all(|(i, &s)| s as usize == i) {
+            return None;
+        }
+        let mut arranged = Vectors::new(&self.identity, self.dimension);
+        arranged.keys.reserve(n);
+        arranged.scales.reserve(n);
+        arranged.codes.reserve(n * self.dimension);
+        let mut new_of = vec![0u32; n];
+        for (new, &old) in order.iter().enumerate() {
+            let old = old as usize;
+            new_of[old] = new as u32;
+            arranged.slot.insert(self.keys[old], new as u32);
+            arranged.keys.push(self.keys[old]);
+            arranged.scales.push(self.scales[old]);
+            arranged.codes.extend_from_slice(self.code(old));
+        }
+        *self = arranged;
+        Some(new_of)
+    }
+}
+
+/// Doc ids a [`Fed`] computes at a time.
+const FED_CHUNK: usize = 2048;
+
+/// A request's cosine with the vector of each doc, by doc id, computed a chunk of docs at a
+/// time by whichever thread needs the chunk first: a helper thread runs ([`Fed::run`]) ahead
+/// of a search that reads the cosines in doc order, so that the pass over the vectors (bound
+/// by memory) and the search (by computation) overlap. A read of a doc whose chunk no thread
+/// has claimed computes it; one another thread is computing waits for it.
+#[derive(Debug)]
+pub struct Fed<'a> {
+    vectors: &'a Vectors,
+    /// Each doc id's slot (one not held: no vector, a cosine of 0).
+    slots: &'a [u32],
+    request: Request,
+    /// Each doc's cosine, as `f32` bits, once its chunk is done.
+    values: Vec<AtomicU32>,
+    /// Chunks claimed (in order).
+    claimed: AtomicUsize,
+    /// Whether each chunk's cosines are in `values`.
+    done: Vec<AtomicBool>,
+}
+
+impl<'a> Fed<'a> {
+    /// The cosines of `request` with the vectors of `slots` (each doc id's), none computed.
+    pub fn new(vectors: &'a Vectors, slots: &'a [u32], request: Request) -> Fed<'a> {
+        Fed {
+            vectors,
+            slots,
+            request,
+            values: (0..slots.len()).map(|_| AtomicU32::new(0)).collect(),
+            claimed: AtomicUsize::new(0),
+            done: (0..slots.len().div_ceil(FED_CHUNK))
+                .map(|_| AtomicBool::new(false))
+                .collect(),
+        }
+    }
+
+    /// Compute the chunks no thread has claimed, until there is none.
+    pub fn run(&self) {
+        while let Some(c) = self.claim() {
+            self.compute(c);
+        }
+    }
+
+    fn claim(&self) -> Option<usize> {
+        let c = self.claimed.fetch_add(1, Ordering::Relaxed);
+        (c < self.done.len()).then_some(c)
+    }
+
+    fn compute(&self, c: usize) {
+        let ids = c * FED_CHUNK..((c + 1) * FED_CHUNK).min(self.slots.len());
+        let mut out = [0.0f32; FED_CHUNK];
+        let out = &mut out[..ids.len()];
+        self.vectors
+            .cosines_into(&self.slots[ids.clone()], &self.request, out);
+        for (v, &x) in self.values[ids].iter().zip(out.iter()) {
+            v.store(x.to_bits(), Ordering::Relaxed);
+        }
+        self.done[c].store(true, Ordering::Release);
+    }
+
+    /// Wait until chunk `c` is done, computing the chunks no thread has claimed meanwhile.
+    fn wait(&self, c: usize) {
+        let mut spins = 0u32;
+        while !self.done[c].load(Ordering::Acquire) {
+            match self.claim() {
+                Some(other) => self.compute(other),
+                None if spins < 64 => {
+                    spins += 1;
+                    std::hint::spin_loop();
+                }
+                None => std::thread::yield_now(),
+            }
+        }
+    }
+
+    /// Doc `id`'s cosine (a doc beyond the slots: 0).
+    #[inline]
+    pub fn get(&self, id: usize) -> f32 {
+        let Some(v) = self.values.get(id) else {
+            return 0.0;
+        };
+        let c = id / FED_CHUNK;
+        if !self.done[c].load(Ordering::Acquire) {
+            self.wait(c);
+        }
+        f32::from_bits(v.load(Ordering::Relaxed))
+    }
+
+    /// The cosines of docs `ids` into `out` (as long; a doc beyond the slots: 0).
+    pub fn window(&self, ids: std::ops::Range<usize>, out: &mut [f32]) {
+        let held = ids.start.min(self.values.len())..ids.end.min(self.values.len());
+        if !held.is_empty() {
+            for c in held.start / FED_CHUNK..=(held.end - 1) / FED_CHUNK {
+                self.wait(c);
+            }
+        }
+        let n = held.len();
+        for (o, v) in out.iter_mut().zip(&self.values[held]) {
+            *o = f32::from_bits(v.load(Ordering::Relaxed));
+        }
+        out[n..].fill(0.0);
     }
 }
 
@@ -459,6 +612,95 @@ mod tests {
             let expected: i64 = codes.iter().zip(&request).map(|(&c, &r)| i64::from(c) * i64::from(r)).sum();
             prop_assert_eq!(i64::from(dot_request(&codes, &request)), expected);
             prop_assert_eq!(dot_request_scalar(&codes, &request), dot_request(&codes, &request));
+        }
+    }
+
+    /// Random vectors under keys `1..=n`, and doc slots naming them in a random order, some
+    /// twice (two files of the same bytes), some docs without a vector (`u32::MAX`) or with a
+    /// slot beyond those held.
+    fn bank(n: usize, docs: usize, seed: u64) -> (Vectors, Vec<u32>) {
+        let mut x = seed;
+        let mut next = move |m: u64| {
+            x = x
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            (x >> 33) % m.max(1)
+        };
+        let mut v = Vectors::new("m", 20);
+        for key in 1..=n as u64 {
+            let raw: Vec<f32> = (0..20).map(|_| next(2001) as f32 / 1000.0 - 1.0).collect();
+            v.insert(key, &unit(&raw));
+        }
+        let slots = (0..docs)
+            .map(|_| match next(10) {
+                0 => u32::MAX,
+                1 => n as u32 + next(3) as u32,
+                _ => next(n as u64) as u32,
+            })
+            .collect();
+        (v, slots)
+    }
+
+    proptest! {
+        /// Arranged in doc order, the vectors are the same (the same file, each doc the same
+        /// cosine through its renumbered slot), and a second arrangement changes nothing.
+        #[test]
+        fn arranging_the_vectors_keeps_every_cosine_and_the_file(
+            n in 0usize..40,
+            docs in 0usize..80,
+            seed in any::<u64>(),
+        ) {
+            let (mut v, mut slots) = bank(n, docs, seed);
+            let request = Request::new(&unit(&[0.3; 20]));
+            let before = v.cosines(&slots, &request);
+            let file = v.encode();
+            if let Some(new_of) = v.arrange(&slots) {
+                for slot in &mut slots {
+                    if let Some(&new) = new_of.get(*slot as usize) {
+                        *slot = new;
+                    }
+                }
+            }
+            prop_assert_eq!(v.encode(), file);
+            prop_assert_eq!(v.cosines(&slots, &request), before);
+            prop_assert!(v.arrange(&slots).is_none());
+            // each vector's first doc in doc order lies in that order
+            let mut next = 0u32;
+            for &slot in &slots {
+                if (slot as usize) < v.len() {
+                    prop_assert!(slot <= next);
+                    next = next.max(slot + 1);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_fed_pass_gives_every_cosine_whoever_computes_it() {
+        for (n, docs) in [(0, 0), (5, 1), (300, FED_CHUNK * 3 + 17), (50, FED_CHUNK)] {
+            let (v, slots) = bank(n, docs, n as u64);
+            let request = Request::new(&unit(&[
+                0.1, -0.4, 0.2, 0.3, 0.0, 0.5, 0.1, 0.1, 0.2, 0.0, -0.3, 0.1, 0.2, 0.2, 0.1, 0.0,
+                0.4, -0.1, 0.2, 0.3,
+            ]));
+            let all = v.cosines(&slots, &request);
+            // read alone: each read computes what it needs
+            let fed = Fed::new(&v, &slots, request.clone());
+            for id in (0..docs + 3).rev() {
+                assert_eq!(fed.get(id), all.get(id).copied().unwrap_or(0.0), "{id}");
+            }
+            // read in windows while another thread computes ahead
+            let fed = Fed::new(&v, &slots, request.clone());
+            let mut window = vec![0.0f32; 1000];
+            std::thread::scope(|s| {
+                s.spawn(|| fed.run());
+                for lo in (0..docs + 1000).step_by(1000) {
+                    fed.window(lo..lo + 1000, &mut window);
+                    for (j, &c) in window.iter().enumerate() {
+                        assert_eq!(c, all.get(lo + j).copied().unwrap_or(0.0), "{}", lo + j);
+                    }
+                }
+            });
         }
     }
 }

@@ -24,6 +24,7 @@ use super::record::{self, FileStat, LessonFields, Record, TargetGlobs};
 use super::score::{self, FieldStats, QueryTerms, Settings, LEN_SLOTS};
 use super::segment::{self, Header, Kind, Patch, Segment, F_SUPERSEDES};
 use super::text::{self, Term};
+use super::vectors::Fed;
 use super::{Explanation, Gates, Hit, InferredTags, Request, ScoreParts, TagGate, TargetGate};
 use crate::walk::path_order;
 
@@ -31,7 +32,7 @@ mod load;
 mod prune;
 mod query;
 
-pub use query::Semantic;
+pub use query::{Cosines, Semantic};
 
 /// In [`Index`]'s commit times: a lesson that no commit holds yet.
 const NOT_COMMITTED: i64 = i64::MIN;
@@ -107,6 +108,17 @@ impl Bits {
     #[inline]
     fn get(&self, i: usize) -> bool {
         self.0[i / 64] & (1 << (i % 64)) != 0
+    }
+
+    /// The 64 bits from bit `i` on, bit `i` lowest (those past the end: 0).
+    #[inline]
+    fn word_at(&self, i: usize) -> u64 {
+        let (w, shift) = (i / 64, i % 64);
+        let low = self.0.get(w).copied().unwrap_or(0) >> shift;
+        match shift {
+            0 => low,
+            _ => low | self.0.get(w + 1).copied().unwrap_or(0) << (64 - shift),
+        }
     }
 
     fn set(&mut self, i: usize) {

@@ -30,7 +30,7 @@ use std::collections::BinaryHeap;
 use super::query::{Candidate, ListScorer, Scored, Similarity};
 use super::*;
 use crate::retrieve::codec::{Skip, TermList};
-use crate::retrieve::segment::PRIOR_GROUP;
+use crate::retrieve::segment::{PriorTable, PRIOR_GROUP};
 
 /// Relative slack on every bound.
 const SLACK: f64 = 1e-6;
@@ -228,6 +228,107 @@ impl<'a> Cursor<'a> {
     }
 }
 
+/// What a doc needs of its lexical sum in a hybrid search, its fused similarity being
+/// `(1 − w) · sum / total + w · cosine` (a little less, for rounding; `1 / (1 − w)` is taken
+/// as a product, an ulp or two off, which the slack covers).
+struct HybridNeed {
+    /// The largest factor besides the prior.
+    boost: f64,
+    min_similarity: f64,
+    /// The cosine's weight, below 1.
+    w: f64,
+    /// `1 / (1 − w)`.
+    per_rest: f64,
+    /// The request's total share.
+    total: f64,
+}
+
+impl HybridNeed {
+    /// What a doc of prior `prior` and cosine `c` needs to score `bar`.
+    #[inline]
+    fn of(&self, bar: f64, prior: f64, c: f32) -> f64 {
+        self.need_of(self.part(bar, prior, f64::from(c)))
+    }
+
+    /// The similarity a doc of prior `prior` needs to score `bar`, less its cosine's share:
+    /// what its need grows with.
+    #[inline]
+    fn part(&self, bar: f64, prior: f64, c: f64) -> f64 {
+        let sim = (bar / (prior * self.boost)).max(self.min_similarity);
+        sim - self.w * c
+    }
+
+    #[inline]
+    fn need_of(&self, part: f64) -> f64 {
+        (part * self.per_rest - SLACK) * self.total
+    }
+
+    /// The least need of the eligible docs of `range` (segment ids, from a multiple of 64) with
+    /// a prior above 0, a plain doc's to score `bars.0` and a caution's (when cautions are
+    /// kept) `bars.1`, their cosines in `cosines` (from the range's start); infinite when there
+    /// is none. The same as the least of [`HybridNeed::of`] over them, to the bit: a need grows
+    /// with its part, and the least part is taken.
+    #[allow(clippy::too_many_arguments)]
+    fn least(
+        &self,
+        table: &PriorTable<'_>,
+        eligible: &Bits,
+        cautions_kept: bool,
+        offset: usize,
+        range: std::ops::Range<usize>,
+        cosines: &[f32],
+        (plain_bar, caution_bar): (f64, f64),
+    ) -> f64 {
+        let start = range.start;
+        let mut least = f64::INFINITY;
+        let mut lo = range.start;
+        while lo < range.end {
+            let hi = (lo + 64).min(range.end);
+            let eligible = eligible.word_at(offset + lo);
+            let cautions = match cautions_kept {
+                true => table.caution_word(lo / 64),
+                false => 0,
+            };
+            let cosines = &cosines[lo - start..hi - start];
+            match hi - lo == 64 && eligible == !0 && cautions == 0 {
+                // 64 plain eligible docs: a loop without a branch, which the compiler runs in
+                // vector registers
+                true => {
+                    let priors = table.prior_bytes(lo, hi);
+                    for (prior, &c) in priors.chunks_exact(8).zip(cosines) {
+                        let prior = f64::from_le_bytes(prior.try_into().expect("8 bytes"));
+                        let part = match prior > 0.0 {
+                            true => self.part(plain_bar, prior, f64::from(c)),
+                            false => f64::INFINITY,
+                        };
+                        least = if part < least { part } else { least };
+                    }
+                }
+                false => {
+                    for d in lo..hi {
+                        let bit = 1u64 << (d - lo);
+                        let prior = table.prior(d);
+                        if eligible & bit == 0 || prior.is_nan() || prior <= 0.0 {
+                            continue;
+                        }
+                        let bar = match cautions & bit != 0 {
+                            true => caution_bar,
+                            false => plain_bar,
+                        };
+                        let part = self.part(bar, prior, f64::from(cosines[d - lo]));
+                        least = if part < least { part } else { least };
+                    }
+                }
+            }
+            lo = hi;
+        }
+        match least == f64::INFINITY {
+            true => least,
+            false => self.need_of(least),
+        }
+    }
+}
+
 /// Per segment, per window of its docs: the largest prior (confidence × count factor, what a
 /// score multiplies its similarity by besides recency, at most 1, and the tag boost) of its
 /// plain docs and of its cautions (0 when it has none), what a window's bar is set from. Folded
@@ -399,16 +500,17 @@ impl Index {
         // similar enough
         let floor = settings.min_similarity * total;
         let need = |bar: f64, prior: f64| (bar * total / (prior * boost)).max(floor);
-        // hybrid: the lexical sum a doc of cosine `c` needs, its fused similarity being
-        // (1 − w) · sum / total + w · c (a little less, for rounding)
-        let hybrid_need = |bar: f64, prior: f64, c: f64, w: f64| {
-            let sim = (bar / (prior * boost)).max(settings.min_similarity);
-            ((sim - w * c) / (1.0 - w) - SLACK) * total
-        };
-        // hybrid: each doc of the window's lexical need (infinite: it cannot make it), and
-        // whether an essential term reached it
-        let mut needs = vec![f64::INFINITY; WINDOW];
+        // hybrid: the lexical sum a doc of cosine `c` needs
+        let hybrid_need = hybrid.map(|(_, w)| HybridNeed {
+            boost,
+            min_similarity: settings.min_similarity,
+            w,
+            per_rest: 1.0 / (1.0 - w),
+            total,
+        });
+        // hybrid: whether an essential term reached each doc of the window, and their cosines
         let mut seen = [0u64; WINDOW / 64];
+        let mut cosines = vec![0.0f32; WINDOW];
         let mut best = Best::new(k);
         let mut best_cautions = Best::new(max_cautions);
 
@@ -456,6 +558,8 @@ impl Index {
                 // the largest prior of the window's plain docs and of its cautions: a caution
                 // makes it into the top K or among the cautions kept, whose bar is lower, but
                 // its count factor (failures over successes) keeps its prior small
+                // hybrid: the bars of plain docs and cautions as the window began
+                let mut bars = (0.0, 0.0);
                 let window_need = match hybrid {
                     None => {
                         let (plain, caution) = priors.windows[s][lo / WINDOW];
@@ -475,26 +579,20 @@ impl Index {
                         class_need(best.bar(), plain)
                             .min(class_need(best.bar().min(best_cautions.bar()), caution))
                     }
-                    // each doc's need: its cosine lowers it, to 0 or below for a doc that can
-                    // make it without any lexical match
-                    Some((semantic, w)) => {
-                        let (plain_bar, caution_bar) =
-                            (best.bar(), best.bar().min(best_cautions.bar()));
-                        let mut least = f64::INFINITY;
-                        for (j, d) in (lo..hi).enumerate() {
-                            let id = offset + d;
-                            let prior = table.prior(d);
-                            needs[j] = if prior <= 0.0 || !scored.eligible.get(id) {
-                                f64::INFINITY
-                            } else {
-                                let bar = match caution_at(d) {
-                                    true => caution_bar,
-                                    false => plain_bar,
-                                };
-                                hybrid_need(bar, prior, semantic.cosine(id), w)
-                            };
-                            least = least.min(needs[j]);
-                        }
+                    // the least of its docs' needs: a doc's cosine lowers its need, to 0 or
+                    // below for a doc that can make it without any lexical match
+                    Some((semantic, _)) => {
+                        bars = (best.bar(), best.bar().min(best_cautions.bar()));
+                        semantic.window(offset + lo..offset + hi, &mut cosines[..hi - lo]);
+                        let least = hybrid_need.as_ref().expect("hybrid").least(
+                            &table,
+                            &scored.eligible,
+                            cautions_kept,
+                            offset,
+                            lo..hi,
+                            &cosines[..hi - lo],
+                            bars,
+                        );
                         if least == f64::INFINITY {
                             continue;
                         }
@@ -552,11 +650,14 @@ impl Index {
                         if prior <= 0.0 {
                             continue;
                         }
-                        let needed = match hybrid {
+                        let needed = match &hybrid_need {
                             None => need(bar, prior),
-                            Some(_) if needs[j] == f64::INFINITY => continue,
+                            // an ineligible doc's saturations are 0 (or, under settings
+                            // beyond reason, not a number: its score is not one either, but a
+                            // hybrid similarity of 0 lexically is its cosine's)
+                            Some(_) if !scored.eligible.get(id) => continue,
                             // with the current bar (it may have risen since the window began)
-                            Some((semantic, w)) => hybrid_need(bar, prior, semantic.cosine(id), w),
+                            Some(h) => h.of(bar, prior, cosines[j]),
                         };
                         // the non-essential terms, largest bound first, while the doc can make it
                         let mut short = false;
@@ -590,9 +691,9 @@ impl Index {
                         let sim = match hybrid {
                             None if exact <= 0.0 => continue,
                             None => exact / total,
-                            Some((semantic, w)) => {
+                            Some((_, w)) => {
                                 let lexical = if exact > 0.0 { exact / total } else { 0.0 };
-                                crate::semantic::fuse(lexical, semantic.cosine(id), w)
+                                crate::semantic::fuse(lexical, f64::from(cosines[j]), w)
                             }
                         };
                         let bests = (&mut best, &mut best_cautions);
@@ -601,18 +702,31 @@ impl Index {
                 }
                 // hybrid: the docs no term reached whose cosine alone may make it (their
                 // lexical sum is 0: a need at or below 0 left every term essential)
-                let Some((semantic, w)) = hybrid else {
+                let (Some((_, w)), Some(h)) = (hybrid, &hybrid_need) else {
                     continue;
                 };
                 if window_need > 0.0 {
                     continue;
                 }
                 for j in 0..(hi - lo) {
-                    if needs[j] > 0.0 || seen[j / 64] & (1 << (j % 64)) != 0 {
+                    if seen[j / 64] & (1 << (j % 64)) != 0 {
                         continue;
                     }
-                    let id = offset + lo + j;
-                    let sim = crate::semantic::fuse(0.0, semantic.cosine(id), w);
+                    let d = lo + j;
+                    let id = offset + d;
+                    // its need as the window began
+                    let prior = table.prior(d);
+                    if prior <= 0.0 || !scored.eligible.get(id) {
+                        continue;
+                    }
+                    let bar = match caution_at(d) {
+                        true => bars.1,
+                        false => bars.0,
+                    };
+                    if h.of(bar, prior, cosines[j]) > 0.0 {
+                        continue;
+                    }
+                    let sim = crate::semantic::fuse(0.0, f64::from(cosines[j]), w);
                     let bests = (&mut best, &mut best_cautions);
                     self.admit(id, sim, scored, settings, bests, &mut out)?;
                 }
@@ -880,7 +994,7 @@ mod tests {
                     })
                     .collect();
                 let weight = [0.0, 0.2, 0.5, 0.8, 0.99, 1.0][rng.below(6)];
-                let semantic = Semantic { cosines: &cosines, weight };
+                let semantic = Semantic::new(&cosines, weight);
                 let pruned = index.search_hybrid(&req, &settings, semantic).unwrap();
                 let exhaustive = index.search_with(&req, &settings, true, Some(semantic)).unwrap();
                 let semantic_parts = |s: &Search| -> Vec<String> {
@@ -906,10 +1020,7 @@ mod tests {
         let cosines: Vec<f32> = (0..index.n)
             .map(|_| rng.below(600) as f32 / 1000.0)
             .collect();
-        let semantic = Semantic {
-            cosines: &cosines,
-            weight: 0.5,
-        };
+        let semantic = Semantic::new(&cosines, 0.5);
         let (mut scored, terms) = index.gated(&req, &settings).unwrap();
         scored.semantic = Some(semantic);
         let pruned = index

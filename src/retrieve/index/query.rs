@@ -941,17 +941,51 @@ pub(super) struct Scored<'r> {
 /// The semantic side of a hybrid search ([`Index::search_hybrid`]).
 #[derive(Debug, Clone, Copy)]
 pub struct Semantic<'a> {
-    /// Each doc's cosine to the request, by doc id (a doc beyond the slice, or without a
-    /// vector: 0).
-    pub cosines: &'a [f32],
+    /// Each doc's cosine to the request, by doc id (a doc beyond them, or without a vector:
+    /// 0).
+    pub cosines: Cosines<'a>,
     /// The cosine's weight in the fused similarity (`[retrieve] semantic-weight`).
     pub weight: f64,
 }
 
-impl Semantic<'_> {
+/// Each doc's cosine to a request, by doc id.
+#[derive(Debug, Clone, Copy)]
+pub enum Cosines<'a> {
+    /// Computed.
+    All(&'a [f32]),
+    /// Being computed: each read waits for its doc's ([`Fed`]).
+    Fed(&'a Fed<'a>),
+}
+
+impl<'a> Semantic<'a> {
+    /// The semantic side with the cosines `cosines`, of weight `weight`.
+    pub fn new(cosines: &'a [f32], weight: f64) -> Semantic<'a> {
+        Semantic {
+            cosines: Cosines::All(cosines),
+            weight,
+        }
+    }
+
     /// Doc `id`'s cosine to the request.
+    #[inline]
     pub(super) fn cosine(&self, id: usize) -> f64 {
-        self.cosines.get(id).map_or(0.0, |&c| f64::from(c))
+        f64::from(match self.cosines {
+            Cosines::All(all) => all.get(id).copied().unwrap_or(0.0),
+            Cosines::Fed(fed) => fed.get(id),
+        })
+    }
+
+    /// The cosines of docs `ids`, into `out` (as long).
+    pub(super) fn window(&self, ids: std::ops::Range<usize>, out: &mut [f32]) {
+        match self.cosines {
+            Cosines::All(all) => {
+                let held = ids.start.min(all.len())..ids.end.min(all.len());
+                let n = held.len();
+                out[..n].copy_from_slice(&all[held]);
+                out[n..].fill(0.0);
+            }
+            Cosines::Fed(fed) => fed.window(ids, out),
+        }
     }
 }
 

@@ -80,6 +80,7 @@ mod read;
 mod write;
 
 pub use merge::{merge, Part};
+pub(crate) use read::PriorTable;
 pub use read::{Segment, SegmentTags, TargetPairs};
 pub use write::{encode, Encoder, Patch};
 

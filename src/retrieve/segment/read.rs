@@ -1023,6 +1023,16 @@ impl PriorTable<'_> {
         f64::from_bits(u64_at(self.prior, id * 8))
     }
 
+    /// The priors of docs `lo..hi`, 8 little-endian bytes each ([`PriorTable::prior`]'s).
+    pub(crate) fn prior_bytes(&self, lo: usize, hi: usize) -> &[u8] {
+        &self.prior[lo * 8..hi * 8]
+    }
+
+    /// Whether each of docs `64 * w .. 64 * w + 64` is a caution, a bit each (lowest first).
+    pub(crate) fn caution_word(&self, w: usize) -> u64 {
+        u64_at(self.cautions, w * 8)
+    }
+
     /// Whether doc `id` is a caution (more failures than successes).
     pub(crate) fn caution(&self, id: usize) -> bool {
         self.cautions[id / 8] & (1 << (id % 8)) != 0
