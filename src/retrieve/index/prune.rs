@@ -23,6 +23,11 @@
 //!
 //! The gates, the shares (the live document frequency, as the exhaustive search counts it)
 //! and the total are computed exactly as before, so a doc's similarity is the same number.
+//!
+//! On an index kept open, a lexical search of a segment of many windows is shared by two
+//! workers, half of the windows each, each with its own cursors and bar; a worker's bar is
+//! the higher of its own and the other's (a score K docs reach either way), so what is pruned
+//! is still certainly below the final bar, and the hits are the same.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -31,6 +36,8 @@ use super::query::{Candidate, ListScorer, Scored, Similarity};
 use super::*;
 use crate::retrieve::codec::{Skip, TermList};
 use crate::retrieve::segment::{PriorTable, PRIOR_GROUP};
+use std::ops::Range;
+use std::sync::atomic::AtomicU64;
 
 /// Relative slack on every bound.
 const SLACK: f64 = 1e-6;
@@ -496,10 +503,6 @@ impl Index {
             Some(_) => settings.tag_boost.max(1.0),
             None => 1.0,
         };
-        // the sum a doc whose prior is at most `prior` needs to score `bar`, or to be
-        // similar enough
-        let floor = settings.min_similarity * total;
-        let need = |bar: f64, prior: f64| (bar * total / (prior * boost)).max(floor);
         // hybrid: the lexical sum a doc of cosine `c` needs
         let hybrid_need = hybrid.map(|(_, w)| HybridNeed {
             boost,
@@ -508,255 +511,466 @@ impl Index {
             per_rest: 1.0 / (1.0 - w),
             total,
         });
-        // hybrid: whether an essential term reached each doc of the window, and their cosines
-        let mut seen = [0u64; WINDOW / 64];
-        let mut cosines = vec![0.0f32; WINDOW];
-        let mut best = Best::new(k);
-        let mut best_cautions = Best::new(max_cautions);
-
-        let b = settings.b;
-        let w = settings.field_weights;
-        let norms = self.norms(b);
-        let mut acc = vec![0.0f64; WINDOW];
-        let mut reached = [0u64; WINDOW / 64];
-        let mut row = vec![0.0f64; shares.len()];
-        let mut order: Vec<usize> = Vec::new();
-        let mut sums: Vec<f64> = Vec::new();
+        let norms = self.norms(settings.b);
+        let ctx = Ctx {
+            index: self,
+            scored,
+            settings,
+            shares: &shares,
+            total,
+            hybrid,
+            hybrid_need,
+            priors,
+            cautions_kept,
+            boost,
+            floor: settings.min_similarity * total,
+            k,
+            max_cautions,
+        };
+        // two workers for a segment of many windows, on an index kept open (one whose norms
+        // are kept: its second search on), where a second core is free. A new process pays
+        // more for the thread than it gains (their faults on the index's pages contend), and a
+        // hybrid search's second core computes the cosines.
+        let parallel = norms.is_some()
+            && hybrid.is_none()
+            && std::thread::available_parallelism().is_ok_and(|n| n.get() > 1);
         for (s, (seg, offset)) in self.segments().enumerate() {
-            let table = seg.priors()?;
-            // without cautions kept, a caution is a plain doc
-            let caution_at = |d: usize| cautions_kept && table.caution(d);
-            let mut cursors: Vec<Cursor> = Vec::new();
-            for (t, &(term, share)) in shares.iter().enumerate() {
-                let Some((list, skips)) = lists[t][s].take() else {
-                    continue;
-                };
-                let kind = text::kind(term);
-                let body = self.body_norms(norms.as_deref(), kind);
-                let scorer =
-                    self.list_scorer(seg, offset, &scored.eligible, body, kind, settings)?;
-                let avg: [f64; 4] = std::array::from_fn(|f| self.stats.avg[score::slot(f, kind)]);
-                let bound = |s: &Skip| {
-                    let mut x = 0.0;
-                    for f in 0..4 {
-                        x += w[f] * s.fields[f].bound(b, avg[f]);
-                    }
-                    let x = x * (1.0 + SLACK);
-                    let sat = x / (settings.k1 + x) * (1.0 + SLACK);
-                    if sat.is_finite() {
-                        sat.min(1.0)
-                    } else {
-                        1.0
-                    }
-                };
-                cursors.push(Cursor::open(t, share, list, skips, scorer, bound)?);
-            }
-            let local = seg.doc_count();
-            for lo in (0..local).step_by(WINDOW) {
-                let hi = (lo + WINDOW).min(local);
-                let (lo32, hi32) = (lo as u32, hi as u32);
-                // the largest prior of the window's plain docs and of its cautions: a caution
-                // makes it into the top K or among the cautions kept, whose bar is lower, but
-                // its count factor (failures over successes) keeps its prior small
-                // hybrid: the bars of plain docs and cautions as the window began
-                let mut bars = (0.0, 0.0);
-                let window_need = match hybrid {
-                    None => {
-                        let (plain, caution) = priors.windows[s][lo / WINDOW];
-                        // without cautions kept, a caution is a plain doc
-                        let (plain, caution) = match cautions_kept {
-                            true => (plain, caution),
-                            false => (plain.max(caution), 0.0),
-                        };
-                        if plain <= 0.0 && caution <= 0.0 {
-                            // every score here is 0: nothing matches
-                            continue;
-                        }
-                        let class_need = |bar: f64, prior: f64| match prior > 0.0 {
-                            true => need(bar, prior),
-                            false => f64::INFINITY,
-                        };
-                        class_need(best.bar(), plain)
-                            .min(class_need(best.bar().min(best_cautions.bar()), caution))
-                    }
-                    // the least of its docs' needs: a doc's cosine lowers its need, to 0 or
-                    // below for a doc that can make it without any lexical match
-                    Some((semantic, _)) => {
-                        bars = (best.bar(), best.bar().min(best_cautions.bar()));
-                        semantic.window(offset + lo..offset + hi, &mut cosines[..hi - lo]);
-                        let least = hybrid_need.as_ref().expect("hybrid").least(
-                            &table,
-                            &scored.eligible,
-                            cautions_kept,
-                            offset,
-                            lo..hi,
-                            &cosines[..hi - lo],
-                            bars,
-                        );
-                        if least == f64::INFINITY {
-                            continue;
-                        }
-                        least
-                    }
-                };
-                let mut all = 0.0;
-                for c in &mut cursors {
-                    c.window = c.window_bound(lo32, hi32);
-                    all += c.window;
+            let listed: Vec<Option<Listed>> = lists.iter_mut().map(|l| l[s].take()).collect();
+            let windows = seg.doc_count().div_ceil(WINDOW);
+            let shared = Bars::default();
+            // a worker searches the windows `range` in order
+            let work = |listed: Vec<Option<Listed<'_>>>,
+                        seed: &[Candidate],
+                        range: Range<usize>| {
+                let mut w = Worker::new(&ctx, &shared, s, seg, offset, listed, norms.as_deref())?;
+                w.seed(seed);
+                for i in range {
+                    w.window(i * WINDOW)?;
                 }
-                if all * (1.0 + SLACK) < window_need {
-                    continue;
+                Ok::<_, Corrupt>(w.out)
+            };
+            let found = match parallel && windows >= PARALLEL_WINDOWS {
+                // two workers, half of the windows each (windows taken in turns measured 18%
+                // slower: a block that spans two windows is decoded by the workers of both,
+                // and halves have one such boundary), each with its own cursors and bars,
+                // raising the bars they share
+                true => {
+                    let copy = listed.clone();
+                    let half = windows / 2;
+                    let (a, b) = std::thread::scope(|scope| {
+                        let b = scope.spawn(|| work(listed, &out, half..windows));
+                        let a = work(copy, &out, 0..half);
+                        (a, b.join())
+                    });
+                    let mut a = a?;
+                    // (a worker that panicked panics here, as the search would on one thread)
+                    a.extend(b.unwrap_or_else(|p| std::panic::resume_unwind(p))?);
+                    a
                 }
-                // the non-essential terms: the smallest bounds adding up to less than needed
-                order.clear();
-                order.extend((0..cursors.len()).filter(|&i| cursors[i].window > 0.0));
-                order.sort_by(|&a, &b| cursors[a].window.total_cmp(&cursors[b].window));
-                sums.clear();
-                let mut sum = 0.0;
-                for &i in &order {
-                    sum += cursors[i].window;
-                    sums.push(sum);
-                }
-                let lazy = sums
-                    .iter()
-                    .take_while(|&&s| s * (1.0 + SLACK) < window_need)
-                    .count();
-                for &i in &order[lazy..] {
-                    let c = &mut cursors[i];
-                    c.score_window(lo32, hi32)?;
-                    for &(id, v) in &c.adds {
-                        let j = (id - lo32) as usize;
-                        acc[j] += v;
-                        reached[j / 64] |= 1 << (j % 64);
-                    }
-                }
-                if hybrid.is_some() {
-                    seen = reached;
-                }
-                for (word, bits) in reached.iter_mut().enumerate() {
-                    let mut bits = std::mem::take(bits);
-                    while bits != 0 {
-                        let j = word * 64 + bits.trailing_zeros() as usize;
-                        bits &= bits - 1;
-                        let mut a = std::mem::take(&mut acc[j]);
-                        let d = lo32 + j as u32;
-                        let id = offset + d as usize;
-                        let bar = if caution_at(d as usize) {
-                            best.bar().min(best_cautions.bar())
-                        } else {
-                            best.bar()
-                        };
-                        let prior = table.prior(d as usize);
-                        if prior <= 0.0 {
-                            continue;
-                        }
-                        let needed = match &hybrid_need {
-                            None => need(bar, prior),
-                            // an ineligible doc's saturations are 0 (or, under settings
-                            // beyond reason, not a number: its score is not one either, but a
-                            // hybrid similarity of 0 lexically is its cosine's)
-                            Some(_) if !scored.eligible.get(id) => continue,
-                            // with the current bar (it may have risen since the window began)
-                            Some(h) => h.of(bar, prior, cosines[j]),
-                        };
-                        // the non-essential terms, largest bound first, while the doc can make it
-                        let mut short = false;
-                        for x in (0..lazy).rev() {
-                            if (a + sums[x]) * (1.0 + SLACK) < needed {
-                                short = true;
-                                break;
-                            }
-                            let c = &mut cursors[order[x]];
-                            if let Some(s) = c.sat_at(d)? {
-                                let v = c.share * s;
-                                a += v;
-                                row[c.t] = v;
-                            }
-                        }
-                        if short || a * (1.0 + SLACK) < needed {
-                            row.fill(0.0);
-                            continue;
-                        }
-                        // in full: the request's terms in order, as the exhaustive search sums
-                        for &i in &order[lazy..] {
-                            let c = &mut cursors[i];
-                            if let Some(v) = c.added(d) {
-                                row[c.t] = v;
-                            }
-                        }
-                        let mut exact = 0.0;
-                        for v in &mut row {
-                            exact += std::mem::take(v);
-                        }
-                        let sim = match hybrid {
-                            None if exact <= 0.0 => continue,
-                            None => exact / total,
-                            Some((_, w)) => {
-                                let lexical = if exact > 0.0 { exact / total } else { 0.0 };
-                                crate::semantic::fuse(lexical, f64::from(cosines[j]), w)
-                            }
-                        };
-                        let bests = (&mut best, &mut best_cautions);
-                        self.admit(id, sim, scored, settings, bests, &mut out)?;
-                    }
-                }
-                // hybrid: the docs no term reached whose cosine alone may make it (their
-                // lexical sum is 0: a need at or below 0 left every term essential)
-                let (Some((_, w)), Some(h)) = (hybrid, &hybrid_need) else {
-                    continue;
-                };
-                if window_need > 0.0 {
-                    continue;
-                }
-                for j in 0..(hi - lo) {
-                    if seen[j / 64] & (1 << (j % 64)) != 0 {
-                        continue;
-                    }
-                    let d = lo + j;
-                    let id = offset + d;
-                    // its need as the window began
-                    let prior = table.prior(d);
-                    if prior <= 0.0 || !scored.eligible.get(id) {
-                        continue;
-                    }
-                    let bar = match caution_at(d) {
-                        true => bars.1,
-                        false => bars.0,
-                    };
-                    if h.of(bar, prior, cosines[j]) > 0.0 {
-                        continue;
-                    }
-                    let sim = crate::semantic::fuse(0.0, f64::from(cosines[j]), w);
-                    let bests = (&mut best, &mut best_cautions);
-                    self.admit(id, sim, scored, settings, bests, &mut out)?;
-                }
-            }
+                false => work(listed, &out, 0..windows)?,
+            };
+            out.extend(found);
         }
         Ok(out)
     }
+}
 
-    /// Doc `id` of similarity `sim` among the candidates, if it is similar enough and scores
-    /// above 0; its score raises the bars.
-    fn admit(
-        &self,
-        id: usize,
-        sim: f64,
-        scored: &Scored,
-        settings: &Settings,
-        (best, best_cautions): (&mut Best, &mut Best),
-        out: &mut Vec<Candidate>,
-    ) -> Result<(), Corrupt> {
-        if sim <= 0.0 || sim < settings.min_similarity {
+/// Windows a segment must have for its search to be shared by two workers (a thread takes tens
+/// of microseconds to start: a few windows are searched sooner).
+const PARALLEL_WINDOWS: usize = if cfg!(test) { 2 } else { 8 };
+
+/// What the workers of a pruned search read: the request, its terms and the bounds' inputs.
+struct Ctx<'a, 'r> {
+    index: &'a Index,
+    scored: &'a Scored<'r>,
+    settings: &'a Settings,
+    /// The request's terms and their shares, in order.
+    shares: &'a [(Term, f64)],
+    total: f64,
+    /// Hybrid: the semantic side and the cosine's weight.
+    hybrid: Option<(Semantic<'r>, f64)>,
+    hybrid_need: Option<HybridNeed>,
+    priors: &'a Priors,
+    cautions_kept: bool,
+    /// The largest factor besides the prior.
+    boost: f64,
+    /// The sum `min-similarity` asks for.
+    floor: f64,
+    k: usize,
+    max_cautions: usize,
+}
+
+impl Ctx<'_, '_> {
+    /// The sum a doc whose prior is at most `prior` needs to score `bar`, or to be similar
+    /// enough.
+    #[inline]
+    fn need(&self, bar: f64, prior: f64) -> f64 {
+        (bar * self.total / (prior * self.boost)).max(self.floor)
+    }
+}
+
+/// The bars the workers of a segment share: the largest of their K-th best scores, and of
+/// their cautions' (`f64` bits: positive floats order as their bits do). A worker's bar is
+/// the higher of its own and the shared one, a score some K docs reach: pruning below it
+/// loses no hit.
+#[derive(Debug, Default)]
+struct Bars {
+    plain: AtomicU64,
+    cautions: AtomicU64,
+}
+
+/// The bar a plain doc must reach.
+#[inline]
+fn plain_bar(best: &Best, shared: &Bars) -> f64 {
+    best.bar()
+        .max(f64::from_bits(shared.plain.load(Ordering::Relaxed)))
+}
+
+/// The bar a caution must reach: the top K's, or the cautions kept's if lower.
+#[inline]
+fn caution_bar(best: &Best, best_cautions: &Best, shared: &Bars) -> f64 {
+    let cautions = best_cautions
+        .bar()
+        .max(f64::from_bits(shared.cautions.load(Ordering::Relaxed)));
+    plain_bar(best, shared).min(cautions)
+}
+
+/// Doc `id` of similarity `sim` among the candidates, if it is similar enough and scores
+/// above 0; its score raises the bars (the worker's and the shared ones).
+fn admit(
+    ctx: &Ctx,
+    shared: &Bars,
+    (best, best_cautions): (&mut Best, &mut Best),
+    out: &mut Vec<Candidate>,
+    id: usize,
+    sim: f64,
+) -> Result<(), Corrupt> {
+    if sim <= 0.0 || sim < ctx.settings.min_similarity {
+        return Ok(());
+    }
+    let (parts, caution) = ctx.index.parts(id, sim, ctx.scored, ctx.settings)?;
+    if parts.score > 0.0 {
+        best.push(parts.score);
+        shared
+            .plain
+            .fetch_max(best.bar().to_bits(), Ordering::Relaxed);
+        if caution {
+            best_cautions.push(parts.score);
+            shared
+                .cautions
+                .fetch_max(best_cautions.bar().to_bits(), Ordering::Relaxed);
+        }
+        out.push((parts.score, sim, id, caution));
+    }
+    Ok(())
+}
+
+/// One worker of a pruned search over a segment: its cursors, one per term, and the buffers
+/// of a window.
+struct Worker<'c, 'a, 'r> {
+    ctx: &'c Ctx<'a, 'r>,
+    shared: &'c Bars,
+    /// The segment's index among the index's, its first doc id, doc count and priors.
+    s: usize,
+    offset: usize,
+    local: usize,
+    table: PriorTable<'a>,
+    cursors: Vec<Cursor<'a>>,
+    /// Each doc of the window's sum of its essential terms, and whether one reached it.
+    acc: Vec<f64>,
+    reached: [u64; WINDOW / 64],
+    /// Hybrid: whether an essential term reached each doc of the window, and their cosines.
+    seen: [u64; WINDOW / 64],
+    cosines: Vec<f32>,
+    /// A doc's sum, term by term, as the exhaustive search adds it.
+    row: Vec<f64>,
+    /// The terms by their window bound, smallest first, and the running sums of those bounds.
+    order: Vec<usize>,
+    sums: Vec<f64>,
+    best: Best,
+    best_cautions: Best,
+    out: Vec<Candidate>,
+}
+
+impl<'c, 'a, 'r> Worker<'c, 'a, 'r> {
+    /// A worker over segment `s` (`seg`, at `offset`) whose terms' lists (in the request's
+    /// order) are `listed`.
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        ctx: &'c Ctx<'a, 'r>,
+        shared: &'c Bars,
+        s: usize,
+        seg: &'a Segment,
+        offset: usize,
+        listed: Vec<Option<Listed<'a>>>,
+        norms: Option<&'a Norms>,
+    ) -> Result<Self, Corrupt> {
+        let (index, settings) = (ctx.index, ctx.settings);
+        let (b, w) = (settings.b, settings.field_weights);
+        let mut cursors: Vec<Cursor> = Vec::new();
+        for (t, (&(term, share), listed)) in ctx.shares.iter().zip(listed).enumerate() {
+            let Some((list, skips)) = listed else {
+                continue;
+            };
+            let kind = text::kind(term);
+            let body = index.body_norms(norms, kind);
+            let scorer =
+                index.list_scorer(seg, offset, &ctx.scored.eligible, body, kind, settings)?;
+            let avg: [f64; 4] = std::array::from_fn(|f| index.stats.avg[score::slot(f, kind)]);
+            let bound = |s: &Skip| {
+                let mut x = 0.0;
+                for f in 0..4 {
+                    x += w[f] * s.fields[f].bound(b, avg[f]);
+                }
+                let x = x * (1.0 + SLACK);
+                let sat = x / (settings.k1 + x) * (1.0 + SLACK);
+                if sat.is_finite() {
+                    sat.min(1.0)
+                } else {
+                    1.0
+                }
+            };
+            cursors.push(Cursor::open(t, share, list, skips, scorer, bound)?);
+        }
+        Ok(Worker {
+            ctx,
+            shared,
+            s,
+            offset,
+            local: seg.doc_count(),
+            table: seg.priors()?,
+            cursors,
+            acc: vec![0.0; WINDOW],
+            reached: [0; WINDOW / 64],
+            seen: [0; WINDOW / 64],
+            cosines: vec![0.0; WINDOW],
+            row: vec![0.0; ctx.shares.len()],
+            order: Vec::new(),
+            sums: Vec::new(),
+            best: Best::new(ctx.k),
+            best_cautions: Best::new(ctx.max_cautions),
+            out: Vec::new(),
+        })
+    }
+
+    /// Raise the worker's bars by the candidates of the segments searched before.
+    fn seed(&mut self, candidates: &[Candidate]) {
+        for &(score, _, _, caution) in candidates {
+            self.best.push(score);
+            if caution {
+                self.best_cautions.push(score);
+            }
+        }
+    }
+
+    /// Search the window of segment docs from `lo`: what its docs need, its essential terms'
+    /// postings, each doc they reach (the non-essential terms looked up while it can make
+    /// it), and, in a hybrid search, the docs whose cosine alone may make it.
+    fn window(&mut self, lo: usize) -> Result<(), Corrupt> {
+        let ctx = self.ctx;
+        let (scored, total, hybrid) = (ctx.scored, ctx.total, ctx.hybrid);
+        let (hybrid_need, priors, cautions_kept) =
+            (&ctx.hybrid_need, ctx.priors, ctx.cautions_kept);
+        let (s, offset, table, local, shared) =
+            (self.s, self.offset, self.table, self.local, self.shared);
+        let Worker {
+            cursors,
+            acc,
+            reached,
+            seen,
+            cosines,
+            row,
+            order,
+            sums,
+            best,
+            best_cautions,
+            out,
+            ..
+        } = self;
+        // without cautions kept, a caution is a plain doc
+        let caution_at = |d: usize| cautions_kept && table.caution(d);
+        let need = |bar: f64, prior: f64| ctx.need(bar, prior);
+        let hi = (lo + WINDOW).min(local);
+        let (lo32, hi32) = (lo as u32, hi as u32);
+        // the largest prior of the window's plain docs and of its cautions: a caution
+        // makes it into the top K or among the cautions kept, whose bar is lower, but
+        // its count factor (failures over successes) keeps its prior small
+        // hybrid: the bars of plain docs and cautions as the window began
+        let mut bars = (0.0, 0.0);
+        let window_need = match hybrid {
+            None => {
+                let (plain, caution) = priors.windows[s][lo / WINDOW];
+                // without cautions kept, a caution is a plain doc
+                let (plain, caution) = match cautions_kept {
+                    true => (plain, caution),
+                    false => (plain.max(caution), 0.0),
+                };
+                if plain <= 0.0 && caution <= 0.0 {
+                    // every score here is 0: nothing matches
+                    return Ok(());
+                }
+                let class_need = |bar: f64, prior: f64| match prior > 0.0 {
+                    true => need(bar, prior),
+                    false => f64::INFINITY,
+                };
+                class_need(plain_bar(best, shared), plain).min(class_need(
+                    caution_bar(best, best_cautions, shared),
+                    caution,
+                ))
+            }
+            // the least of its docs' needs: a doc's cosine lowers its need, to 0 or
+            // below for a doc that can make it without any lexical match
+            Some((semantic, _)) => {
+                bars = (
+                    plain_bar(best, shared),
+                    caution_bar(best, best_cautions, shared),
+                );
+                semantic.window(offset + lo..offset + hi, &mut cosines[..hi - lo]);
+                let least = hybrid_need.as_ref().expect("hybrid").least(
+                    &table,
+                    &scored.eligible,
+                    cautions_kept,
+                    offset,
+                    lo..hi,
+                    &cosines[..hi - lo],
+                    bars,
+                );
+                if least == f64::INFINITY {
+                    return Ok(());
+                }
+                least
+            }
+        };
+        let mut all = 0.0;
+        for c in cursors.iter_mut() {
+            c.window = c.window_bound(lo32, hi32);
+            all += c.window;
+        }
+        if all * (1.0 + SLACK) < window_need {
             return Ok(());
         }
-        let (parts, caution) = self.parts(id, sim, scored, settings)?;
-        if parts.score > 0.0 {
-            best.push(parts.score);
-            if caution {
-                best_cautions.push(parts.score);
-            }
-            out.push((parts.score, sim, id, caution));
+        // the non-essential terms: the smallest bounds adding up to less than needed
+        order.clear();
+        order.extend((0..cursors.len()).filter(|&i| cursors[i].window > 0.0));
+        order.sort_by(|&a, &b| cursors[a].window.total_cmp(&cursors[b].window));
+        sums.clear();
+        let mut sum = 0.0;
+        for &i in order.iter() {
+            sum += cursors[i].window;
+            sums.push(sum);
         }
+        let lazy = sums
+            .iter()
+            .take_while(|&&s| s * (1.0 + SLACK) < window_need)
+            .count();
+        for &i in &order[lazy..] {
+            let c = &mut cursors[i];
+            c.score_window(lo32, hi32)?;
+            for &(id, v) in &c.adds {
+                let j = (id - lo32) as usize;
+                acc[j] += v;
+                reached[j / 64] |= 1 << (j % 64);
+            }
+        }
+        if hybrid.is_some() {
+            *seen = *reached;
+        }
+        for (word, bits) in reached.iter_mut().enumerate() {
+            let mut bits = std::mem::take(bits);
+            while bits != 0 {
+                let j = word * 64 + bits.trailing_zeros() as usize;
+                bits &= bits - 1;
+                let mut a = std::mem::take(&mut acc[j]);
+                let d = lo32 + j as u32;
+                let id = offset + d as usize;
+                let bar = if caution_at(d as usize) {
+                    caution_bar(best, best_cautions, shared)
+                } else {
+                    plain_bar(best, shared)
+                };
+                let prior = table.prior(d as usize);
+                if prior <= 0.0 {
+                    continue;
+                }
+                let needed = match hybrid_need {
+                    None => need(bar, prior),
+                    // an ineligible doc's saturations are 0 (or, under settings
+                    // beyond reason, not a number: its score is not one either, but a
+                    // hybrid similarity of 0 lexically is its cosine's)
+                    Some(_) if !scored.eligible.get(id) => continue,
+                    // with the current bar (it may have risen since the window began)
+                    Some(h) => h.of(bar, prior, cosines[j]),
+                };
+                // the non-essential terms, largest bound first, while the doc can make it
+                let mut short = false;
+                for x in (0..lazy).rev() {
+                    if (a + sums[x]) * (1.0 + SLACK) < needed {
+                        short = true;
+                        break;
+                    }
+                    let c = &mut cursors[order[x]];
+                    if let Some(s) = c.sat_at(d)? {
+                        let v = c.share * s;
+                        a += v;
+                        row[c.t] = v;
+                    }
+                }
+                if short || a * (1.0 + SLACK) < needed {
+                    row.fill(0.0);
+                    continue;
+                }
+                // in full: the request's terms in order, as the exhaustive search sums
+                for &i in &order[lazy..] {
+                    let c = &mut cursors[i];
+                    if let Some(v) = c.added(d) {
+                        row[c.t] = v;
+                    }
+                }
+                let mut exact = 0.0;
+                for v in row.iter_mut() {
+                    exact += std::mem::take(v);
+                }
+                let sim = match hybrid {
+                    None if exact <= 0.0 => continue,
+                    None => exact / total,
+                    Some((_, w)) => {
+                        let lexical = if exact > 0.0 { exact / total } else { 0.0 };
+                        crate::semantic::fuse(lexical, f64::from(cosines[j]), w)
+                    }
+                };
+                admit(ctx, shared, (best, best_cautions), out, id, sim)?;
+            }
+        }
+        // hybrid: the docs no term reached whose cosine alone may make it (their
+        // lexical sum is 0: a need at or below 0 left every term essential)
+        let (Some((_, w)), Some(h)) = (hybrid, hybrid_need) else {
+            return Ok(());
+        };
+        if window_need > 0.0 {
+            return Ok(());
+        }
+        for j in 0..(hi - lo) {
+            if seen[j / 64] & (1 << (j % 64)) != 0 {
+                continue;
+            }
+            let d = lo + j;
+            let id = offset + d;
+            // its need as the window began
+            let prior = table.prior(d);
+            if prior <= 0.0 || !scored.eligible.get(id) {
+                continue;
+            }
+            let bar = match caution_at(d) {
+                true => bars.1,
+                false => bars.0,
+            };
+            if h.of(bar, prior, cosines[j]) > 0.0 {
+                continue;
+            }
+            let sim = crate::semantic::fuse(0.0, f64::from(cosines[j]), w);
+            admit(ctx, shared, (best, best_cautions), out, id, sim)?;
+        }
+
         Ok(())
     }
 }
