@@ -792,11 +792,11 @@ impl<'c, 'a, 'r> Worker<'c, 'a, 'r> {
         let need = |bar: f64, prior: f64| ctx.need(bar, prior);
         let hi = (lo + WINDOW).min(local);
         let (lo32, hi32) = (lo as u32, hi as u32);
+        // hybrid: the bars of plain docs and cautions as the window began
+        let mut bars = (0.0, 0.0);
         // the largest prior of the window's plain docs and of its cautions: a caution
         // makes it into the top K or among the cautions kept, whose bar is lower, but
         // its count factor (failures over successes) keeps its prior small
-        // hybrid: the bars of plain docs and cautions as the window began
-        let mut bars = (0.0, 0.0);
         let window_need = match hybrid {
             None => {
                 let (plain, caution) = priors.windows[s][lo / WINDOW];
