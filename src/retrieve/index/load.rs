@@ -68,6 +68,7 @@ impl Index {
             lessons: 0,
             stats: FieldStats::new(&[0; LEN_SLOTS], 0),
             norms: Mutex::new(None),
+            skips: Mutex::default(),
             searched: AtomicBool::new(false),
             priors: OnceLock::new(),
             paths: OnceLock::new(),

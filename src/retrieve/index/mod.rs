@@ -189,12 +189,20 @@ struct Tags {
     tagged: Bits,
 }
 
-/// Inverse length norms of the body per doc, per term kind (word, trigram), for one `b`:
-/// each doc's computed the first time a search scores it.
+/// Inverse length norms per field and doc (field × docs + index id; title, description,
+/// tags, body), per term kind (word, trigram), for one `b`: each computed the first time a search
+/// scores a posting that needs it.
 #[derive(Debug)]
 struct Norms {
     b: u64,
-    body: [OnceLock<Box<[AtomicU32]>>; 2],
+    fields: [OnceLock<Box<[AtomicU32]>>; 2],
+}
+
+/// Decoded skip tables, by segment (0 base, 1 delta) and term, and how many skips they hold.
+#[derive(Debug, Default)]
+struct SkipCache {
+    lists: HashMap<(u8, Term), Arc<prune::TermSkips>>,
+    held: usize,
 }
 
 /// One segment's targeted docs ([`Index::targeted`]).
@@ -255,6 +263,8 @@ pub struct Index {
     lessons: u64,
     stats: FieldStats,
     norms: Mutex<Option<Arc<Norms>>>,
+    /// The skip tables the searches decoded, by segment and term.
+    skips: Mutex<SkipCache>,
     /// Whether a search has run (the norms' table is made from the second on).
     searched: AtomicBool,
     /// What bounds each doc's score besides its similarity, once a search needs it.

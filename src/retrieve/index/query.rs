@@ -38,7 +38,7 @@ impl Index {
             _ => {
                 let norms = Arc::new(Norms {
                     b: b.to_bits(),
-                    body: [OnceLock::new(), OnceLock::new()],
+                    fields: [OnceLock::new(), OnceLock::new()],
                 });
                 *cache = Some(norms.clone());
                 Some(norms)
@@ -46,17 +46,18 @@ impl Index {
         }
     }
 
-    /// Every doc's inverse body norm for terms of `kind`, if computed (the bits of an `f32`;
-    /// 0 until a search scores a posting of the doc), when there is a table.
-    pub(super) fn body_norms<'a>(
+    /// Every doc's inverse norms in the four fields for terms of `kind`, if computed (the bits
+    /// of an `f32` at field × docs + index id; 0 until a search scores a posting that needs it),
+    /// when there is a table.
+    pub(super) fn field_norms<'a>(
         &self,
         norms: Option<&'a Norms>,
         kind: text::Kind,
     ) -> Option<&'a [AtomicU32]> {
         let norms = norms?;
         Some(
-            norms.body[usize::from(kind == text::Kind::Trigram)]
-                .get_or_init(|| (0..self.n).map(|_| AtomicU32::new(0)).collect()),
+            norms.fields[usize::from(kind == text::Kind::Trigram)]
+                .get_or_init(|| (0..self.n * 4).map(|_| AtomicU32::new(0)).collect()),
         )
     }
 
@@ -205,8 +206,8 @@ impl Index {
                     continue;
                 };
                 search.postings += list.count as u64;
-                let body = self.body_norms(norms.as_deref(), kind);
-                let scorer = self.list_scorer(seg, offset, eligible, body, kind, settings)?;
+                let cached = self.field_norms(norms.as_deref(), kind);
+                let scorer = self.list_scorer(seg, offset, eligible, cached, kind, settings)?;
                 let check_live = self.deleted_count > 0 && offset == 0;
                 let mut sat = [0.0f64; codec::BLOCK];
                 let mut failed = None;
@@ -398,7 +399,7 @@ impl Index {
         seg: &'a Segment,
         offset: usize,
         eligible: &'a Bits,
-        body: Option<&'a [AtomicU32]>,
+        cached: Option<&'a [AtomicU32]>,
         kind: text::Kind,
         settings: &Settings,
     ) -> Result<ListScorer<'a>, Corrupt> {
@@ -406,7 +407,8 @@ impl Index {
             offset,
             local: seg.doc_count(),
             eligible: &eligible.0,
-            body,
+            cached,
+            n: self.n,
             lens: [&[]; 4],
             avg: [0.0; 4],
             w: settings.field_weights,
@@ -1031,9 +1033,11 @@ pub(super) struct ListScorer<'a> {
     /// Docs in the segment.
     local: usize,
     eligible: &'a [u64],
-    /// Inverse body norms per doc (index ids), as they are computed (none: each computed
-    /// where it is needed).
-    body: Option<&'a [AtomicU32]>,
+    /// Inverse norms per field and doc (field × `n` + index id), as they are computed (none:
+    /// each computed where it is needed).
+    cached: Option<&'a [AtomicU32]>,
+    /// Docs in the index.
+    n: usize,
     /// Title, description, tags and body lengths per doc (segment ids, u32 each), for the
     /// term's kind, and their averages.
     lens: [&'a [u8]; 4],
@@ -1065,6 +1069,31 @@ impl ListScorer<'_> {
         }
         for (i, s) in sat.iter_mut().enumerate().take(blk.len) {
             *s = self.saturate(blk, i, others[i]);
+        }
+        Ok(())
+    }
+
+    /// [`ListScorer::block`] for the postings `keep` says (by their place in the block)
+    /// alone, to the last bit; the others' saturations are left as they were.
+    #[inline]
+    pub(super) fn block_where(
+        &self,
+        blk: &Block,
+        sat: &mut [f64; codec::BLOCK],
+        keep: impl Fn(usize) -> bool,
+    ) -> Result<(), Corrupt> {
+        self.check(blk)?;
+        let mut others = [0.0f64; codec::BLOCK];
+        for j in 0..blk.others {
+            let i = usize::from(blk.which[j]);
+            if keep(i) {
+                others[i] = self.others(blk, j);
+            }
+        }
+        for (i, s) in sat.iter_mut().enumerate().take(blk.len) {
+            if keep(i) {
+                *s = self.saturate(blk, i, others[i]);
+            }
         }
         Ok(())
     }
@@ -1104,10 +1133,30 @@ impl ListScorer<'_> {
         x
     }
 
-    /// Doc `id`'s (segment id) inverse length norm in field `f`.
+    /// Doc `local`'s (segment id) inverse length norm in field `f`: computed once per doc,
+    /// field and index when the index keeps a table (not for every doc up front: a pruned
+    /// search scores a small part of the bank, and a new process spent a tenth of its time on
+    /// the norms of docs it never reads); a race computes the same bits twice.
     #[inline]
-    fn norm(&self, f: usize, id: usize) -> f32 {
-        let l = &self.lens[f][id * 4..id * 4 + 4];
+    fn norm(&self, f: usize, local: usize) -> f32 {
+        let Some(cached) = self.cached else {
+            return self.norm_of(f, local);
+        };
+        let slot = &cached[f * self.n + local + self.offset];
+        match slot.load(Ordering::Relaxed) {
+            0 => {
+                let norm = self.norm_of(f, local);
+                slot.store(norm.to_bits(), Ordering::Relaxed);
+                norm
+            }
+            bits => f32::from_bits(bits),
+        }
+    }
+
+    /// Doc `local`'s (segment id) inverse length norm in field `f`, from its length.
+    #[inline]
+    fn norm_of(&self, f: usize, local: usize) -> f32 {
+        let l = &self.lens[f][local * 4..local * 4 + 4];
         let len = u32::from_le_bytes([l[0], l[1], l[2], l[3]]);
         score::inverse_norm(len, self.avg[f], self.b)
     }
@@ -1125,21 +1174,7 @@ impl ListScorer<'_> {
         let id = local + self.offset;
         let eligible = (self.eligible[id >> 6] >> (id & 63)) & 1;
         // (a body count of 0 adds +0.0, as skipping it would)
-        // the body norm, computed once per doc and index when the index keeps a table (not for
-        // every doc up front: a pruned search scores a small part of the bank, and a new
-        // process spent a tenth of its time on the norms of docs it never reads); a race
-        // computes the same bits twice
-        let norm = match self.body {
-            None => self.norm(BODY, local),
-            Some(body) => match body[id].load(Ordering::Relaxed) {
-                0 => {
-                    let norm = self.norm(BODY, local);
-                    body[id].store(norm.to_bits(), Ordering::Relaxed);
-                    norm
-                }
-                bits => f32::from_bits(bits),
-            },
-        };
+        let norm = self.norm(BODY, local);
         let x = others + self.w[BODY] * f64::from(body_count) * f64::from(norm);
         x / (self.k1 + x) * eligible as f64
     }
