@@ -663,14 +663,14 @@ impl Index {
                 true => {
                     let copy = listed.clone();
                     let half = windows / 2;
-                    let (a, b) = std::thread::scope(|scope| {
-                        let b = scope.spawn(|| work(listed, &out, half..windows));
-                        let a = work(copy, &out, 0..half);
-                        (a, b.join())
-                    });
+                    // on rayon's threads, which a process keeps (and with them their
+                    // allocator's heaps): a thread started per search measured slower
+                    let (a, b) = rayon::join(
+                        || work(copy, &out, 0..half),
+                        || work(listed, &out, half..windows),
+                    );
                     let mut a = a?;
-                    // (a worker that panicked panics here, as the search would on one thread)
-                    a.extend(b.unwrap_or_else(|p| std::panic::resume_unwind(p))?);
+                    a.extend(b?);
                     a
                 }
                 false => work(listed, &out, 0..windows)?,
@@ -681,8 +681,6 @@ impl Index {
     }
 }
 
-/// Windows a segment must have for its search to be shared by two workers (a thread takes tens
-/// of microseconds to start: a few windows are searched sooner).
 /// Into `viable`, bit `d - lo` for each doc `d` of `lo..hi` (segment ids) that is eligible and
 /// whose prior is not below its class's threshold (`plain`, `caution`; a prior that is not a
 /// number is kept): a doc below it needs more than the window's terms can give.
@@ -729,6 +727,8 @@ fn viable_docs(
     }
 }
 
+/// Windows a segment must have for its search to be shared by two workers (handing half of them
+/// to another thread takes tens of microseconds: a few windows are searched sooner).
 const PARALLEL_WINDOWS: usize = if cfg!(test) { 2 } else { 8 };
 
 /// What the workers of a pruned search read: the request, its terms and the bounds' inputs.
