@@ -6,8 +6,9 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::{Args, ValueEnum};
-use lesson::report::hits;
+use lesson::report::hits::{self, Printed, Shape};
 use lesson::retrieve::{InferredTags, Request, Retriever};
+use lesson::watch::serve;
 
 /// Output formats of `search`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -83,9 +84,6 @@ pub struct SearchArgs {
 
 /// Run `lesson search`.
 pub fn run(root: &Path, args: SearchArgs) -> anyhow::Result<ExitCode> {
-    // a live `lesson watch` vouching for the index spares the stat walk
-    let mut retriever = Retriever::open_fast(root)
-        .with_context(|| format!("cannot search the bank at {}", root.display()))?;
     let text = if args.request == ["-"] {
         std::io::read_to_string(std::io::stdin()).context("cannot read the request from stdin")?
     } else {
@@ -107,6 +105,30 @@ pub fn run(root: &Path, args: SearchArgs) -> anyhow::Result<ExitCode> {
         }),
         now: super::now()?,
     };
+    let shape = match args.format {
+        Format::Prompt => Shape::Prompt,
+        Format::Json => Shape::Json,
+        Format::Text => Shape::Text,
+    };
+    if args.explain.is_none() && args.log.is_none() {
+        // a live `lesson watch` answers from the index it holds open and warm
+        if let Some(query) = serve::Query::new(&request, shape, root) {
+            match serve::ask(root, &query) {
+                Some(serve::Reply::Answered { pid, printed }) => {
+                    verbose!("answered by the watcher (pid {pid})");
+                    show(&printed);
+                    return Ok(ExitCode::SUCCESS);
+                }
+                Some(serve::Reply::Declined(why)) => {
+                    verbose!("the watcher did not answer: {why}; searching here");
+                }
+                None => {}
+            }
+        }
+    }
+    // a live `lesson watch` vouching for the index spares the stat walk
+    let mut retriever = Retriever::open_fast(root)
+        .with_context(|| format!("cannot search the bank at {}", root.display()))?;
     if let Some(slug) = &args.explain {
         let why = retriever.explain(&request, slug)?;
         match args.format {
@@ -119,44 +141,27 @@ pub fn run(root: &Path, args: SearchArgs) -> anyhow::Result<ExitCode> {
         lesson::usage::check_run(run)?;
     }
     let answer = retriever.answer(&request)?;
-    if let Some(problem) = retriever.semantic_problem() {
-        eprintln!("warning: [retrieve] model: {problem}; the search is lexical");
-    }
     if let Some(run) = &args.log {
         let stamp = super::stamp(root, args.by)?;
         retriever
             .log_shown(&answer, run, &stamp.by)
             .context("cannot log the search")?;
     }
-    if args.format != Format::Json {
-        let n = answer
-            .held_back
-            .iter()
-            .filter(|h| !h.codes.is_empty())
-            .count();
-        if n > 0 {
-            let lessons = if n == 1 { "lesson" } else { "lessons" };
-            note!("note: {n} {lessons} with errors were not served (lesson lint lists them)");
-        }
-        let n = answer.held_back.len() - n;
-        if n > 0 {
-            let lessons = if n == 1 { "lesson was" } else { "lessons were" };
-            note!("note: {n} quarantined {lessons} not served (lesson review lists them)");
-        }
-    }
-    match args.format {
-        Format::Prompt => {
-            print!("{}", answer.prompt.text);
-            if answer.hits.is_empty() && answer.matched > 0 {
-                note!("note: {}", hits::over_budget(&answer));
-            }
-        }
-        Format::Text => print!("{}", hits::text(&answer)),
-        Format::Json => println!("{}", hits::json(&answer, root)?),
-    }
+    show(&hits::print(&retriever, &answer, shape, root)?);
     // a search process ends here: the exit frees it all at once (dropping the index, its
     // maps and tables, cost a new process a twentieth of its time)
     std::mem::forget(answer);
     std::mem::forget(retriever);
     Ok(ExitCode::SUCCESS)
+}
+
+/// Print what a search printed: warnings and notes on stderr, the answer on stdout.
+fn show(printed: &Printed) {
+    for warning in &printed.warnings {
+        eprintln!("warning: {warning}");
+    }
+    for n in &printed.notes {
+        note!("note: {n}");
+    }
+    print!("{}", printed.stdout);
 }

@@ -27,6 +27,9 @@ pub struct WatchArgs {
     /// With --poll: how often to scan the bank
     #[arg(long, value_name = "MS", default_value_t = 1000, requires = "poll")]
     poll_interval: u64,
+    /// Do not answer searches: `lesson search` then opens the vouched index itself
+    #[arg(long)]
+    no_serve: bool,
 }
 
 /// Run `lesson watch`.
@@ -66,6 +69,11 @@ pub fn run(root: &Path, args: WatchArgs) -> anyhow::Result<ExitCode> {
         root.display(),
         args.debounce
     );
+    if !args.no_serve {
+        if let Err(e) = watch.serve() {
+            eprintln!("warning: cannot answer searches ({e}); they open the index themselves");
+        }
+    }
     if let Some(problem) = watch.retriever().semantic_problem() {
         eprintln!("warning: [retrieve] model: {problem}; the index is kept without vectors");
     }

@@ -4,9 +4,9 @@
 
 use std::path::Path;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
-use crate::retrieve::{Answer, Explanation, HeldBack, Hit, ScoreParts};
+use crate::retrieve::{Answer, Explanation, HeldBack, Hit, Retriever, ScoreParts};
 
 /// `lesson search --format json`: the request as resolved, the hits shown, and the figures.
 #[derive(Debug, Serialize)]
@@ -67,6 +67,79 @@ pub fn json(answer: &Answer, root: &Path) -> serde_json::Result<String> {
         held_back: &answer.held_back,
     };
     serde_json::to_string_pretty(&report)
+}
+
+/// How `lesson search` prints an answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Shape {
+    /// The block to put in an agent's prompt.
+    Prompt,
+    /// Every hit with its score parts and the gates it passed.
+    Json,
+    /// A table for people.
+    Text,
+}
+
+/// What `lesson search` prints for an answer: the same bytes whether the search ran in the
+/// process or a watcher answered it ([`crate::watch::serve`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Printed {
+    /// Standard output.
+    pub stdout: String,
+    /// Notes for standard error (`note: ...`; `--quiet` silences them).
+    pub notes: Vec<String>,
+    /// Warnings for standard error (`warning: ...`).
+    pub warnings: Vec<String>,
+}
+
+/// Print `answer`, found by `retriever`, as `shape` (JSON paths under `root`).
+pub fn print(
+    retriever: &Retriever,
+    answer: &Answer,
+    shape: Shape,
+    root: &Path,
+) -> serde_json::Result<Printed> {
+    let mut printed = Printed::default();
+    if let Some(problem) = retriever.semantic_problem() {
+        printed.warnings.push(format!(
+            "[retrieve] model: {problem}; the search is lexical"
+        ));
+    }
+    if shape != Shape::Json {
+        let n = answer
+            .held_back
+            .iter()
+            .filter(|h| !h.codes.is_empty())
+            .count();
+        if n > 0 {
+            let lessons = if n == 1 { "lesson" } else { "lessons" };
+            printed.notes.push(format!(
+                "{n} {lessons} with errors were not served (lesson lint lists them)"
+            ));
+        }
+        let n = answer.held_back.len() - n;
+        if n > 0 {
+            let lessons = if n == 1 { "lesson was" } else { "lessons were" };
+            printed.notes.push(format!(
+                "{n} quarantined {lessons} not served (lesson review lists them)"
+            ));
+        }
+    }
+    match shape {
+        Shape::Prompt => {
+            printed.stdout = answer.prompt.text.clone();
+            if answer.hits.is_empty() && answer.matched > 0 {
+                printed.notes.push(over_budget(answer));
+            }
+        }
+        Shape::Text => printed.stdout = text(answer),
+        Shape::Json => {
+            printed.stdout = json(answer, root)?;
+            printed.stdout.push('\n');
+        }
+    }
+    Ok(printed)
 }
 
 /// Why an answer whose hits all matched shows none: they did not fit the budget.

@@ -3,7 +3,7 @@
 //! block that shows them, and the figures that explain an empty or cut answer.
 
 use super::render::{self, Prompt};
-use super::{mark_conflicts, Explanation, Hit, Request, RetrieveError, Retriever};
+use super::{mark_conflicts, Explanation, Hit, Request, RetrieveError, Retriever, Search};
 
 /// A search's answer.
 #[derive(Debug, Clone)]
@@ -44,15 +44,42 @@ impl Retriever {
     /// template (`templates/prompt.md.j2`, else the built-in one), and mark conflicts among the
     /// hits shown.
     pub fn answer(&mut self, request: &Request) -> Result<Answer, RetrieveError> {
-        let defaults = &self.config().retrieve;
-        let k = request.k.unwrap_or(defaults.k);
-        let budget = request.budget.unwrap_or(defaults.budget);
-        let request = Request {
-            k: Some(k),
-            budget: Some(budget),
-            ..request.clone()
-        };
+        let request = self.resolved(request);
         let found = self.search(&request)?;
+        self.answer_from(request, found)
+    }
+
+    /// [`Retriever::answer`] from the index exactly as it is: `None` where the search would
+    /// change it first (a hit's file changed since the last check, the index is damaged, the
+    /// bank includes others). What a watcher answers with ([`crate::watch::serve`]): its
+    /// index changes in its batches alone.
+    pub(crate) fn answer_still(
+        &mut self,
+        request: &Request,
+    ) -> Result<Option<Answer>, RetrieveError> {
+        let request = self.resolved(request);
+        let Some(found) = self.search_still(&request)? else {
+            return Ok(None);
+        };
+        self.answer_from(request, found).map(Some)
+    }
+
+    /// `request` with the bank's `k` and budget where it has none.
+    fn resolved(&self, request: &Request) -> Request {
+        let defaults = &self.config().retrieve;
+        Request {
+            k: Some(request.k.unwrap_or(defaults.k)),
+            budget: Some(request.budget.unwrap_or(defaults.budget)),
+            ..request.clone()
+        }
+    }
+
+    /// The answer to `request` (resolved) from what its search found.
+    fn answer_from(&self, request: Request, found: Search) -> Result<Answer, RetrieveError> {
+        let (k, budget) = (
+            request.k.unwrap_or_default(),
+            request.budget.unwrap_or_default(),
+        );
         let template = render::prompt_template(self.root())?;
         let prompt = render::prompt(&template, &found.hits, budget)?;
         let matched = found.hits.len();

@@ -44,7 +44,7 @@ pub mod text;
 pub mod vectors;
 mod warm;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::bank::Bank;
 pub use crate::config::InferredTags;
@@ -60,8 +60,9 @@ pub use score::Settings;
 pub use store::{Refresh, RetrieveError, Retriever};
 pub use warm::Freshness;
 
-/// What the caller asks for.
-#[derive(Debug, Clone, PartialEq)]
+/// What the caller asks for (as JSON, what `lesson search` asks a watcher,
+/// [`crate::watch::serve`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Request {
     /// The request text (a user message, a task description).
     pub text: String,

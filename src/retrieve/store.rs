@@ -248,16 +248,39 @@ impl Retriever {
     /// searched once more under the bank lock, so that a write through `lesson` (which takes
     /// it) cannot drop them from the answer.
     pub fn search(&mut self, request: &Request) -> Result<Search, RetrieveError> {
-        if self.settings.usage_weight > 0.0 {
-            // `[retrieve] usage-weight`: the retrieval figures as they are now
-            let log = crate::usage::ShownLog::read(&self.root)?;
-            self.settings.usage = Some(Arc::new(log.figures(&self.root)?));
-        }
+        self.read_usage()?;
         if self.layers.is_empty() {
             self.search_own(request)
         } else {
             self.search_layered(request)
         }
+    }
+
+    /// [`Retriever::search`] of the index exactly as it is: `None` where that search would
+    /// change it first (a hit's file changed, the index is damaged) and for a bank that
+    /// includes others (their files are theirs to check).
+    pub(crate) fn search_still(
+        &mut self,
+        request: &Request,
+    ) -> Result<Option<Search>, RetrieveError> {
+        if !self.layers.is_empty() {
+            return Ok(None);
+        }
+        self.read_usage()?;
+        let query = self.request_vector(request);
+        Ok(match self.search_index(request, query.as_deref())? {
+            Ok(found) if found.stale.is_empty() => Some(found),
+            _ => None,
+        })
+    }
+
+    /// `[retrieve] usage-weight`: the retrieval figures as they are now.
+    fn read_usage(&mut self) -> Result<(), RetrieveError> {
+        if self.settings.usage_weight > 0.0 {
+            let log = crate::usage::ShownLog::read(&self.root)?;
+            self.settings.usage = Some(Arc::new(log.figures(&self.root)?));
+        }
+        Ok(())
     }
 
     /// [`Retriever::search`] of this bank's own index alone.

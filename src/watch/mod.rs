@@ -28,6 +28,7 @@
 
 pub mod follow;
 pub mod listing;
+pub mod serve;
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -143,6 +144,8 @@ enum Listing {
 
 enum Message {
     Event(notify::Result<notify::Event>),
+    /// A search to answer ([`serve`]), and where the reply goes.
+    Query(serve::Query, Sender<serve::Reply>),
     Stop,
 }
 
@@ -162,6 +165,7 @@ impl std::fmt::Debug for Message {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Message::Event(e) => write!(f, "Event({e:?})"),
+            Message::Query(q, _) => write!(f, "Query({q:?})"),
             Message::Stop => write!(f, "Stop"),
         }
     }
@@ -287,6 +291,10 @@ impl Named {
 
 /// A running watcher over one bank.
 pub struct Watch {
+    /// The socket searches are answered on, when serving (dropped before the marker: the
+    /// socket is removed while the lock is still held).
+    #[cfg(unix)]
+    server: Option<serve::Server>,
     root: PathBuf,
     real_root: PathBuf,
     options: Options,
@@ -361,6 +369,8 @@ impl Watch {
         .map_err(notify_error)?;
         let retriever = Retriever::open(root)?;
         let mut watch = Watch {
+            #[cfg(unix)]
+            server: None,
             root: root.to_path_buf(),
             real_root,
             options,
@@ -379,6 +389,50 @@ impl Watch {
         watch.sync_index_md(Listing::Lessons, &mut batch)?;
         watch.vouch(&mut batch);
         Ok((watch, batch))
+    }
+
+    /// Answer searches on the bank's socket ([`serve`]) from now on, between batches; an
+    /// error when the socket cannot be made (a path too long for one, say), and nothing
+    /// without Unix sockets. Searches then search by themselves, as without a watcher.
+    pub fn serve(&mut self) -> std::io::Result<()> {
+        #[cfg(unix)]
+        {
+            let tx = self.tx.clone();
+            let server = serve::Server::start(&self.root, move |query, reply| {
+                tx.send(Message::Query(query, reply)).is_ok()
+            })?;
+            self.server = Some(server);
+        }
+        Ok(())
+    }
+
+    /// The reply to `query`: the answer from the index as of the last batch, or why not.
+    fn reply(&mut self, query: &serve::Query) -> serve::Reply {
+        use serve::Reply::Declined;
+        if query.version != env!("CARGO_PKG_VERSION") {
+            return Declined(format!(
+                "the watcher runs lesson {}",
+                env!("CARGO_PKG_VERSION")
+            ));
+        }
+        if let Some(why) = &self.reopen {
+            return Declined(format!("the watcher's index is behind: {why}"));
+        }
+        let answer = match self.retriever.answer_still(&query.request) {
+            Ok(Some(answer)) => answer,
+            Ok(None) => {
+                return Declined("the index must change before it can answer".into());
+            }
+            Err(e) => return Declined(e.to_string()),
+        };
+        let root = Path::new(&query.root);
+        match crate::report::hits::print(&self.retriever, &answer, query.shape, root) {
+            Ok(printed) => serve::Reply::Answered {
+                pid: std::process::id(),
+                printed,
+            },
+            Err(e) => Declined(e.to_string()),
+        }
     }
 
     /// A handle that stops [`Watch::run`].
@@ -406,6 +460,10 @@ impl Watch {
                     pending.add(e);
                     self.collect(&mut pending)
                 }
+                Ok(Message::Query(query, reply)) => {
+                    let _ = reply.send(self.reply(&query));
+                    continue;
+                }
                 Ok(Message::Stop) | Err(_) => true,
             };
             if !pending.is_empty() {
@@ -420,16 +478,26 @@ impl Watch {
 
     /// Gather events until the debounce window passes without one (or the cap); true when a
     /// stop was asked for meanwhile.
-    fn collect(&self, pending: &mut Pending) -> bool {
+    fn collect(&mut self, pending: &mut Pending) -> bool {
         let debounce = self.options.debounce;
         let cap = Instant::now() + (debounce * CAP_WINDOWS).max(Duration::from_secs(1));
+        // the window runs from the last event: a search answered meanwhile does not restart it
+        let mut quiet = Instant::now() + debounce;
         loop {
+            let until = quiet.min(cap);
             let now = Instant::now();
-            if now >= cap {
+            if now >= until {
                 return false;
             }
-            match self.rx.recv_timeout(debounce.min(cap - now)) {
-                Ok(Message::Event(e)) => pending.add(e),
+            match self.rx.recv_timeout(until - now) {
+                Ok(Message::Event(e)) => {
+                    pending.add(e);
+                    quiet = Instant::now() + debounce;
+                }
+                // as of the last batch: the one being gathered is not applied yet
+                Ok(Message::Query(query, reply)) => {
+                    let _ = reply.send(self.reply(&query));
+                }
                 Ok(Message::Stop) => return true,
                 Err(RecvTimeoutError::Timeout) => return false,
                 Err(RecvTimeoutError::Disconnected) => return true,
@@ -581,7 +649,16 @@ impl Watch {
             let state = self.real_root.join(STATE_DIR);
             let _ = self.backend.watch(&state, RecursiveMode::NonRecursive);
             match Marker::acquire(&self.root) {
-                Ok(marker) => self.marker = marker,
+                Ok(marker) => {
+                    self.marker = marker;
+                    // the socket went with the directory
+                    #[cfg(unix)]
+                    if self.server.take().is_some() {
+                        if let Err(e) = self.serve() {
+                            batch.warnings.push(format!("cannot answer searches: {e}"));
+                        }
+                    }
+                }
                 Err(e) => {
                     batch.warnings.push(e.to_string());
                     return;

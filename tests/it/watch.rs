@@ -12,9 +12,10 @@ use std::time::{Duration, Instant, SystemTime};
 
 use lesson::bank::Bank;
 use lesson::index_md;
+use lesson::report::hits::Shape;
 use lesson::retrieve::{marker, Hit, Identity, Request, Retriever};
 use lesson::template::Template;
-use lesson::watch::{listing, Marker, MarkerError};
+use lesson::watch::{listing, serve, Marker, MarkerError};
 use proptest::prelude::*;
 
 use crate::sandbox::{copy_dir, BIN, NOW};
@@ -348,6 +349,10 @@ fn search_checks_the_files_again_once_the_watcher_is_killed() {
         "the watcher checked every byte it vouches for"
     );
     drop(w); // SIGKILL: no chance to withdraw the marker
+    assert!(
+        root.join(".lesson").join(serve::SOCKET_FILE).exists(),
+        "a killed watcher leaves its socket, which no one answers on"
+    );
     assert_eq!(
         marker::read(root),
         Some(vouched),
@@ -437,6 +442,10 @@ fn ctrl_c_and_sigterm_exit_cleanly_and_withdraw_the_marker() {
         assert!(status.success(), "SIG{signal}: {status}");
         assert_eq!(marker::read(root), None, "SIG{signal} withdraws the marker");
         assert!(
+            !root.join(".lesson").join(serve::SOCKET_FILE).exists(),
+            "SIG{signal} removes the socket"
+        );
+        assert!(
             !marker::watcher_running(root),
             "SIG{signal} releases the lock"
         );
@@ -460,6 +469,224 @@ fn a_second_watcher_on_the_same_bank_is_refused() {
     wait_for("the first watcher's marker", || {
         marker::read(root).is_some_and(|v| v.pid == first.child.id())
     });
+}
+
+/// `lesson search ARGS` in `root`, with `-v` or not: (stdout, stderr).
+fn run_search(root: &Path, verbose: bool, args: &[&str]) -> (String, String) {
+    let mut cmd = Command::new(BIN);
+    if verbose {
+        cmd.arg("-v");
+    }
+    let out = cmd
+        .arg("search")
+        .arg("--dir")
+        .arg(root)
+        .args(args)
+        .env_remove("LESSON_DIR")
+        .env("LESSON_NOW", NOW)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = |b: Vec<u8>| String::from_utf8(b).unwrap();
+    (text(out.stdout), text(out.stderr))
+}
+
+/// The searches the served answers are compared on: every format, gates, k, budget, expired
+/// lessons, a request with no hit, one whose hits do not fit the budget, and one that reaches
+/// the lesson held back for its errors.
+const SERVED: &[&[&str]] = &[
+    &["ficus"],
+    &["--format", "json", "ficus water"],
+    &["--format", "text", "-k", "1", "ficus"],
+    &["--tag", "care", "--format", "json", "repot"],
+    &["--include-expired", "--format", "json", "orchid"],
+    &["orchid"],
+    &["--budget", "1", "ficus"],
+    &["--inferred-tags", "gate", "care for the ficus"],
+    &["broken"],
+    &["--format", "text", "nothing here matches zzz"],
+];
+
+#[test]
+fn a_watcher_answers_searches_with_the_bytes_a_search_prints_itself() {
+    let expired = "expires: 2020-01-01\n";
+    let tmp = bank(&[
+        ("a.md", clean("a", "Water the ficus weekly")),
+        ("b.md", clean("b", "Repot the ficus in spring")),
+        ("c.md", lesson("c", "Mist the orchid", expired)),
+        (
+            "d.md",
+            "---\nschema: learning/v1\nslug: d\ntitle: broken lesson\n---\n".into(),
+        ),
+    ]);
+    let root = tmp.path();
+    std::fs::write(root.join("lesson.toml"), SHORT_SLUGS).unwrap();
+    // what a search prints by itself, with no watcher
+    let alone: Vec<_> = SERVED.iter().map(|a| run_search(root, false, a)).collect();
+    let w = Watcher::start(root, &[]);
+    wait_for("the watcher's socket", || {
+        root.join(".lesson").join(serve::SOCKET_FILE).exists()
+    });
+    for (args, alone) in SERVED.iter().zip(&alone) {
+        let (_, said) = run_search(root, true, args);
+        assert!(
+            said.contains(&format!("answered by the watcher (pid {})", w.child.id())),
+            "{args:?}: {said}"
+        );
+        assert_eq!(&run_search(root, false, args), alone, "{args:?}");
+    }
+    // a request read from stdin is served too
+    let out = Command::new(BIN)
+        .args(["-v", "search", "--dir"])
+        .arg(root)
+        .arg("-")
+        .env("LESSON_NOW", NOW)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .and_then(|mut c| {
+            use std::io::Write;
+            c.stdin.take().unwrap().write_all(b"ficus")?;
+            c.wait_with_output()
+        })
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout), alone[0].0);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("answered by the watcher"));
+    // --explain and --log search in the process, with the watcher's vouch
+    for args in [
+        &["--explain", "a", "ficus"][..],
+        &["--log", "run-1", "ficus"],
+    ] {
+        let (_, said) = run_search(root, true, args);
+        assert!(!said.contains("watcher"), "{args:?}: {said}");
+    }
+    assert!(root.join("_log/_shown.jsonl").is_file());
+}
+
+#[test]
+fn a_watcher_told_not_to_serve_makes_no_socket() {
+    let tmp = bank(&[("a.md", clean("a", "Water the ficus weekly"))]);
+    let root = tmp.path();
+    std::fs::write(root.join("lesson.toml"), SHORT_SLUGS).unwrap();
+    let _w = Watcher::start(root, &["--no-serve"]);
+    assert!(!root.join(".lesson").join(serve::SOCKET_FILE).exists());
+    let (out, said) = run_search(root, true, &["ficus"]);
+    assert!(out.contains("Water the ficus weekly"), "{out}");
+    assert!(!said.contains("watcher"), "{said}");
+}
+
+/// Answer `text` through the socket as `lesson search` asks.
+fn ask(root: &Path, text: &str, version: Option<&str>) -> Option<serve::Reply> {
+    let request = Request::new(text).now(now());
+    let mut query = serve::Query::new(&request, Shape::Prompt, root).unwrap();
+    if let Some(v) = version {
+        query.version = v.to_string();
+    }
+    serve::ask(root, &query)
+}
+
+/// A watcher over `root` (in this process, on a thread of its own) that answers searches
+/// and applies a batch once no event came for `debounce`.
+#[cfg(unix)]
+fn serving(
+    root: &Path,
+    debounce: Duration,
+) -> (lesson::watch::Stopper, std::thread::JoinHandle<()>) {
+    use lesson::watch::{Options, Watch};
+    let options = Options {
+        debounce,
+        ..Options::default()
+    };
+    let (mut watch, _) = Watch::start(root, options).unwrap();
+    assert!(ask(root, "ficus", None).is_none(), "not serving yet");
+    watch.serve().unwrap();
+    let stopper = watch.stopper();
+    (stopper, std::thread::spawn(move || watch.run(|_| {})))
+}
+
+#[cfg(unix)]
+#[test]
+fn a_watcher_declines_what_it_cannot_answer_from_its_last_batch() {
+    let tmp = bank(&[
+        ("a.md", clean("a", "Water the ficus weekly")),
+        ("b.md", clean("b", "Feed the cat daily")),
+    ]);
+    let root = tmp.path();
+    std::fs::write(root.join("lesson.toml"), SHORT_SLUGS).unwrap();
+    // a batch is applied only after a minute without events: this test runs inside one
+    let (stopper, thread) = serving(root, Duration::from_secs(60));
+    let answered = |reply: Option<serve::Reply>| match reply {
+        Some(serve::Reply::Answered { printed, .. }) => printed.stdout,
+        other => panic!("not answered: {other:?}"),
+    };
+    assert!(answered(ask(root, "ficus", None)).contains("Water the ficus weekly"));
+    match ask(root, "ficus", Some("0.0.0")) {
+        Some(serve::Reply::Declined(why)) => assert!(why.contains("lesson"), "{why}"),
+        other => panic!("another version's query answered: {other:?}"),
+    }
+    // a query that is not one
+    {
+        use std::io::{Read, Write};
+        let mut s =
+            std::os::unix::net::UnixStream::connect(root.join(".lesson").join(serve::SOCKET_FILE))
+                .unwrap();
+        s.write_all(b"{\"not\": 1}").unwrap();
+        s.shutdown(std::net::Shutdown::Write).unwrap();
+        let mut reply = String::new();
+        s.read_to_string(&mut reply).unwrap();
+        assert!(reply.contains("declined"), "{reply}");
+    }
+    // a hit's file changes, inside the batch being gathered: the watcher's index would have
+    // to change to answer, so it declines (the search then checks the files itself)
+    std::fs::write(root.join("a.md"), clean("a", "Water the ficus monthly")).unwrap();
+    match ask(root, "ficus", None) {
+        Some(serve::Reply::Declined(why)) => assert!(why.contains("change"), "{why}"),
+        other => panic!("answered from a stale hit: {other:?}"),
+    }
+    // a request whose hits did not change is still answered, as of the last batch
+    assert!(answered(ask(root, "cat", None)).contains("Feed the cat daily"));
+    stopper.stop();
+    thread.join().unwrap();
+    assert!(
+        !root.join(".lesson").join(serve::SOCKET_FILE).exists(),
+        "the socket goes with the watch"
+    );
+    assert!(ask(root, "cat", None).is_none());
+}
+
+/// Searches answered while a batch gathers do not hold it back: the debounce window runs
+/// from the last file event, not from the last search.
+#[cfg(unix)]
+#[test]
+fn searches_answered_meanwhile_do_not_delay_a_batch() {
+    let tmp = bank(&[("a.md", clean("a", "Water the ficus weekly"))]);
+    let root = tmp.path();
+    std::fs::write(root.join("lesson.toml"), SHORT_SLUGS).unwrap();
+    // a 2 s window: a batch held back by the searches would wait for the cap, 40 s
+    let (stopper, thread) = serving(root, Duration::from_secs(2));
+    std::fs::write(root.join("n.md"), clean("n", "Feed the newt at dusk")).unwrap();
+    let start = Instant::now();
+    loop {
+        match ask(root, "newt", None) {
+            Some(serve::Reply::Answered { printed, .. }) if printed.stdout.contains("newt") => {
+                break
+            }
+            Some(serve::Reply::Answered { .. }) => {}
+            other => panic!("not answered: {other:?}"),
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "the searches held the batch back"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    stopper.stop();
+    thread.join().unwrap();
 }
 
 // ---- the library pieces ----

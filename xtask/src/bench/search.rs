@@ -589,13 +589,10 @@ fn measure_bank(
         load_average()
     ));
     if p.lesson_skipped.is_some() {
-        rows.push(Row::skipped(
-            "lesson with watcher",
-            "needs `lesson search`".into(),
-        ));
+        rows.push(Row::skipped(WATCHED_ROW, "needs `lesson search`".into()));
     } else if !tools::has_subcommand(&p.lesson, "watch") {
         rows.push(Row::skipped(
-            "lesson with watcher",
+            WATCHED_ROW,
             "the lesson binary has no `watch` subcommand".into(),
         ));
     } else {
@@ -1164,7 +1161,7 @@ struct WatchChild {
 }
 
 impl WatchChild {
-    fn start(p: &Programs, at: &Places) -> anyhow::Result<WatchChild> {
+    fn start(p: &Programs, at: &Places, extra: &[&str]) -> anyhow::Result<WatchChild> {
         let output = at.output("lesson-watch");
         let create = |path: &Path| {
             std::fs::File::create(path).with_context(|| format!("cannot create {}", path.display()))
@@ -1175,6 +1172,7 @@ impl WatchChild {
             .arg(at.bank)
             .arg("--debounce")
             .arg(WATCH_DEBOUNCE.as_millis().to_string())
+            .args(extra)
             .env("LESSON_NOW", NOW)
             .env_remove("LESSON_DIR")
             .stdin(std::process::Stdio::null())
@@ -1243,9 +1241,10 @@ fn marker(bank: &Path) -> Option<(u32, u64)> {
     Some((pid, json.get("generation")?.as_u64()?))
 }
 
-/// With `lesson watch` running: every query as a new process (the watcher vouches for the
-/// index, so the search skips its stat walk), then the time from a file change to the watcher
-/// publishing the generation that reflects it, minus the debounce.
+/// With `lesson watch` running: every query as a new process (the watcher answers it, from
+/// the index it holds open), then the time from a file change to the watcher publishing the
+/// generation that reflects it, minus the debounce; last, the queries again with a watcher that
+/// does not answer (`--no-serve`: the search opens the index the watcher vouches for).
 fn measure_watcher(
     at: &Places,
     p: &Programs,
@@ -1255,57 +1254,9 @@ fn measure_watcher(
 ) -> anyhow::Result<Vec<Row>> {
     let n = at.lessons;
     eprintln!("  {n} lessons: starting lesson watch");
-    let watcher = WatchChild::start(p, at)?;
+    let watcher = WatchChild::start(p, at, &[])?;
     let vouched = watcher.generation();
-
-    let mut search = Row::new(
-        "lesson with watcher",
-        format!(
-            "lesson watch --dir {} --debounce {}; {}",
-            at.bank.display(),
-            WATCH_DEBOUNCE.as_millis(),
-            query_cmd(p, at, Tool::Lesson, "<query>").shown
-        ),
-    );
-    let output = at.output("lesson-watched-query");
-    let mut retrievable: Vec<PathBuf> = Vec::new();
-    for round in 1..=runs {
-        for q in queries {
-            let sample = timed(&mut query_cmd(p, at, Tool::Lesson, q), &output, &[0])?;
-            let stdout = std::fs::read_to_string(&output.stdout).unwrap_or_default();
-            let found = tools::parse_search_hits(&stdout)?;
-            let hits = found.len();
-            // lessons a search returns (active, for anyone): the ones the change row edits
-            for hit in found {
-                let file = hit
-                    .path
-                    .iter()
-                    .flat_map(|p| [at.bank.join(p), PathBuf::from(p)])
-                    .find(|p| p.is_file())
-                    .unwrap_or_else(|| at.bank.join(format!("{}.md", hit.slug)));
-                if retrievable.len() < WATCH_CHANGES && !retrievable.contains(&file) {
-                    retrievable.push(file);
-                }
-            }
-            search.query.samples.push(sample);
-            match search.per_query.iter_mut().find(|(pq, _)| pq == q) {
-                Some((_, pq)) => {
-                    pq.measured.samples.push(sample);
-                    pq.hits = hits;
-                }
-                None => search.per_query.push((
-                    q.clone(),
-                    PerQuery {
-                        measured: Measured {
-                            samples: vec![sample],
-                        },
-                        hits,
-                    },
-                )),
-            }
-        }
-        eprintln!("  {n} lessons: queries with a watcher, run {round}/{runs} done");
-    }
+    let (search, retrievable) = watched_queries(at, p, queries, runs, WATCHED_ROW, "lesson watch")?;
     if watcher.generation() != vouched {
         notes.push("the watcher published another generation during the queries".into());
     }
@@ -1390,7 +1341,95 @@ fn measure_watcher(
     if !watcher.stop()? {
         notes.push("lesson watch did not exit with 0 on SIGINT".into());
     }
-    Ok(vec![search, change])
+
+    eprintln!("  {n} lessons: starting lesson watch --no-serve");
+    let watcher = WatchChild::start(p, at, &["--no-serve"])?;
+    let (unserved, _) = watched_queries(
+        at,
+        p,
+        queries,
+        runs,
+        UNSERVED_ROW,
+        "lesson watch --no-serve",
+    )?;
+    if !watcher.stop()? {
+        notes.push("lesson watch --no-serve did not exit with 0 on SIGINT".into());
+    }
+    Ok(vec![search, change, unserved])
+}
+
+/// The row of the queries with a watcher that answers them.
+const WATCHED_ROW: &str = "lesson with watcher";
+/// The row of the queries with a watcher that does not (`--no-serve`).
+const UNSERVED_ROW: &str = "lesson with watcher, not serving";
+
+/// Every query as a new process, `runs` times, while the watcher started as `watch` runs: the
+/// row `name`, and the files of the lessons found (for the change row to edit).
+fn watched_queries(
+    at: &Places,
+    p: &Programs,
+    queries: &[String],
+    runs: usize,
+    name: &str,
+    watch: &str,
+) -> anyhow::Result<(Row, Vec<PathBuf>)> {
+    let n = at.lessons;
+    let mut search = Row::new(
+        name,
+        format!(
+            "{watch} --dir {} --debounce {}; {}",
+            at.bank.display(),
+            WATCH_DEBOUNCE.as_millis(),
+            query_cmd(p, at, Tool::Lesson, "<query>").shown
+        ),
+    );
+    let output = at.output(&format!("lesson-watched-query-{}", search_slug(name)));
+    let mut retrievable: Vec<PathBuf> = Vec::new();
+    for round in 1..=runs {
+        for q in queries {
+            let sample = timed(&mut query_cmd(p, at, Tool::Lesson, q), &output, &[0])?;
+            let stdout = std::fs::read_to_string(&output.stdout).unwrap_or_default();
+            let found = tools::parse_search_hits(&stdout)?;
+            let hits = found.len();
+            // lessons a search returns (active, for anyone): the ones the change row edits
+            for hit in found {
+                let file = hit
+                    .path
+                    .iter()
+                    .flat_map(|p| [at.bank.join(p), PathBuf::from(p)])
+                    .find(|p| p.is_file())
+                    .unwrap_or_else(|| at.bank.join(format!("{}.md", hit.slug)));
+                if retrievable.len() < WATCH_CHANGES && !retrievable.contains(&file) {
+                    retrievable.push(file);
+                }
+            }
+            search.query.samples.push(sample);
+            match search.per_query.iter_mut().find(|(pq, _)| pq == q) {
+                Some((_, pq)) => {
+                    pq.measured.samples.push(sample);
+                    pq.hits = hits;
+                }
+                None => search.per_query.push((
+                    q.clone(),
+                    PerQuery {
+                        measured: Measured {
+                            samples: vec![sample],
+                        },
+                        hits,
+                    },
+                )),
+            }
+        }
+        eprintln!("  {n} lessons: queries ({name}), run {round}/{runs} done");
+    }
+    Ok((search, retrievable))
+}
+
+/// A row's name as a file-name piece.
+fn search_slug(name: &str) -> String {
+    name.chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect()
 }
 
 /// Poll the marker in a tight loop until its generation moves past `before`; the time since
@@ -1565,7 +1604,9 @@ fn render(
     s += "\nbuild: median wall time of a fresh index (lesson: the first `lesson search` with no .lesson/);\n\
           index: size on disk, and its ratio to the bank's lesson files; query: median wall time of a\n\
           new process over every query and run; / rg and / tantivy: query median over theirs.\n\
-          lesson with watcher: the same queries while `lesson watch` vouches for the index;\n\
+          lesson with watcher: the same queries while `lesson watch` runs, which answers them;\n\
+          lesson with watcher, not serving: the same with `lesson watch --no-serve`, which only\n\
+          vouches for the index (the search opens it and skips its stat walk);\n\
           lesson watch: change to index: in the query column, the median time from writing a lesson\n\
           to the watcher publishing the index that reflects it, minus the debounce; in the query RSS\n\
           column, the watcher's peak RSS.\n\
@@ -1602,13 +1643,20 @@ fn render(
             None => "lesson search not measured".into(),
         };
         s += &format!("{:>7} lessons: {line}\n", r.bank.lessons);
-        if let Some(w) = r.query_median("lesson with watcher") {
+        if let Some(w) = r.query_median(WATCHED_ROW) {
             let (rg, tantivy) = vs(w);
             s += &format!(
                 "         with a watcher: lesson search {} = {rg} rg, {tantivy} tantivy; a change reaches the index {} after the debounce\n",
                 ms(w),
                 r.query_median("lesson watch: change to index")
                     .map_or_else(|| "-".into(), ms),
+            );
+        }
+        if let Some(w) = r.query_median(UNSERVED_ROW) {
+            let (rg, tantivy) = vs(w);
+            s += &format!(
+                "         with a watcher that does not answer (--no-serve): lesson search {} = {rg} rg, {tantivy} tantivy\n",
+                ms(w),
             );
         }
         if let (Some(l), Some(walk)) = (lesson, r.query_median(STAT_WALK_ROW)) {
