@@ -7,7 +7,7 @@
 //!
 //! **The same answer**: the watcher answers from the index as of its last batch, which is the
 //! index it vouches for ([`super::marker`]): what a search that opened the vouched index would
-//! find. The watcher prints the answer with [`hits::print`], the function a search in the
+//! find. The watcher prints the answer with [`crate::report::hits::print`], the function a search in the
 //! process prints with, with the client's root and clock, so the bytes are the same.
 //!
 //! **Only an answer or nothing**: the watcher declines, and the client searches by itself as
