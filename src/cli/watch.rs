@@ -70,7 +70,7 @@ pub fn run(root: &Path, args: WatchArgs) -> anyhow::Result<ExitCode> {
         args.debounce
     );
     if !args.no_serve {
-        if let Err(e) = watch.serve() {
+        if let Err(e) = watch.serve(lesson::report::hits::print) {
             eprintln!("warning: cannot answer searches ({e}); they open the index themselves");
         }
     }

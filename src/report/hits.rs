@@ -4,9 +4,10 @@
 
 use std::path::Path;
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use crate::retrieve::{Answer, Explanation, HeldBack, Hit, Retriever, ScoreParts};
+pub use crate::watch::serve::{Printed, Shape};
 
 /// `lesson search --format json`: the request as resolved, the hits shown, and the figures.
 #[derive(Debug, Serialize)]
@@ -67,30 +68,6 @@ pub fn json(answer: &Answer, root: &Path) -> serde_json::Result<String> {
         held_back: &answer.held_back,
     };
     serde_json::to_string_pretty(&report)
-}
-
-/// How `lesson search` prints an answer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Shape {
-    /// The block to put in an agent's prompt.
-    Prompt,
-    /// Every hit with its score parts and the gates it passed.
-    Json,
-    /// A table for people.
-    Text,
-}
-
-/// What `lesson search` prints for an answer: the same bytes whether the search ran in the
-/// process or a watcher answered it ([`crate::watch::serve`]).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Printed {
-    /// Standard output.
-    pub stdout: String,
-    /// Notes for standard error (`note: ...`; `--quiet` silences them).
-    pub notes: Vec<String>,
-    /// Warnings for standard error (`warning: ...`).
-    pub warnings: Vec<String>,
 }
 
 /// Print `answer`, found by `retriever`, as `shape` (JSON paths under `root`).

@@ -295,6 +295,8 @@ pub struct Watch {
     /// socket is removed while the lock is still held).
     #[cfg(unix)]
     server: Option<serve::Server>,
+    /// How answers are printed, once serving.
+    printer: Option<serve::Printer>,
     root: PathBuf,
     real_root: PathBuf,
     options: Options,
@@ -371,6 +373,7 @@ impl Watch {
         let mut watch = Watch {
             #[cfg(unix)]
             server: None,
+            printer: None,
             root: root.to_path_buf(),
             real_root,
             options,
@@ -391,10 +394,12 @@ impl Watch {
         Ok((watch, batch))
     }
 
-    /// Answer searches on the bank's socket ([`serve`]) from now on, between batches; an
-    /// error when the socket cannot be made (a path too long for one, say), and nothing
-    /// without Unix sockets. Searches then search by themselves, as without a watcher.
-    pub fn serve(&mut self) -> std::io::Result<()> {
+    /// Answer searches on the bank's socket ([`serve`]) from now on, between batches, printed
+    /// with `print` (`lesson::report::hits::print`); an error when the socket cannot be made
+    /// (a path too long for one, say), and nothing without Unix sockets. Searches then search
+    /// by themselves, as without a watcher.
+    pub fn serve(&mut self, print: serve::Printer) -> std::io::Result<()> {
+        self.printer = Some(print);
         #[cfg(unix)]
         {
             let tx = self.tx.clone();
@@ -425,8 +430,15 @@ impl Watch {
             }
             Err(e) => return Declined(e.to_string()),
         };
-        let root = Path::new(&query.root);
-        match crate::report::hits::print(&self.retriever, &answer, query.shape, root) {
+        let Some(print) = self.printer else {
+            return Declined("the watcher does not serve".into());
+        };
+        match print(
+            &self.retriever,
+            &answer,
+            query.shape,
+            Path::new(&query.root),
+        ) {
             Ok(printed) => serve::Reply::Answered {
                 pid: std::process::id(),
                 printed,
@@ -653,8 +665,8 @@ impl Watch {
                     self.marker = marker;
                     // the socket went with the directory
                     #[cfg(unix)]
-                    if self.server.take().is_some() {
-                        if let Err(e) = self.serve() {
+                    if let (Some(_), Some(print)) = (self.server.take(), self.printer) {
+                        if let Err(e) = self.serve(print) {
                             batch.warnings.push(format!("cannot answer searches: {e}"));
                         }
                     }

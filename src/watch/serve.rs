@@ -7,7 +7,7 @@
 //!
 //! **The same answer**: the watcher answers from the index as of its last batch, which is the
 //! index it vouches for ([`super::marker`]): what a search that opened the vouched index would
-//! find. The watcher prints the answer with [`crate::report::hits::print`], the function a search in the
+//! find. The watcher prints the answer with the [`Printer`] it is given (`report::hits::print`), the function a search in the
 //! process prints with, with the client's root and clock, so the bytes are the same.
 //!
 //! **Only an answer or nothing**: the watcher declines, and the client searches by itself as
@@ -27,8 +27,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::report::hits::{Printed, Shape};
-use crate::retrieve::Request;
+use crate::retrieve::{Answer, Request, Retriever};
 
 /// The socket, in `.lesson/`.
 pub const SOCKET_FILE: &str = "watch.sock";
@@ -38,6 +37,34 @@ pub const ASK_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// The longest query read (a request read from stdin can be long, not this long).
 const MAX_QUERY: u64 = 16 << 20;
+
+/// How `lesson search` prints an answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Shape {
+    /// The block to put in an agent's prompt.
+    Prompt,
+    /// Every hit with its score parts and the gates it passed.
+    Json,
+    /// A table for people.
+    Text,
+}
+
+/// What `lesson search` prints for an answer: the same bytes whether the search ran in the
+/// process or a watcher answered it (this module).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Printed {
+    /// Standard output.
+    pub stdout: String,
+    /// Notes for standard error (`note: ...`; `--quiet` silences them).
+    pub notes: Vec<String>,
+    /// Warnings for standard error (`warning: ...`).
+    pub warnings: Vec<String>,
+}
+
+/// How a watcher prints an answer: `lesson::report::hits::print`, what `lesson search` prints
+/// with in its own process (the report layer sits above this one, so it is passed in).
+pub type Printer = fn(&Retriever, &Answer, Shape, &Path) -> serde_json::Result<Printed>;
 
 /// A search asked of a watcher.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -604,7 +604,7 @@ fn serving(
     };
     let (mut watch, _) = Watch::start(root, options).unwrap();
     assert!(ask(root, "ficus", None).is_none(), "not serving yet");
-    watch.serve().unwrap();
+    watch.serve(lesson::report::hits::print).unwrap();
     let stopper = watch.stopper();
     (stopper, std::thread::spawn(move || watch.run(|_| {})))
 }
