@@ -1397,6 +1397,38 @@ mod tests {
         }
     }
 
+    /// An index kept open parses a hit's file once, and serves an edited lesson's new text
+    /// (its bytes, not the parse kept of the old ones).
+    #[test]
+    fn a_kept_open_retriever_serves_an_edited_lesson_as_it_now_reads() {
+        let tmp = tempfile::tempdir().unwrap();
+        let write = |soil: &str| {
+            std::fs::write(
+                tmp.path().join("a.md"),
+                format!(
+                    "---\nschema: learning/v1\nslug: water-the-ficus\ntitle: Water the ficus\n\
+                     trigger:\n  description: When the soil is {soil}\noutcome: success\n\
+                     evidence:\n  - kind: run\n    ref: r1\n---\n\n# Water the ficus\n"
+                ),
+            )
+            .unwrap()
+        };
+        write("dry");
+        let mut r = Retriever::open(tmp.path()).unwrap();
+        let request = Request::new("water the ficus").now(jiff::Timestamp::now());
+        let mut described = || {
+            let hits = r.search(&request).unwrap().hits;
+            assert_eq!(hits.len(), 1);
+            hits[0].description.clone()
+        };
+        assert_eq!(described(), "When the soil is dry");
+        assert_eq!(described(), "When the soil is dry");
+        write("wet");
+        assert_eq!(described(), "When the soil is wet");
+        write("dry");
+        assert_eq!(described(), "When the soil is dry");
+    }
+
     /// A base whose lesson bits are damaged (its head intact) is refused as it opens, unless
     /// a live watcher vouches that it checked these very bytes: then nothing is checked again,
     /// not even what the index reads as it opens.

@@ -73,6 +73,7 @@ impl Index {
             priors: OnceLock::new(),
             paths: OnceLock::new(),
             fields: Fields::None,
+            parsed: Mutex::default(),
         };
         index.derive()?;
         Ok(index)

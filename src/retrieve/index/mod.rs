@@ -189,9 +189,9 @@ struct Tags {
     tagged: Bits,
 }
 
-/// Inverse length norms per field and doc (field × docs + index id; title, description,
-/// tags, body), per term kind (word, trigram), for one `b`: each computed the first time a search
-/// scores a posting that needs it.
+/// Inverse length norms per doc and field (index id × 4 + field; title, description, tags,
+/// body: a doc's four in one cache line), per term kind (word, trigram), for one `b`: each
+/// computed the first time a search scores a posting that needs it.
 #[derive(Debug)]
 struct Norms {
     b: u64,
@@ -271,7 +271,14 @@ pub struct Index {
     priors: OnceLock<Result<prune::Priors, Corrupt>>,
     paths: OnceLock<Result<Paths, Corrupt>>,
     fields: Fields,
+    /// The lessons hits were read from, by doc id: a hit whose file still has the bytes indexed
+    /// is not parsed again (in a process that keeps the index open, parsing the K files was a
+    /// fifth of a search). An index never changes a doc's bytes; a refresh makes a new index.
+    parsed: Mutex<HashMap<usize, Arc<LessonFields>>>,
 }
+
+/// Parsed hits an index keeps at most ([`Index::parsed`]): past them, the cache starts over.
+const PARSED_KEPT: usize = 1024;
 
 /// The provenance a search ranks by, and per doc id the time of the lesson's last commit
 /// (seconds; [`NOT_COMMITTED`] when it has none), looked up on a doc's first use

@@ -495,6 +495,45 @@ mod tests {
     }
 
     #[test]
+    fn a_list_found_whole_is_remembered_and_a_damaged_one_fails_every_time() {
+        let docs = vec![doc("a.md", Some(lesson("a", &["ci"], &[])))];
+        let lists: Vec<(Term, u32, Vec<u8>)> = [42, 43]
+            .into_iter()
+            .map(|t| {
+                let mut list = ListWriter::default();
+                list.push(0, &[1, 0, 0, t as u32]);
+                let (count, list) = list.finish();
+                (t, count, list)
+            })
+            .collect();
+        let mut bytes = write_segment(
+            Kind::Base,
+            Header::default(),
+            &Patch::default(),
+            &docs,
+            &lists,
+        );
+        // the last byte of the postings: term 43's list
+        let postings =
+            Segment::parse(bytes.clone()).unwrap().sections[Sec::Postings as usize].clone();
+        bytes[postings.end - 1] ^= 1;
+        let seg = Segment::from_bytes(Bytes::Memory(bytes)).unwrap();
+        let remembered = |i: usize| {
+            seg.lists_checked.get().is_some_and(|bits| {
+                bits[i / 64].load(std::sync::atomic::Ordering::Relaxed) >> (i % 64) & 1 == 1
+            })
+        };
+        assert!(seg.postings(42).unwrap().is_some());
+        assert!(remembered(0));
+        for _ in 0..2 {
+            let err = seg.postings(43).unwrap_err();
+            assert!(err.0.contains("checksum mismatch"), "{err}");
+        }
+        assert!(!remembered(1));
+        assert!(seg.postings(42).unwrap().is_some());
+    }
+
+    #[test]
     fn peek_reads_what_the_segment_says_of_itself_and_nothing_damaged() {
         let docs = vec![doc("a.md", Some(lesson("a", &["ci"], &[])))];
         let header = Header {

@@ -2,6 +2,7 @@
 
 use std::ops::Range;
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 
 use super::*;
@@ -41,6 +42,9 @@ pub struct Segment {
     pub(super) sections: [Range<usize>; SECTIONS],
     sums: [u64; SECTIONS],
     checked: [OnceLock<bool>; SECTIONS],
+    /// The posting lists found whole, a bit per dictionary entry (unless the section was
+    /// checked whole): an index kept open checks each list once, not at every search.
+    pub(super) lists_checked: OnceLock<Box<[AtomicU64]>>,
 }
 
 fn u32_at(b: &[u8], at: usize) -> u32 {
@@ -351,6 +355,7 @@ impl Segment {
             sections,
             sums,
             checked: std::array::from_fn(|_| OnceLock::new()),
+            lists_checked: OnceLock::new(),
         })
     }
 
@@ -982,10 +987,29 @@ impl Segment {
             return Err(Corrupt("postings out of range"));
         }
         let bytes = &postings[off as usize..end as usize];
-        if !self.postings_checked() && codec::checksum(bytes) as u32 != sum {
+        if !self.postings_checked() && !self.list_whole(i, bytes, sum) {
             return Err(Corrupt("posting list checksum mismatch"));
         }
         codec::TermList::parse(count, bytes)
+    }
+
+    /// Whether the dictionary's `i`-th list (`bytes`) matches its checksum `sum`: computed the
+    /// first time, remembered once it does (a damaged list is checked again, and fails again).
+    fn list_whole(&self, i: usize, bytes: &[u8], sum: u32) -> bool {
+        let bits = self.lists_checked.get_or_init(|| {
+            (0..self.term_count.div_ceil(64))
+                .map(|_| AtomicU64::new(0))
+                .collect()
+        });
+        let (word, bit) = (&bits[i / 64], 1u64 << (i % 64));
+        if word.load(Ordering::Relaxed) & bit != 0 {
+            return true;
+        }
+        let whole = codec::checksum(bytes) as u32 == sum;
+        if whole {
+            word.fetch_or(bit, Ordering::Relaxed);
+        }
+        whole
     }
 }
 
