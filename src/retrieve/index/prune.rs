@@ -52,10 +52,13 @@ const SLACK: f64 = 1e-6;
 /// span several windows).
 const WINDOW: usize = if cfg!(test) { 128 } else { 2048 };
 
-/// Whether the bounds hold under `s`: field weights at least 0, `b` in `[0, 1]`, `k1` above
-/// 0, all finite. Other settings are searched exhaustively.
+/// Whether the bounds hold under `s`: field weights and the word weight at least 0 (every
+/// share too, then), `b` in `[0, 1]`, `k1` above 0, all finite. Other settings are searched
+/// exhaustively.
 pub(super) fn bounds_hold(s: &Settings) -> bool {
     s.field_weights.iter().all(|w| w.is_finite() && *w >= 0.0)
+        && s.word_weight.is_finite()
+        && s.word_weight >= 0.0
         && (0.0..=1.0).contains(&s.b)
         && s.k1.is_finite()
         && s.k1 > 0.0
@@ -1338,6 +1341,7 @@ mod tests {
             min_similarity: [0.0, 0.05, 0.2][rng.below(3)],
             tag_boost: [1.0, 1.5, 0.5][rng.below(3)],
             b: [0.0, 0.75, 1.0][rng.below(3)],
+            word_weight: [0.6, 1.0, -0.5][rng.below(3)],
             ..Settings::default()
         };
         (req, settings)
