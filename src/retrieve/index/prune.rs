@@ -65,8 +65,8 @@ pub(super) fn bounds_hold(s: &Settings) -> bool {
         && s.tag_boost.is_finite()
 }
 
-/// A term's list in one segment, with its skip table.
-type Listed<'a> = (TermList<'a>, Arc<[Skip]>);
+/// A term's list in one segment, with its skip table and its blocks' saturation bounds.
+type Listed<'a> = (TermList<'a>, Arc<[Skip]>, Arc<[f64]>);
 
 /// A term's skip table in one segment, decoded, and its live postings (what its document
 /// frequency counts).
@@ -74,6 +74,48 @@ type Listed<'a> = (TermList<'a>, Arc<[Skip]>);
 pub(super) struct TermSkips {
     skips: Arc<[Skip]>,
     live: u64,
+    /// Per block, a bound of its postings' saturations, for the settings that key it
+    /// ([`TermSkips::sat_bounds`]).
+    sat: Mutex<Option<(SatKey, Arc<[f64]>)>>,
+}
+
+/// What the saturation bounds of a skip table depend on besides the index: `b`, `k1` and the
+/// field weights (their bits).
+type SatKey = [u64; 6];
+
+impl TermSkips {
+    /// Per block, a bound of what its postings' saturations are under `settings`, the term's
+    /// kind averaging `avg` in the four fields: computed once for these settings (both
+    /// workers of a search, and every search after them, read the same table).
+    fn sat_bounds(&self, settings: &Settings, avg: [f64; 4]) -> Arc<[f64]> {
+        let (b, k1, w) = (settings.b, settings.k1, settings.field_weights);
+        let key = [b, k1, w[0], w[1], w[2], w[3]].map(f64::to_bits);
+        let mut kept = self.sat.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((k, bounds)) = kept.as_ref() {
+            if *k == key {
+                return bounds.clone();
+            }
+        }
+        let bounds: Arc<[f64]> = self
+            .skips
+            .iter()
+            .map(|s| {
+                let mut x = 0.0;
+                for f in 0..4 {
+                    x += w[f] * s.fields[f].bound(b, avg[f]);
+                }
+                let x = x * (1.0 + SLACK);
+                let sat = x / (k1 + x) * (1.0 + SLACK);
+                if sat.is_finite() {
+                    sat.min(1.0)
+                } else {
+                    1.0
+                }
+            })
+            .collect();
+        *kept = Some((key, bounds.clone()));
+        bounds
+    }
 }
 
 /// Skips an index keeps at most ([`Index::term_skips`]; 64 bytes each): past them, the
@@ -87,8 +129,9 @@ struct Cursor<'a> {
     share: f64,
     list: TermList<'a>,
     skips: Arc<[Skip]>,
-    /// Per block, a bound of what it adds to a doc's sum (share × saturation).
-    bounds: Vec<f64>,
+    /// Per block, a bound of its saturations (what it adds to a doc's sum is `share` times
+    /// as much).
+    bounds: Arc<[f64]>,
     scorer: ListScorer<'a>,
     /// The first block not wholly behind the cursor.
     at: usize,
@@ -114,15 +157,15 @@ impl<'a> Cursor<'a> {
         share: f64,
         list: TermList<'a>,
         skips: Arc<[Skip]>,
+        bounds: Arc<[f64]>,
         scorer: ListScorer<'a>,
-        bound: impl Fn(&Skip) -> f64,
     ) -> Result<Cursor<'a>, Corrupt> {
         let mut c = Cursor {
             t,
             share,
             list,
             skips,
-            bounds: Vec::new(),
+            bounds,
             scorer,
             at: 0,
             decoded: None,
@@ -147,9 +190,7 @@ impl<'a> Cursor<'a> {
                 end: list.blocks.len(),
                 fields: Default::default(),
             }]);
-            c.bounds.push(share * max);
-        } else {
-            c.bounds = c.skips.iter().map(|s| share * bound(s)).collect();
+            c.bounds = Arc::new([max]);
         }
         Ok(c)
     }
@@ -188,7 +229,8 @@ impl<'a> Cursor<'a> {
         Ok(())
     }
 
-    /// The largest bound of the blocks that may hold docs in `lo..hi`.
+    /// The largest bound of what the blocks that may hold docs in `lo..hi` add (`share` times
+    /// their largest saturation bound: rounding keeps the order of positive products).
     fn window_bound(&mut self, lo: u32, hi: u32) -> f64 {
         while self.at < self.skips.len() && self.skips[self.at].last < lo {
             self.at += 1;
@@ -205,7 +247,7 @@ impl<'a> Cursor<'a> {
             }
             bound = bound.max(self.bounds[b]);
         }
-        bound
+        self.share * bound
     }
 
     /// Every eligible posting in `lo..hi`, with what it adds, into `adds`.
@@ -512,6 +554,7 @@ impl Index {
         let found = Arc::new(TermSkips {
             skips: skips.into(),
             live,
+            sat: Mutex::new(None),
         });
         let mut cache = self.skips.lock().unwrap_or_else(|e| e.into_inner());
         if cache.held + found.skips.len() > SKIPS_KEPT {
@@ -576,7 +619,10 @@ impl Index {
                     scored.search.postings += list.count as u64;
                     let skips = self.term_skips(s, term, &list, offset)?;
                     df += skips.live;
-                    found[s] = Some((list, skips.skips.clone()));
+                    let kind = text::kind(term);
+                    let avg = std::array::from_fn(|f| self.stats.avg[score::slot(f, kind)]);
+                    let bounds = skips.sat_bounds(settings, avg);
+                    found[s] = Some((list, skips.skips.clone(), bounds));
                 }
             }
             let share = score::share(term, df, self.lessons, settings);
@@ -865,31 +911,16 @@ impl<'c, 'a, 'r> Worker<'c, 'a, 'r> {
         norms: Option<&'a Norms>,
     ) -> Result<Self, Corrupt> {
         let (index, settings) = (ctx.index, ctx.settings);
-        let (b, w) = (settings.b, settings.field_weights);
         let mut cursors: Vec<Cursor> = Vec::new();
         for (t, (&(term, share), listed)) in ctx.shares.iter().zip(listed).enumerate() {
-            let Some((list, skips)) = listed else {
+            let Some((list, skips, bounds)) = listed else {
                 continue;
             };
             let kind = text::kind(term);
             let cached = index.field_norms(norms, kind);
             let scorer =
                 index.list_scorer(seg, offset, &ctx.scored.eligible, cached, kind, settings)?;
-            let avg: [f64; 4] = std::array::from_fn(|f| index.stats.avg[score::slot(f, kind)]);
-            let bound = |s: &Skip| {
-                let mut x = 0.0;
-                for f in 0..4 {
-                    x += w[f] * s.fields[f].bound(b, avg[f]);
-                }
-                let x = x * (1.0 + SLACK);
-                let sat = x / (settings.k1 + x) * (1.0 + SLACK);
-                if sat.is_finite() {
-                    sat.min(1.0)
-                } else {
-                    1.0
-                }
-            };
-            cursors.push(Cursor::open(t, share, list, skips, scorer, bound)?);
+            cursors.push(Cursor::open(t, share, list, skips, bounds, scorer)?);
         }
         Ok(Worker {
             ctx,
