@@ -121,7 +121,9 @@ pub fn ask(root: &Path, query: &Query) -> Option<Reply> {
     let bytes = serde_json::to_vec(query).ok()?;
     stream.write_all(&bytes).ok()?;
     stream.shutdown(std::net::Shutdown::Write).ok()?;
-    let mut reply = Vec::new();
+    // room for a usual answer: read_to_end into an empty vector probes with 32 bytes and
+    // doubles, ten reads for a prompt block
+    let mut reply = Vec::with_capacity(64 * 1024);
     stream.read_to_end(&mut reply).ok()?;
     serde_json::from_slice(&reply).ok()
 }
