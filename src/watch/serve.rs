@@ -193,7 +193,8 @@ fn answer(
     // a client that connects and says nothing must not hold the others up
     let _ = stream.set_read_timeout(Some(ASK_TIMEOUT));
     let _ = stream.set_write_timeout(Some(ASK_TIMEOUT));
-    let mut bytes = Vec::new();
+    // room for a usual query, read in one call (see `ask`)
+    let mut bytes = Vec::with_capacity(4096);
     if (&mut stream)
         .take(MAX_QUERY)
         .read_to_end(&mut bytes)

@@ -36,6 +36,7 @@
 //! the higher of its own and the other's (a score K docs reach either way), so what is pruned
 //! is still certainly below the final bar, and the hits are the same.
 
+use std::cell::RefCell;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
@@ -122,6 +123,51 @@ impl TermSkips {
 /// table starts over.
 const SKIPS_KEPT: usize = 1 << 18;
 
+/// A cursor's buffers: its decoded block (what it holds is read only once a decode has
+/// written it), the block's saturations and its adds.
+struct Buffers {
+    block: Box<Block>,
+    sat: Box<[f64; codec::BLOCK]>,
+    adds: Vec<(u32, f64)>,
+}
+
+/// Cursors' buffers a thread keeps at most (about 36 KiB each).
+const SPARE_KEPT: usize = 64;
+
+thread_local! {
+    /// The buffers of the cursors this thread's searches closed, for its searches to come.
+    /// Allocated and zeroed for each cursor of each search, they were about 5% of a warm
+    /// search's samples, and the allocator handed their pages back to the kernel in between,
+    /// to fault them in again at the next.
+    static SPARE: RefCell<Vec<Buffers>> = const { RefCell::new(Vec::new()) };
+}
+
+impl Buffers {
+    /// A thread's spare buffers, or new ones.
+    fn take() -> Buffers {
+        let spare = SPARE
+            .try_with(|s| s.try_borrow_mut().ok()?.pop())
+            .ok()
+            .flatten();
+        spare.unwrap_or_else(|| Buffers {
+            block: Box::default(),
+            sat: Box::new([0.0; codec::BLOCK]),
+            adds: Vec::new(),
+        })
+    }
+
+    /// Keep the buffers for the thread's searches to come (unless it keeps enough).
+    fn give_back(self) {
+        let _ = SPARE.try_with(|s| {
+            if let Ok(mut s) = s.try_borrow_mut() {
+                if s.len() < SPARE_KEPT {
+                    s.push(self);
+                }
+            }
+        });
+    }
+}
+
 /// One posting list of a request's term, walked forward.
 struct Cursor<'a> {
     /// The term's place among the request's scored terms.
@@ -139,7 +185,7 @@ struct Cursor<'a> {
     /// in it.
     decoded: Option<usize>,
     block: Box<Block>,
-    sat: [f64; codec::BLOCK],
+    sat: Box<[f64; codec::BLOCK]>,
     /// Whether the decoded block's counts are, and whether every posting's saturation is.
     counted: bool,
     scored: bool,
@@ -160,6 +206,15 @@ impl<'a> Cursor<'a> {
         bounds: Arc<[f64]>,
         scorer: ListScorer<'a>,
     ) -> Result<Cursor<'a>, Corrupt> {
+        let Buffers {
+            block,
+            sat,
+            mut adds,
+        } = Buffers::take();
+        // at most one add per doc of a window: sized once (grown a push at a time, it was a
+        // tenth of a warm search's instructions, in reallocations)
+        adds.clear();
+        adds.reserve(WINDOW.min(list.count));
         let mut c = Cursor {
             t,
             share,
@@ -169,15 +224,13 @@ impl<'a> Cursor<'a> {
             scorer,
             at: 0,
             decoded: None,
-            block: Box::default(),
-            sat: [0.0; codec::BLOCK],
+            block,
+            sat,
             counted: false,
             scored: false,
             pos: 0,
             window: 0.0,
-            // at most one add per doc of a window: sized once (grown a push at a time, it
-            // was a tenth of a warm search's instructions, in reallocations)
-            adds: Vec::with_capacity(WINDOW.min(list.count)),
+            adds,
             next_add: 0,
         };
         if c.skips.is_empty() {
@@ -193,6 +246,16 @@ impl<'a> Cursor<'a> {
             c.bounds = Arc::new([max]);
         }
         Ok(c)
+    }
+
+    /// Hand the cursor's buffers back to the thread's spares.
+    fn close(self) {
+        Buffers {
+            block: self.block,
+            sat: self.sat,
+            adds: self.adds,
+        }
+        .give_back();
     }
 
     /// Decode block `i`'s doc ids (unless they are), its counts not yet decoded.
@@ -687,10 +750,10 @@ impl Index {
         // two workers for a segment of many windows, on an index kept open (one whose norms
         // are kept: its second search on), where a second core is free. A new process pays
         // more for the thread than it gains (their faults on the index's pages contend), and a
-        // hybrid search's second core computes the cosines.
-        let parallel = norms.is_some()
-            && hybrid.is_none()
-            && std::thread::available_parallelism().is_ok_and(|n| n.get() > 1);
+        // hybrid search's second core computes the cosines. (The pool's size, not
+        // `available_parallelism`, which reads the cgroup's files again at every call: eight
+        // system calls a search.)
+        let parallel = norms.is_some() && hybrid.is_none() && rayon::current_num_threads() > 1;
         for (s, (seg, offset)) in self.segments().enumerate() {
             let listed: Vec<Option<Listed>> = lists.iter_mut().map(|l| l[s].take()).collect();
             let windows = seg.doc_count().div_ceil(WINDOW);
@@ -704,7 +767,7 @@ impl Index {
                 for i in range {
                     w.window(i * WINDOW)?;
                 }
-                Ok::<_, Corrupt>(w.out)
+                Ok::<_, Corrupt>(w.finish())
             };
             let found = match parallel && windows >= PARALLEL_WINDOWS {
                 // two workers, half of the windows each (windows taken in turns measured 18%
@@ -946,6 +1009,14 @@ impl<'c, 'a, 'r> Worker<'c, 'a, 'r> {
             best_cautions: Best::new(ctx.max_cautions),
             out: Vec::new(),
         })
+    }
+
+    /// The worker's candidates; its cursors' buffers go back to the thread's spares.
+    fn finish(self) -> Vec<Candidate> {
+        for c in self.cursors {
+            c.close();
+        }
+        self.out
     }
 
     /// Raise the worker's bars by the candidates of the segments searched before.
