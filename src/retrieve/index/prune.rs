@@ -343,10 +343,6 @@ impl<'a> Cursor<'a> {
     fn score_window_viable(&mut self, lo: u32, hi: u32, viable: &[u64]) -> Result<(), Corrupt> {
         self.adds.clear();
         self.next_add = 0;
-        let keep = |id: u32| {
-            let j = (id - lo) as usize;
-            viable[j / 64] & (1 << (j % 64)) != 0
-        };
         while self.at < self.skips.len() {
             self.decode(self.at)?;
             let n = self.block.len;
@@ -358,20 +354,41 @@ impl<'a> Cursor<'a> {
             while end < n && self.block.ids[end] < hi {
                 end += 1;
             }
-            if end > start {
-                if !self.scored {
-                    self.decode_counted(self.at)?;
-                    let ids = &self.block.ids;
-                    self.scorer.block_where(&self.block, &mut self.sat, |i| {
-                        (start..end).contains(&i) && keep(ids[i])
-                    })?;
-                }
-                for i in start..end {
-                    let id = self.block.ids[i];
-                    let s = self.sat[i];
-                    if keep(id) && s != 0.0 {
-                        self.adds.push((id, self.share * s));
+            // the viable postings, by their place in the block, gathered without a branch
+            // (a branch on each doc's bit mispredicted a third of the time, and each miss
+            // threw away the norm loads under way), then scored in a loop of none
+            let mut kept = [0u8; codec::BLOCK];
+            let mut m = 0;
+            let mut mask = 0u128;
+            for i in start..end {
+                let j = (self.block.ids[i] - lo) as usize;
+                let bit = (viable[j / 64] >> (j % 64)) & 1;
+                kept[m] = i as u8;
+                m += bit as usize;
+                mask |= u128::from(bit) << i;
+            }
+            let kept = &kept[..m];
+            if !kept.is_empty() {
+                let (share, adds) = (self.share, &mut self.adds);
+                if self.scored {
+                    for &i in kept {
+                        let s = self.sat[usize::from(i)];
+                        if s != 0.0 {
+                            adds.push((self.block.ids[usize::from(i)], share * s));
+                        }
                     }
+                } else {
+                    if !self.counted {
+                        self.list
+                            .block_counts(&self.skips, self.at, &mut self.block)?;
+                        self.counted = true;
+                    }
+                    let ids = &self.block.ids;
+                    self.scorer.block_kept(&self.block, kept, mask, |i, s| {
+                        if s != 0.0 {
+                            adds.push((ids[i], share * s));
+                        }
+                    })?;
                 }
             }
             self.pos = end;

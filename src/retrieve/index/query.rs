@@ -1092,27 +1092,30 @@ impl ListScorer<'_> {
         Ok(())
     }
 
-    /// [`ListScorer::block`] for the postings `keep` says (by their place in the block)
-    /// alone, to the last bit; the others' saturations are left as they were.
+    /// [`ListScorer::block`]'s saturations of the postings `kept` alone (their places in the
+    /// block, ascending; `mask` has their bits), to the last bit, each passed to `f` with its
+    /// place.
     #[inline]
-    pub(super) fn block_where(
+    pub(super) fn block_kept(
         &self,
         blk: &Block,
-        sat: &mut [f64; codec::BLOCK],
-        keep: impl Fn(usize) -> bool,
+        kept: &[u8],
+        mask: u128,
+        mut f: impl FnMut(usize, f64),
     ) -> Result<(), Corrupt> {
+        const { assert!(codec::BLOCK <= 128) };
         self.check(blk)?;
+        self.prefetch(blk, kept);
         let mut others = [0.0f64; codec::BLOCK];
         for j in 0..blk.others {
             let i = usize::from(blk.which[j]);
-            if keep(i) {
+            if mask >> i & 1 != 0 {
                 others[i] = self.others(blk, j);
             }
         }
-        for (i, s) in sat.iter_mut().enumerate().take(blk.len) {
-            if keep(i) {
-                *s = self.saturate(blk, i, others[i]);
-            }
+        for &i in kept {
+            let i = usize::from(i);
+            f(i, self.saturate(blk, i, others[i]));
         }
         Ok(())
     }
@@ -1165,13 +1168,36 @@ impl ListScorer<'_> {
         // warm search waited on their misses)
         let slot = &cached[(local + self.offset) * 4 + f];
         match slot.load(Ordering::Relaxed) {
-            0 => {
-                let norm = self.norm_of(f, local);
-                slot.store(norm.to_bits(), Ordering::Relaxed);
-                norm
-            }
+            0 => self.norm_first(slot, f, local),
             bits => f32::from_bits(bits),
         }
+    }
+
+    /// Ask for the cache lines of the kept norms of the postings `kept` of `blk`, so that
+    /// their misses overlap.
+    #[inline]
+    fn prefetch(&self, blk: &Block, kept: &[u8]) {
+        #[cfg(target_arch = "x86_64")]
+        if let Some(cached) = self.cached {
+            use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+            for &i in kept {
+                let at = (blk.ids[usize::from(i)] as usize + self.offset) * 4;
+                if let Some(slot) = cached.get(at) {
+                    // SAFETY: a prefetch reads nothing (and the address is in the table)
+                    unsafe { _mm_prefetch::<_MM_HINT_T0>((slot as *const AtomicU32).cast()) };
+                }
+            }
+        }
+    }
+
+    /// [`ListScorer::norm`] the first time: computed and kept (out of line, so that the
+    /// lookup is inlined where it is read).
+    #[cold]
+    #[inline(never)]
+    fn norm_first(&self, slot: &AtomicU32, f: usize, local: usize) -> f32 {
+        let norm = self.norm_of(f, local);
+        slot.store(norm.to_bits(), Ordering::Relaxed);
+        norm
     }
 
     /// Doc `local`'s (segment id) inverse length norm in field `f`, from its length.
