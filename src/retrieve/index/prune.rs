@@ -356,7 +356,7 @@ impl<'a> Cursor<'a> {
             }
             // the viable postings, by their place in the block, gathered without a branch
             // (a branch on each doc's bit mispredicted a third of the time, and each miss
-            // threw away the norm loads under way), then scored in a loop of none
+            // threw away the norm loads under way), then scored in a loop without one
             let mut kept = [0u8; codec::BLOCK];
             let mut m = 0;
             let mut mask = 0u128;
