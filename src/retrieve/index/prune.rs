@@ -369,6 +369,9 @@ impl<'a> Cursor<'a> {
             }
             let kept = &kept[..m];
             if !kept.is_empty() {
+                if !self.scored {
+                    self.decode_counted(self.at)?;
+                }
                 let (share, adds) = (self.share, &mut self.adds);
                 if self.scored {
                     for &i in kept {
@@ -378,11 +381,6 @@ impl<'a> Cursor<'a> {
                         }
                     }
                 } else {
-                    if !self.counted {
-                        self.list
-                            .block_counts(&self.skips, self.at, &mut self.block)?;
-                        self.counted = true;
-                    }
                     let ids = &self.block.ids;
                     self.scorer.block_kept(&self.block, kept, mask, |i, s| {
                         if s != 0.0 {
