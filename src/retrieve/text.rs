@@ -175,7 +175,11 @@ pub fn for_each_identifier(text: &str, mut f: impl FnMut(&[Piece])) {
 const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
 const FNV_PRIME: u64 = 0x0000_0100_0000_01b3;
 
+#[inline(always)]
 fn fnv_char(mut h: u64, c: char) -> u64 {
+    if c.is_ascii() {
+        return (h ^ c as u64).wrapping_mul(FNV_PRIME);
+    }
     let mut buf = [0u8; 4];
     for &b in c.encode_utf8(&mut buf).as_bytes() {
         h ^= u64::from(b);
@@ -212,6 +216,7 @@ impl<F: FnMut(Term)> Terms<F> {
         self.cjk_prev = None;
     }
 
+    #[inline(always)]
     fn push(&mut self, c: char) {
         self.len += 1;
         self.piece_hash = fnv_char(self.piece_hash, c);
@@ -226,6 +231,7 @@ impl<F: FnMut(Term)> Terms<F> {
         self.slide(c);
     }
 
+    #[inline(always)]
     fn slide(&mut self, c: char) {
         if let Some(a) = self.a {
             (self.f)(trigram_term(a, self.b, c));
@@ -275,10 +281,12 @@ pub fn for_each_term(text: &str, f: impl FnMut(Term)) {
         b: PAD,
         cjk_prev: None,
     };
+    let bytes = text.as_bytes();
     let mut prev: Option<char> = None;
     let mut pending_connector = false;
-    let mut chars = text.chars().peekable();
-    while let Some(c) = chars.next() {
+    let mut pos = 0;
+    while let Some((c, width)) = char_at(text, pos) {
+        pos += width;
         if c.is_alphanumeric() {
             let cjk = !c.is_ascii() && is_cjk(c);
             pending_connector = false;
@@ -287,7 +295,7 @@ pub fn for_each_term(text: &str, f: impl FnMut(Term)) {
                     || (p.is_lowercase() || p.is_numeric()) && c.is_uppercase()
                     || p.is_uppercase()
                         && c.is_uppercase()
-                        && chars.peek().is_some_and(|n| n.is_lowercase());
+                        && char_at(text, pos).is_some_and(|(n, _)| n.is_lowercase());
                 if boundary {
                     t.close();
                 }
@@ -303,13 +311,25 @@ pub fn for_each_term(text: &str, f: impl FnMut(Term)) {
                 }
             }
             prev = Some(c);
+            // the rest of a Latin piece's run of ASCII lower-case letters and digits: none of
+            // them starts a piece, so each is only pushed (what the loop above would do)
+            if !t.cjk {
+                while let Some(&b) = bytes.get(pos) {
+                    if !(b.is_ascii_lowercase() || b.is_ascii_digit()) {
+                        break;
+                    }
+                    t.push(char::from(b));
+                    prev = Some(char::from(b));
+                    pos += 1;
+                }
+            }
             continue;
         }
         t.close();
         let connector = (c == '_' || c == '-')
             && prev.is_some()
             && !pending_connector
-            && chars.peek().is_some_and(|n| n.is_alphanumeric());
+            && char_at(text, pos).is_some_and(|(n, _)| n.is_alphanumeric());
         if connector {
             pending_connector = true;
         } else {
@@ -319,6 +339,17 @@ pub fn for_each_term(text: &str, f: impl FnMut(Term)) {
         prev = None;
     }
     t.end_identifier();
+}
+
+/// The character of `text` at byte `pos` (a character boundary) and its width, if any.
+#[inline(always)]
+fn char_at(text: &str, pos: usize) -> Option<(char, usize)> {
+    let b = *text.as_bytes().get(pos)?;
+    if b.is_ascii() {
+        return Some((char::from(b), 1));
+    }
+    let c = text[pos..].chars().next()?;
+    Some((c, c.len_utf8()))
 }
 
 /// The normalised words of `text` (the pieces, in order), for matching tags against a request.
