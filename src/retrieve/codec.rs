@@ -192,20 +192,21 @@ fn pack(out: &mut Vec<u8>, values: impl Iterator<Item = u32>, w: u8) {
     if w == 0 {
         return;
     }
+    // at most 31 bits wait in `acc` between values, so a value (32 bits at most) fits beside
+    // them; four bytes are written at a time, little-endian, as a byte at a time would
     let mut acc: u64 = 0;
     let mut bits = 0u32;
     for v in values {
         acc |= u64::from(v) << bits;
         bits += u32::from(w);
-        while bits >= 8 {
-            out.push(acc as u8);
-            acc >>= 8;
-            bits -= 8;
+        if bits >= 32 {
+            out.extend_from_slice(&(acc as u32).to_le_bytes());
+            acc >>= 32;
+            bits -= 32;
         }
     }
-    if bits > 0 {
-        out.push(acc as u8);
-    }
+    let tail = bits.div_ceil(8) as usize;
+    out.extend_from_slice(&acc.to_le_bytes()[..tail]);
 }
 
 /// Read `out.len()` values of `w` bits at `*pos`, advancing it.
@@ -347,8 +348,8 @@ pub struct Skip {
 #[derive(Debug, Default, Clone)]
 pub struct ListWriter {
     bytes: Vec<u8>,
-    ids: Vec<u32>,
-    tfs: Vec<Tf>,
+    /// The current block's postings (one buffer: a posting added touches one line).
+    staged: Vec<(u32, Tf)>,
     last: Option<u32>,
     count: u32,
     /// A term's list: the skip table, and the current block's bounds.
@@ -371,25 +372,25 @@ impl ListWriter {
     /// Add a posting (`id` above every id before).
     pub fn push(&mut self, id: u32, tf: &Tf) {
         debug_assert!(self
-            .ids
+            .staged
             .last()
+            .map(|p| &p.0)
             .or(self.last.as_ref())
             .is_none_or(|&l| l < id));
-        self.ids.push(id);
-        self.tfs.push(*tf);
+        self.staged.push((id, *tf));
         self.count += 1;
-        if self.ids.len() == BLOCK {
+        if self.staged.len() == BLOCK {
             self.flush();
         }
     }
 
     fn flush(&mut self) {
-        if self.ids.is_empty() {
+        if self.staged.is_empty() {
             return;
         }
         let start = self.bytes.len();
-        encode_block(&mut self.bytes, self.last, &self.ids, &self.tfs);
-        let last = self.ids[self.ids.len() - 1];
+        encode_block(&mut self.bytes, self.last, &self.staged);
+        let last = self.staged[self.staged.len() - 1].0;
         if self.scored {
             let mut w = Writer {
                 buf: std::mem::take(&mut self.skips),
@@ -407,8 +408,7 @@ impl ListWriter {
             self.bounds = Default::default();
         }
         self.last = Some(last);
-        self.ids.clear();
-        self.tfs.clear();
+        self.staged.clear();
     }
 
     /// The count and bytes of the list (a term's list of more than one block: its skip
@@ -427,9 +427,9 @@ impl ListWriter {
     }
 }
 
-fn encode_block(out: &mut Vec<u8>, prev: Option<u32>, ids: &[u32], tfs: &[Tf]) {
-    let n = ids.len();
-    let first = ids[0];
+fn encode_block(out: &mut Vec<u8>, prev: Option<u32>, postings: &[(u32, Tf)]) {
+    let n = postings.len();
+    let first = postings[0].0;
     let gap = match prev {
         None => first,
         Some(p) => first - p - 1,
@@ -439,17 +439,17 @@ fn encode_block(out: &mut Vec<u8>, prev: Option<u32>, ids: &[u32], tfs: &[Tf]) {
     };
     w.varint(u64::from(gap));
     if n > 1 {
-        let gaps = ids.windows(2).map(|p| p[1] - p[0] - 1);
+        let gaps = postings.windows(2).map(|p| p[1].0 - p[0].0 - 1);
         let wid = width(gaps.clone().max().unwrap_or(0));
         let packed = ((n - 1) * usize::from(wid)).div_ceil(8);
-        let span = ids[n - 1] - first;
+        let span = postings[n - 1].0 - first;
         let bitmap = (span as usize).div_ceil(8);
         if bitmap < packed {
             w.u8(0xFF);
             w.varint(u64::from(span));
             let start = w.len();
             w.buf.resize(start + bitmap, 0);
-            for &id in &ids[1..] {
+            for &(id, _) in &postings[1..] {
                 let k = (id - first - 1) as usize;
                 w.buf[start + k / 8] |= 1 << (k % 8);
             }
@@ -458,25 +458,35 @@ fn encode_block(out: &mut Vec<u8>, prev: Option<u32>, ids: &[u32], tfs: &[Tf]) {
             pack(&mut w.buf, gaps, wid);
         }
     }
-    let body = tfs.iter().map(|t| t[BODY]);
+    let body = postings.iter().map(|p| p.1[BODY]);
     let wb = width(body.clone().max().unwrap_or(0));
     w.u8(wb);
     pack(&mut w.buf, body, wb);
-    let others: Vec<usize> = (0..n).filter(|&i| tfs[i][..BODY] != [0; BODY]).collect();
+    // the postings with counts in other fields than the body (a block has at most BLOCK)
+    let mut at = [0usize; BLOCK];
+    let mut m = 0;
+    for (i, (_, t)) in postings.iter().enumerate() {
+        if t[..BODY] != [0; BODY] {
+            at[m] = i;
+            m += 1;
+        }
+    }
+    let others = &at[..m];
     if others.is_empty() {
         w.u8(0);
     } else {
         w.u8(1);
-        let widths: [u8; BODY] =
-            std::array::from_fn(|f| width(others.iter().map(|&i| tfs[i][f]).max().unwrap_or(0)));
+        let widths: [u8; BODY] = std::array::from_fn(|f| {
+            width(others.iter().map(|&i| postings[i].1[f]).max().unwrap_or(0))
+        });
         w.buf.extend_from_slice(&widths);
         let start = w.len();
         w.buf.resize(start + n.div_ceil(8), 0);
-        for &i in &others {
+        for &i in others {
             w.buf[start + i / 8] |= 1 << (i % 8);
         }
         for (f, &wf) in widths.iter().enumerate() {
-            pack(&mut w.buf, others.iter().map(|&i| tfs[i][f]), wf);
+            pack(&mut w.buf, others.iter().map(|&i| postings[i].1[f]), wf);
         }
     }
     *out = w.buf;
@@ -965,6 +975,37 @@ mod tests {
     }
 
     proptest::proptest! {
+        /// Values packed four bytes at a time are the bytes of packing them a byte at a time
+        /// (the format's definition), whatever the width and the bytes already written.
+        #[test]
+        fn packing_writes_the_bytes_of_packing_a_byte_at_a_time(
+            w in 1u8..=32,
+            values in proptest::collection::vec(proptest::num::u32::ANY, 0..140),
+            before in proptest::collection::vec(proptest::num::u8::ANY, 0..3),
+        ) {
+            let values: Vec<u32> = values
+                .into_iter()
+                .map(|v| if w == 32 { v } else { v & ((1 << w) - 1) })
+                .collect();
+            let mut want = before.clone();
+            let (mut acc, mut bits) = (0u64, 0u32);
+            for &v in &values {
+                acc |= u64::from(v) << bits;
+                bits += u32::from(w);
+                while bits >= 8 {
+                    want.push(acc as u8);
+                    acc >>= 8;
+                    bits -= 8;
+                }
+            }
+            if bits > 0 {
+                want.push(acc as u8);
+            }
+            let mut got = before;
+            pack(&mut got, values.into_iter(), w);
+            proptest::prop_assert_eq!(got, want);
+        }
+
         #[test]
         fn posting_lists_round_trip(
             postings in proptest::collection::vec(
