@@ -527,12 +527,32 @@ impl Hasher for PathHasher {
 /// compared with `/` below every other byte.
 pub fn path_order(a: &str, b: &str) -> Ordering {
     let (a, b) = (a.as_bytes(), b.as_bytes());
-    let common = a.iter().zip(b).take_while(|(x, y)| x == y).count();
+    let common = common_prefix(a, b);
     let key = |c: u8| if c == b'/' { 0 } else { c };
     match (a.get(common), b.get(common)) {
         (Some(&x), Some(&y)) => key(x).cmp(&key(y)),
         (x, y) => x.is_some().cmp(&y.is_some()),
     }
+}
+
+/// The length of the longest common prefix of `a` and `b`, compared eight bytes at a time (a
+/// rebuild sorts 100,000 paths that share their directories).
+fn common_prefix(a: &[u8], b: &[u8]) -> usize {
+    let n = a.len().min(b.len());
+    let word = |s: &[u8], i: usize| u64::from_le_bytes(s[i..i + 8].try_into().expect("8 bytes"));
+    let mut i = 0;
+    while i + 8 <= n {
+        let diff = word(a, i) ^ word(b, i);
+        if diff != 0 {
+            return i + (diff.trailing_zeros() / 8) as usize;
+        }
+        i += 8;
+    }
+    i + a[i..n]
+        .iter()
+        .zip(&b[i..n])
+        .take_while(|(x, y)| x == y)
+        .count()
 }
 
 #[cfg(unix)]
@@ -604,6 +624,20 @@ mod tests {
         by_path.sort_by(|a, b| Path::new(a).cmp(Path::new(b)));
         paths.sort_by(|a, b| path_order(a, b));
         assert_eq!(paths, by_path);
+    }
+
+    proptest::proptest! {
+        /// The common prefix found a word at a time is the one found a byte at a time.
+        #[test]
+        fn common_prefix_is_the_bytewise_one(
+            a in proptest::collection::vec(0u8..4, 0..40),
+            b in proptest::collection::vec(0u8..4, 0..40),
+            shared in 0usize..30,
+        ) {
+            let b: Vec<u8> = a.iter().take(shared).chain(&b).copied().collect();
+            let bytewise = a.iter().zip(&b).take_while(|(x, y)| x == y).count();
+            proptest::prop_assert_eq!(common_prefix(&a, &b), bytewise);
+        }
     }
 
     #[test]

@@ -155,6 +155,20 @@ pub fn check_targets<'a>(
 /// Write `contents` to `path` atomically: a temp file in the same directory, fsync, rename.
 /// `path` must lie inside `bank`.
 pub fn write_atomic(bank: &Path, path: &Path, contents: &[u8]) -> Result<(), EditError> {
+    write_atomic_with(bank, path, contents, true)
+}
+
+/// [`write_atomic`], the temp file fsynced before the rename only when `durable`. Readers
+/// still see the old file or the new one whole; after a crash the new one may have lost its
+/// bytes. For the retrieval index: a cache whose every open checks its checksums and rebuilds
+/// it from the files when they fail, so such a loss costs a rebuild, while waiting for the disk
+/// would cost every build and patch.
+pub fn write_atomic_with(
+    bank: &Path,
+    path: &Path,
+    contents: &[u8],
+    durable: bool,
+) -> Result<(), EditError> {
     let target = checked_target(bank, path)?;
     let dir = target.parent().expect("checked target has a parent");
     let mut builder = tempfile::Builder::new();
@@ -169,7 +183,9 @@ pub fn write_atomic(bank: &Path, path: &Path, contents: &[u8]) -> Result<(), Edi
     fault::point("write_atomic: temp file created");
     tmp.as_file_mut().write_all(contents).map_err(io(path))?;
     fault::point("write_atomic: temp file written");
-    tmp.as_file().sync_all().map_err(|e| io(path)(plain(e)))?;
+    if durable {
+        tmp.as_file().sync_all().map_err(|e| io(path)(plain(e)))?;
+    }
     fault::point("write_atomic: temp file synced");
     let existed = match std::fs::metadata(&target) {
         Ok(meta) => {

@@ -572,7 +572,7 @@ impl Retriever {
         if let Some(why) = rebuild {
             // every file is opened and stat-ed as it is read
             let mut files = walk::lesson_paths(&self.root, &self.exclude);
-            files.sort_unstable_by(|a, b| walk::path_order(&a.rel, &b.rel));
+            files.par_sort_unstable_by(|a, b| walk::path_order(&a.rel, &b.rel));
             let mut report = Refresh {
                 files: files.len(),
                 parsed: files.len(),
@@ -818,7 +818,7 @@ impl Retriever {
                     return Ok(());
                 }
                 let bytes = delta.bytes().expect("a new delta is in memory");
-                edit::write_atomic(root, &state_path(root, DELTA_FILE), bytes)
+                edit::write_atomic_with(root, &state_path(root, DELTA_FILE), bytes, false)
             });
         }
         report.generation = generation;
@@ -897,12 +897,19 @@ impl Retriever {
         let mut encoder = segment::Encoder::default();
         let listed = record::list_ledgers(&self.root);
         let ledgers = listed.as_ref().map_or(Ledgers::Look, Ledgers::Listed);
+        let dir = walk::RootDir::open(&self.root);
         for chunk in files.chunks(segment::Encoder::CHUNK) {
-            let records: Vec<Record> = chunk
+            // each file read and analysed by one task, while its text is in the cache
+            let analysed: Vec<segment::Analysed> = chunk
                 .par_iter()
-                .map(|f| read_record_with(ledgers, &f.rel, &self.root.join(&f.rel), limit, config))
+                .map(|f| {
+                    let path = self.root.join(&f.rel);
+                    let record =
+                        read_record_with(ledgers, &f.rel, (&path, Some(&dir)), limit, config);
+                    segment::analyse_sharded(&record)
+                })
                 .collect();
-            encoder.add(&records);
+            encoder.add_analysed(analysed);
         }
         let header = Header {
             index_id: new_index_id(generation),
@@ -921,7 +928,8 @@ impl Retriever {
         self.index = Index::new(base.clone(), None)?.reading_files_at(&self.root);
         report.persisted = self.persist(|root| {
             let bytes = base.bytes().expect("a new base is in memory");
-            edit::write_atomic(root, &state_path(root, BASE_FILE), bytes)?;
+            // a cache, checked on every open: not waited onto the disk
+            edit::write_atomic_with(root, &state_path(root, BASE_FILE), bytes, false)?;
             match std::fs::remove_file(state_path(root, DELTA_FILE)) {
                 Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(edit::EditError::Io {
                     path: DELTA_FILE.into(),
@@ -1076,14 +1084,15 @@ fn unchanged(old: &FileStat, stamp: Option<&FileStat>, limit: u64) -> bool {
 /// Read and parse one file into a record, as [`Bank::load`] reads it (a file over the size
 /// limit is not read; an unreadable one is no lesson until its stat changes).
 pub(super) fn read_record(rel: &str, path: &Path, limit: u64, config: &Config) -> Record {
-    read_record_with(Ledgers::Look, rel, path, limit, config)
+    read_record_with(Ledgers::Look, rel, (path, None), limit, config)
 }
 
-/// [`read_record`], the lesson's ledger found as `ledgers` says.
+/// [`read_record`], the lesson's ledger found as `ledgers` says, the file opened below `dir`
+/// when the root is held open.
 fn read_record_with(
     ledgers: Ledgers,
     rel: &str,
-    path: &Path,
+    (path, dir): (&Path, Option<&walk::RootDir>),
     limit: u64,
     config: &Config,
 ) -> Record {
@@ -1104,7 +1113,11 @@ fn read_record_with(
         message: e.to_string(),
     };
     // the stat of the open file, not of the path: one lookup of the path, not two
-    let (file, meta) = match std::fs::File::open(path).and_then(|f| Ok((f.metadata()?, f))) {
+    let file = match dir {
+        Some(dir) => dir.open_file(path, Path::new(rel)),
+        None => std::fs::File::open(path),
+    };
+    let (file, meta) = match file.and_then(|f| Ok((f.metadata()?, f))) {
         Ok((meta, file)) => (file, meta),
         // a file that cannot be opened keeps the stat of its path, when it has one, so that
         // it is not read again until that changes

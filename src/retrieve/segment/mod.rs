@@ -82,7 +82,7 @@ mod write;
 pub use merge::{merge, Part};
 pub(crate) use read::PriorTable;
 pub use read::{Segment, SegmentTags, TargetPairs};
-pub use write::{encode, Encoder, Patch};
+pub use write::{analyse_sharded, encode, Analysed, Encoder, Patch};
 
 /// The on-disk format version; a file of another version is rebuilt.
 pub const FORMAT_VERSION: u32 = 7;
