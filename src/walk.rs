@@ -126,6 +126,15 @@ impl RootDir {
         let _ = rel;
         std::fs::File::open(path)
     }
+
+    /// Read a file whole ([`RootDir::open_file`]'s), `size` bytes expected (what is allocated
+    /// at first, up to 16 MiB: a hint, never trusted further).
+    pub fn read(&self, path: &Path, rel: &Path, size: usize) -> std::io::Result<Vec<u8>> {
+        use std::io::Read;
+        let mut bytes = Vec::with_capacity(size.min(1 << 24) + 1);
+        self.open_file(path, rel)?.read_to_end(&mut bytes)?;
+        Ok(bytes)
+    }
 }
 
 /// The walk's rules for one bank.

@@ -377,10 +377,23 @@ pub(crate) fn list_ledgers(root: &Path) -> Option<std::collections::HashSet<std:
 /// What retrieval reads of the ledger of `slug` in the bank at `root` (nothing when it has
 /// none, or the slug could not name a file).
 pub fn ledger_facts(root: &Path, slug: &str) -> LedgerFacts {
+    ledger_facts_with(slug, |rel| std::fs::read(root.join(rel)))
+}
+
+/// [`ledger_facts`] for a bank held open (`dir`, the bank at `root`).
+pub(crate) fn ledger_facts_in(dir: &crate::walk::RootDir, root: &Path, slug: &str) -> LedgerFacts {
+    ledger_facts_with(slug, |rel| dir.read(&root.join(rel), rel, 0))
+}
+
+/// [`ledger_facts`], the ledger (its path relative to the bank) read by `read`.
+fn ledger_facts_with(
+    slug: &str,
+    read: impl FnOnce(&Path) -> std::io::Result<Vec<u8>>,
+) -> LedgerFacts {
     if crate::lesson::slug_problem(slug).is_some() {
         return LedgerFacts::default();
     }
-    let Ok(bytes) = std::fs::read(crate::layout::log_path(root, slug)) else {
+    let Ok(bytes) = read(&crate::layout::log_path(Path::new(""), slug)) else {
         return LedgerFacts::default();
     };
     let ledger = crate::ledger::Ledger::parse(Path::new(""), &bytes);

@@ -114,7 +114,7 @@ impl Index {
 
     /// Read what hits show from the files under `root`.
     pub fn reading_files_at(mut self, root: &Path) -> Index {
-        self.fields = Fields::Files(root.to_path_buf());
+        self.fields = Fields::Files(root.to_path_buf(), crate::walk::RootDir::open(root));
         self
     }
 

@@ -173,8 +173,10 @@ enum Fields {
     None,
     /// Kept from the records the index was built from (an in-memory index).
     Memory(Vec<Option<LessonFields>>),
-    /// Read from the files under this root.
-    Files(PathBuf),
+    /// Read from the files under this root, held open (files are opened below it rather
+    /// than by their whole path: a hit's file and ledger are two of a search's few system
+    /// calls, and each walked every component of the root).
+    Files(PathBuf, crate::walk::RootDir),
 }
 
 /// The tags of the live lessons: their keys (each with where its docs are listed) and which

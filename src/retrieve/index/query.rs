@@ -494,13 +494,14 @@ impl Index {
     /// conflicts read now (a ledger changes without its lesson).
     fn read_fields(
         &self,
-        root: &Path,
+        (root, dir): (&Path, &crate::walk::RootDir),
         path: &str,
         id: usize,
         stat: &FileStat,
     ) -> Option<LessonFields> {
         let file = root.join(path);
-        let bytes = std::fs::read(&file).ok()?;
+        let size = usize::try_from(stat.size).unwrap_or(0);
+        let bytes = dir.read(&file, Path::new(path), size).ok()?;
         if bytes.len() as u64 != stat.size || codec::checksum(&bytes) != stat.hash {
             return None;
         }
@@ -520,7 +521,7 @@ impl Index {
             }
         };
         let mut fields = LessonFields::clone(&parsed);
-        fields.ledger_conflicts = record::ledger_facts(root, &fields.slug).conflicts;
+        fields.ledger_conflicts = record::ledger_facts_in(dir, root, &fields.slug).conflicts;
         Some(fields)
     }
 
@@ -630,7 +631,9 @@ impl Index {
             let path = seg.path(local)?;
             let lesson = match &self.fields {
                 Fields::Memory(f) => f.get(id).cloned().flatten(),
-                Fields::Files(root) => self.read_fields(root, &path, id, &self.stat(id)?),
+                Fields::Files(root, dir) => {
+                    self.read_fields((root, dir), &path, id, &self.stat(id)?)
+                }
                 Fields::None => None,
             };
             return Ok(Explanation::Tags {
@@ -808,8 +811,8 @@ impl Index {
         let read;
         let fields = match &self.fields {
             Fields::Memory(fields) => fields.get(id).and_then(Option::as_ref),
-            Fields::Files(root) => {
-                read = self.read_fields(root, path, id, &self.stat(id)?);
+            Fields::Files(root, dir) => {
+                read = self.read_fields((root, dir), path, id, &self.stat(id)?);
                 read.as_ref()
             }
             Fields::None => return Err(Corrupt("an index without its files")),
