@@ -6,15 +6,13 @@ mod cli;
 
 use std::process::ExitCode;
 
-use clap::Parser;
-
 // Loading a bank allocates many small strings; mimalloc is markedly faster at that than the
 // system allocator (the same choice as ruff and uv).
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
-    let args = cli::Args::parse();
+    let args = cli::Args::from_env();
     match cli::run(args) {
         Ok(code) => code,
         // the reader went away (`| head`): nothing to say, as `rg`

@@ -77,6 +77,15 @@ use clap::{Parser, Subcommand, ValueEnum};
 #[derive(Debug, Parser)]
 #[command(name = "lesson", version, about, max_term_width = 100)]
 pub struct Args {
+    #[command(flatten)]
+    global: Global,
+    #[command(subcommand)]
+    command: Command,
+}
+
+/// The flags every command takes.
+#[derive(Debug, clap::Args)]
+struct Global {
     /// The bank directory (default: $LESSON_DIR, else the nearest ancestor with lesson.toml,
     /// else ./lessons)
     #[arg(long, global = true, value_name = "BANK")]
@@ -92,8 +101,41 @@ pub struct Args {
     /// Print more on stderr: the bank used, timings, files left out
     #[arg(short, long, global = true)]
     verbose: bool,
-    #[command(subcommand)]
-    command: Command,
+}
+
+impl Args {
+    /// The command line's arguments. `lesson search`, which agents run once a request, is
+    /// parsed first with its own flags alone: building the whole command (every subcommand's
+    /// flags) was a third of the time a new process spends before it asks a watcher. Anything
+    /// that parser does not accept (help, a flag out of place, an error) is parsed again
+    /// against the whole command, which prints what it always did.
+    pub fn from_env() -> Args {
+        Args::search_line(std::env::args_os()).unwrap_or_else(Args::parse)
+    }
+
+    /// Command line `argv` (the program's name first) parsed by [`SearchLine`], when it is a
+    /// `lesson search` that parser accepts.
+    fn search_line(argv: impl IntoIterator<Item = std::ffi::OsString>) -> Option<Args> {
+        let mut argv = argv.into_iter();
+        let first = argv.next()?;
+        let mut rest = argv.peekable();
+        rest.next_if(|a| a == "search")?;
+        let only = SearchLine::try_parse_from(std::iter::once(first).chain(rest)).ok()?;
+        Some(Args {
+            global: only.global,
+            command: Command::Search(only.search),
+        })
+    }
+}
+
+/// `lesson search`'s command line alone: the global flags and the subcommand's.
+#[derive(Debug, Parser)]
+#[command(name = "lesson search")]
+struct SearchLine {
+    #[command(flatten)]
+    global: Global,
+    #[command(flatten)]
+    search: search::SearchArgs,
 }
 
 #[derive(Debug, Subcommand)]
@@ -184,9 +226,9 @@ enum WriteFormat {
 /// Run a command, with this run's output conventions.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     ui::set(ui::Ui {
-        color: args.color,
-        quiet: args.quiet,
-        verbose: args.verbose,
+        color: args.global.color,
+        quiet: args.global.quiet,
+        verbose: args.global.verbose,
     });
     let started = std::time::Instant::now();
     let code = dispatch(args)?;
@@ -196,33 +238,33 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 
 fn dispatch(args: Args) -> anyhow::Result<ExitCode> {
     match args.command {
-        Command::Lint(a) => lint::run(&bank_dir(args.dir)?, a),
+        Command::Lint(a) => lint::run(&bank_dir(args.global.dir)?, a),
         Command::Rule(a) => rule::run(a),
-        Command::Config => config::run(&bank_dir(args.dir)?),
-        Command::Index(a) => index::run(&bank_dir(args.dir)?, a),
-        Command::New(a) => new::run(&bank_dir(args.dir)?, a),
-        Command::Init(a) => init::run(args.dir, a),
-        Command::List(a) => list::run(&bank_dir(args.dir)?, a),
-        Command::Show(a) => show::run(&bank_dir(args.dir)?, a),
-        Command::Log(a) => log::run(&bank_dir(args.dir)?, a),
-        Command::Record(a) => record::run(&bank_dir(args.dir)?, a),
-        Command::Review(a) => review::run(&bank_dir(args.dir)?, a),
-        Command::Supersede(a) => supersede::run(&bank_dir(args.dir)?, a),
-        Command::Archive(a) => archive::run(&bank_dir(args.dir)?, a),
-        Command::Promote(a) => promote::run(&bank_dir(args.dir)?, a),
-        Command::Search(a) => search::run(&bank_dir(args.dir)?, a),
-        Command::Dedup(a) => dedup::run(&bank_dir(args.dir)?, a),
-        Command::Add(a) => add::run(&bank_dir(args.dir)?, a),
-        Command::Distill(a) => distill::run(&bank_dir(args.dir)?, a),
-        Command::Watch(a) => watch::run(&bank_dir(args.dir)?, a),
+        Command::Config => config::run(&bank_dir(args.global.dir)?),
+        Command::Index(a) => index::run(&bank_dir(args.global.dir)?, a),
+        Command::New(a) => new::run(&bank_dir(args.global.dir)?, a),
+        Command::Init(a) => init::run(args.global.dir, a),
+        Command::List(a) => list::run(&bank_dir(args.global.dir)?, a),
+        Command::Show(a) => show::run(&bank_dir(args.global.dir)?, a),
+        Command::Log(a) => log::run(&bank_dir(args.global.dir)?, a),
+        Command::Record(a) => record::run(&bank_dir(args.global.dir)?, a),
+        Command::Review(a) => review::run(&bank_dir(args.global.dir)?, a),
+        Command::Supersede(a) => supersede::run(&bank_dir(args.global.dir)?, a),
+        Command::Archive(a) => archive::run(&bank_dir(args.global.dir)?, a),
+        Command::Promote(a) => promote::run(&bank_dir(args.global.dir)?, a),
+        Command::Search(a) => search::run(&bank_dir(args.global.dir)?, a),
+        Command::Dedup(a) => dedup::run(&bank_dir(args.global.dir)?, a),
+        Command::Add(a) => add::run(&bank_dir(args.global.dir)?, a),
+        Command::Distill(a) => distill::run(&bank_dir(args.global.dir)?, a),
+        Command::Watch(a) => watch::run(&bank_dir(args.global.dir)?, a),
         Command::MergeFile(a) => merge_file::run(a),
-        Command::Git(a) => git::run(&bank_dir(args.dir)?, a),
-        Command::Sync(a) => sync::run(&bank_dir(args.dir)?, a),
-        Command::Diff(a) => diff::run(&bank_dir(args.dir)?, a),
+        Command::Git(a) => git::run(&bank_dir(args.global.dir)?, a),
+        Command::Sync(a) => sync::run(&bank_dir(args.global.dir)?, a),
+        Command::Diff(a) => diff::run(&bank_dir(args.global.dir)?, a),
         #[cfg(feature = "semantic")]
-        Command::Model(a) => model::run(|| bank_dir(args.dir), a),
+        Command::Model(a) => model::run(|| bank_dir(args.global.dir), a),
         #[cfg(feature = "mcp")]
-        Command::Mcp(a) => mcp::run(&bank_dir(args.dir)?, a),
+        Command::Mcp(a) => mcp::run(&bank_dir(args.global.dir)?, a),
         Command::Schema => schema::run(),
         Command::Completions(a) => completions::run(a),
         Command::Man(a) => completions::man(a),
@@ -325,4 +367,91 @@ fn stamp(root: &Path, by: Option<String>) -> anyhow::Result<lesson::curate::Stam
         anyhow::bail!("--by needs an id on one line, such as ana@laptop");
     }
     Ok(lesson::curate::Stamp { at: now()?, by })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn line(words: &[&str]) -> Vec<std::ffi::OsString> {
+        std::iter::once("lesson")
+            .chain(words.iter().copied())
+            .map(Into::into)
+            .collect()
+    }
+
+    #[test]
+    fn the_search_line_parses_a_search_as_the_whole_command_does() {
+        let lines: &[&[&str]] = &[
+            &["search", "tool call"],
+            &[
+                "search", "--dir", "/bank", "-k", "10", "--budget", "1000000", "--format", "json",
+                "--", "-x y",
+            ],
+            &[
+                "search",
+                "a",
+                "b",
+                "--tag",
+                "ci",
+                "--tag",
+                "git",
+                "--inferred-tags",
+                "gate",
+            ],
+            &[
+                "search",
+                "q",
+                "--operator",
+                "op",
+                "--role",
+                "r",
+                "--skill",
+                "s",
+                "--include-expired",
+            ],
+            &[
+                "search",
+                "q",
+                "--explain",
+                "some-slug",
+                "--color",
+                "never",
+                "-v",
+            ],
+            &[
+                "search", "q", "--log", "run-1", "--by", "me", "-q", "--format", "text",
+            ],
+            &["search"],
+            &["search", "-"],
+        ];
+        for words in lines {
+            let whole = Args::try_parse_from(line(words)).expect("the whole command parses it");
+            let only = Args::search_line(line(words)).expect("the search line parses it");
+            assert_eq!(format!("{only:?}"), format!("{whole:?}"), "{words:?}");
+        }
+    }
+
+    #[test]
+    fn what_the_search_line_does_not_parse_is_left_to_the_whole_command() {
+        let lines: &[&[&str]] = &[
+            // help and version print what the whole command prints
+            &["search", "--help"],
+            &["search", "-h"],
+            &["search", "--version"],
+            // errors too
+            &["search", "q", "--nope"],
+            &["search", "q", "-q", "-v"],
+            &["search", "q", "--by", "me"],
+            &["search", "q", "--log", "r", "--explain", "s"],
+            &["search", "-k", "many"],
+            // not a search, or a global flag before it
+            &["list"],
+            &["--dir", "/bank", "search", "q"],
+            &[],
+        ];
+        for words in lines {
+            assert!(Args::search_line(line(words)).is_none(), "{words:?}");
+        }
+    }
 }
