@@ -106,9 +106,9 @@ struct Global {
 impl Args {
     /// The command line's arguments. `lesson search`, which agents run once a request, is
     /// parsed first with its own flags alone: building the whole command (every subcommand's
-    /// flags and help) was 1.6 of the 8.3 ms of a search a watcher answers. Anything
-    /// that parser does not accept (help, a flag out of place, an error) is parsed again
-    /// against the whole command, which prints what it always did.
+    /// flags and help) was 1.6 of the 8.3 ms of a search a watcher answers. Anything that
+    /// parser does not accept (help, a flag out of place, an error) is parsed again against
+    /// the whole command, which prints what it always did.
     pub fn from_env() -> Args {
         Args::search_line(std::env::args_os()).unwrap_or_else(Args::parse)
     }
