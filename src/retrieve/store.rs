@@ -1096,7 +1096,6 @@ fn read_record_with(
     limit: u64,
     config: &Config,
 ) -> Record {
-    use std::io::Read;
     let read_at = wall_clock_ns();
     let unreadable = |stamp: Option<FileStat>, problem: ReadProblem| {
         let doc = Document::parse(Source::new(path, String::new()), Some(problem));
@@ -1133,14 +1132,38 @@ fn read_record_with(
             },
         );
     }
-    let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0).saturating_add(1));
-    match (&file).read_to_end(&mut bytes) {
-        Ok(_) => {
+    match read_sized(&file, meta.len()) {
+        Ok(bytes) => {
             let file = (rel, path, bytes);
             record_from_bytes(file, stamp, read_at, limit, config, ledgers)
         }
         Err(e) => unreadable(Some(stamp), io(e)),
     }
+}
+
+/// The whole of an open file that `stat` said was `size` bytes, in as many reads as it takes
+/// (one, then one that finds the end, for a file that did not change): not `read_to_end`, which
+/// for a `File` asks the size again (a `statx`) and the position (an `lseek`), two calls more
+/// for every file a rebuild reads.
+fn read_sized(mut file: &std::fs::File, size: u64) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    // one byte over the size, so that a file that did not change ends without growing the buffer
+    let mut bytes = vec![0; usize::try_from(size).unwrap_or(0).saturating_add(1)];
+    let mut len = 0;
+    loop {
+        if len == bytes.len() {
+            // it grew since its stat
+            bytes.resize(bytes.len().saturating_mul(2).max(64), 0);
+        }
+        match file.read(&mut bytes[len..]) {
+            Ok(0) => break,
+            Ok(n) => len += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    bytes.truncate(len);
+    Ok(bytes)
 }
 
 /// The record of a file's bytes (`file`: its path relative to the root, its path, the bytes).
@@ -1318,6 +1341,23 @@ pub fn records_of_bank(bank: &Bank) -> Vec<Record> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A file is read whole whatever its stat said: the size it had, less (it grew since)
+    /// or more (it shrank), empty or not.
+    #[test]
+    fn a_file_is_read_whole_whatever_size_its_stat_gave() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("f.md");
+        for len in [0usize, 1, 63, 64, 65, 4096, 100_000] {
+            let want: Vec<u8> = (0..len).map(|i| (i * 7 % 251) as u8).collect();
+            std::fs::write(&path, &want).unwrap();
+            for size in [0, 1, len.saturating_sub(1), len, len + 1, 2 * len + 5] {
+                let file = std::fs::File::open(&path).unwrap();
+                let got = read_sized(&file, size as u64).unwrap();
+                assert!(got == want, "{len} bytes, stat said {size}");
+            }
+        }
+    }
 
     /// Paths share hashes under test ([`segment::path_hash`] keeps four bits): a check of the
     /// files still takes each file to its own doc, whether its stat vouches for it or not, and
