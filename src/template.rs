@@ -88,11 +88,20 @@ impl Template {
 
     /// Render with `context`.
     pub fn render(&self, context: impl Serialize) -> Result<String, TemplateError> {
-        let env = environment();
-        let tmpl = env
-            .template_from_named_str(self.name, &self.source)
+        self.compile()?.render(context)
+    }
+
+    /// The template compiled, to render with more than one context: compiling it is about
+    /// what a rendering costs, and the prompt block may render a search's hits a dozen times
+    /// to fit them in its budget.
+    pub fn compile(&self) -> Result<Compiled<'_>, TemplateError> {
+        let mut env = environment();
+        env.add_template(self.name, &self.source)
             .map_err(|e| self.error(&e))?;
-        tmpl.render(context).map_err(|e| self.error(&e))
+        Ok(Compiled {
+            template: self,
+            env,
+        })
     }
 
     fn error(&self, err: &Error) -> TemplateError {
@@ -119,7 +128,25 @@ impl Template {
     }
 }
 
-fn environment() -> Environment<'static> {
+/// A [`Template`] compiled ([`Template::compile`]).
+#[derive(Debug)]
+pub struct Compiled<'a> {
+    template: &'a Template,
+    env: Environment<'a>,
+}
+
+impl Compiled<'_> {
+    /// Render with `context`, as [`Template::render`] does.
+    pub fn render(&self, context: impl Serialize) -> Result<String, TemplateError> {
+        let template = self.template;
+        self.env
+            .get_template(template.name)
+            .and_then(|t| t.render(context))
+            .map_err(|e| template.error(&e))
+    }
+}
+
+fn environment<'a>() -> Environment<'a> {
     let mut env = Environment::new();
     env.set_trim_blocks(true);
     env.set_lstrip_blocks(true);
@@ -231,6 +258,24 @@ mod tests {
         assert_eq!(table_cell("one\ntwo"), "one two");
         assert_eq!(table_cell("one \r\n two"), "one  two");
         assert_eq!(table_cell("\nx"), "x");
+    }
+
+    #[test]
+    fn a_compiled_template_renders_each_context_as_a_fresh_rendering_does() {
+        let t = Template::builtin("t.j2", "{% for x in xs %}{{ x }},{% endfor %}\n{{ y.z }}");
+        let c = t.compile().unwrap();
+        let ctx = |xs: &[u32]| serde_json::json!({"xs": xs, "y": {"z": xs.len()}});
+        // (the line break after a block tag is trimmed)
+        assert_eq!(c.render(ctx(&[4, 5])).unwrap(), "4,5,2");
+        for xs in [&[][..], &[1], &[1, 2, 3], &[]] {
+            assert_eq!(c.render(ctx(xs)).unwrap(), t.render(ctx(xs)).unwrap());
+        }
+        // an error while rendering is the template's, at its line, as a fresh rendering's
+        let bad = serde_json::json!({"xs": [1]});
+        let err = c.render(&bad).unwrap_err().to_string();
+        assert!(err.starts_with("built-in t.j2:2: "), "{err}");
+        assert_eq!(err, t.render(&bad).unwrap_err().to_string());
+        assert_eq!(c.render(ctx(&[7])).unwrap(), "7,1");
     }
 
     #[test]
