@@ -57,8 +57,8 @@ pub fn prompt(template: &Template, hits: &[Hit], budget: usize) -> Result<Prompt
             tokens: 0,
         });
     }
-    // compiled once for all the renderings below (compiling for each was a fifth of a warm
-    // answer's time)
+    // compiled once for all the renderings below (compiling for each was a seventh of a
+    // warm answer's time: 6.1 of 45.2 ms for the bench's 20 queries)
     let template = template.compile()?;
     let render = |n: usize| -> Result<Prompt, TemplateError> {
         let mut shown = hits[..n].to_vec();
