@@ -92,8 +92,8 @@ impl Template {
     }
 
     /// The template compiled, to render with more than one context: compiling it is about
-    /// what a rendering costs, and the prompt block may render a search's hits a dozen times
-    /// to fit them in its budget.
+    /// what a rendering costs, and the prompt block renders a search's K hits up to K + 1
+    /// times to fit them in its budget.
     pub fn compile(&self) -> Result<Compiled<'_>, TemplateError> {
         let mut env = environment();
         env.add_template(self.name, &self.source)
