@@ -1504,6 +1504,33 @@ mod tests {
         }
 
         #[test]
+        fn a_search_scores_alike_whether_the_index_keeps_its_norms_or_not(
+            seed in any::<u64>(),
+            n in 1usize..700,
+            delta in proptest::bool::weighted(0.4),
+        ) {
+            let mut rng = Rng(seed ^ 0x3333);
+            for _ in 0..4 {
+                let (req, mut settings) = request(&mut rng);
+                // a weight of 0 and one beyond reason: a field a posting has no count in
+                // adds nothing either way, not 0 × ∞
+                settings.field_weights = [
+                    Settings::default().field_weights,
+                    [0.0, 2.0, 1.0, 1.0],
+                    [f64::INFINITY, 1.0, 0.0, 1.0],
+                ][rng.below(3)];
+                // an index's first search computes the norms it reads, the next ones read
+                // those it keeps (branch-free)
+                let index = bank(seed, n, delta);
+                let first = index.search_with(&req, &settings, true, None).unwrap();
+                let kept = index.search_with(&req, &settings, true, None).unwrap();
+                prop_assert_eq!(said(&first), said(&kept), "{:?} {:?}", req, settings);
+                let pruned = index.search_with(&req, &settings, false, None).unwrap();
+                prop_assert_eq!(said(&pruned), said(&kept), "{:?} {:?}", req, settings);
+            }
+        }
+
+        #[test]
         fn the_pruned_hybrid_search_is_the_exhaustive_one(
             seed in any::<u64>(),
             n in 1usize..700,
