@@ -265,6 +265,9 @@ impl<'a> Cursor<'a> {
         }
         self.list.block_ids(&self.skips, i, &mut self.block)?;
         self.scorer.check(&self.block)?;
+        // past the block's ids, ids no doc has: a scan for a doc stops there ([`first_at`])
+        let n = self.block.len;
+        self.block.ids[n..n + 8].fill(u32::MAX);
         self.decoded = Some(i);
         self.counted = false;
         self.scored = false;
@@ -408,9 +411,7 @@ impl<'a> Cursor<'a> {
         }
         self.decode(self.at)?;
         let n = self.block.len;
-        while self.pos < n && self.block.ids[self.pos] < d {
-            self.pos += 1;
-        }
+        self.pos = first_at(&self.block.ids, self.pos, d);
         if self.pos == n || self.block.ids[self.pos] != d {
             return Ok(None);
         }
@@ -433,6 +434,22 @@ impl<'a> Cursor<'a> {
         match self.adds.get(self.next_add) {
             Some(&(id, v)) if id == d => Some(v),
             _ => None,
+        }
+    }
+}
+
+/// The place of the first of a decoded block's ids from `pos` on that is at or after `d`
+/// (the block's length if none: the 8 ids past the block are `u32::MAX`,
+/// [`Cursor::decode`]), the ids counted 8 at a time without a branch on each (a loop
+/// stopping at the first one at or after `d` mispredicted its exit at almost every lookup).
+#[inline]
+fn first_at(ids: &[u32; codec::BLOCK + 8], mut pos: usize, d: u32) -> usize {
+    loop {
+        let chunk: &[u32; 8] = ids[pos..pos + 8].try_into().expect("8 ids");
+        let behind: usize = chunk.iter().map(|&id| usize::from(id < d)).sum();
+        pos += behind;
+        if behind < 8 {
+            return pos;
         }
     }
 }
