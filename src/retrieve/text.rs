@@ -240,11 +240,18 @@ impl<F: FnMut(Term)> Terms<F> {
         self.b = c;
     }
 
-    /// Close the current piece, if one is open.
+    /// Close the current piece, if one is open (inlined: it is called after every separator
+    /// character, and most find nothing open).
+    #[inline(always)]
     fn close(&mut self) {
-        if self.len == 0 {
-            return;
+        if self.len != 0 {
+            self.close_open();
         }
+    }
+
+    /// Close the current piece, which is open.
+    #[inline(always)]
+    fn close_open(&mut self) {
         self.slide(PAD);
         if !self.cjk {
             (self.f)(self.piece_hash | WORD_BIT);
@@ -256,8 +263,18 @@ impl<F: FnMut(Term)> Terms<F> {
     }
 
     /// Close the identifier: its joined word when it has two Latin pieces or more.
+    #[inline(always)]
     fn end_identifier(&mut self) {
         self.close();
+        // no Latin piece closed: the joined hash is as it was reset (every Latin character
+        // pushed since is in a piece, and every piece is closed)
+        if self.latin_pieces != 0 {
+            self.end_pieces();
+        }
+    }
+
+    #[inline(always)]
+    fn end_pieces(&mut self) {
         if self.latin_pieces >= 2 {
             (self.f)(self.joined_hash | WORD_BIT);
         }
