@@ -39,13 +39,20 @@ fn analyse<R>(r: &Record, f: impl FnOnce(Doc, &[(Term, Tf)]) -> R) -> R {
         }
         add(3, &l.body);
         counts.buf = buf;
-        // the lengths from the counts: a sum per distinct term, not per term counted
-        let mut lens = [0u32; LEN_SLOTS];
+        // the lengths from the counts: a sum per distinct term, not per term counted, and by
+        // arithmetic, not by a branch on each term's kind
+        let (mut words, mut trigrams) = ([0u32; 4], [0u32; 4]);
         for (t, tf) in counts.terms() {
-            let kind = text::kind(*t);
-            for (f, &n) in tf.iter().enumerate() {
-                lens[score::slot(f, kind)] += n;
+            let trigram = u32::from(text::kind(*t) == text::Kind::Trigram);
+            for f in 0..4 {
+                words[f] += tf[f] * (1 - trigram);
+                trigrams[f] += tf[f] * trigram;
             }
+        }
+        let mut lens = [0u32; LEN_SLOTS];
+        for f in 0..4 {
+            lens[score::slot(f, text::Kind::Word)] = words[f];
+            lens[score::slot(f, text::Kind::Trigram)] = trigrams[f];
         }
         let doc = Doc {
             path: r.path.clone(),
@@ -79,14 +86,18 @@ thread_local! {
 /// (linear probing) kept from doc to doc and cleared slot by slot. A hash map made per doc
 /// cost more in its allocation, its control bytes and its iteration than in counting (in
 /// the bench's bank, about 900 terms are counted per doc, 400 of them distinct).
+///
+/// Whether a term is new is as likely as not, so [`Counter::add`] does not branch on it:
+/// it writes a new term's entry either way and counts it only when it is new.
 struct Counter {
     /// The term at each slot ([`EMPTY`] where none: [`Counter::add`] keeps that term apart).
     keys: Vec<Term>,
     /// Where the slot's term is in `terms`.
     at: Vec<u32>,
-    /// The slots taken, to clear.
-    taken: Vec<u32>,
+    /// The terms counted (the first `len`) and room for one more, and the slot of each.
     terms: Vec<(Term, Tf)>,
+    taken: Vec<u32>,
+    len: usize,
     /// A field's terms, before they are counted.
     buf: Vec<Term>,
     /// Where the [`EMPTY`] term is in `terms`, when counted.
@@ -100,8 +111,9 @@ struct Counter {
 const EMPTY: Term = 0;
 
 impl Counter {
-    /// Slots to start with: at most half of them are ever taken.
-    const MIN_SLOTS: usize = 2048;
+    /// Slots to start with (at most half of them are ever taken): room for 4 times as many
+    /// distinct terms as a doc of the bench's bank has, so that few probes go past one slot.
+    const MIN_SLOTS: usize = 4096;
     /// A table grown past this (by a huge doc) is made small again for the next doc.
     const KEEP_SLOTS: usize = 1 << 16;
     /// Nor is a field's buffer kept past this many terms.
@@ -113,11 +125,14 @@ impl Counter {
 
     fn with_slots(slots: usize) -> Counter {
         debug_assert!(slots.is_power_of_two());
+        // room for every term a table of `slots` takes, and one more
+        let room = slots / 2 + 1;
         Counter {
             keys: vec![EMPTY; slots],
             at: vec![0; slots],
-            taken: Vec::new(),
-            terms: Vec::new(),
+            terms: vec![(EMPTY, [0; 4]); room],
+            taken: vec![0; room],
+            len: 0,
             buf: Vec::new(),
             empty_at: None,
             shift: 64 - slots.trailing_zeros(),
@@ -129,11 +144,10 @@ impl Counter {
             *self = Counter::new();
             return;
         }
-        for &s in &self.taken {
+        for &s in &self.taken[..self.len] {
             self.keys[s as usize] = EMPTY;
         }
-        self.taken.clear();
-        self.terms.clear();
+        self.len = 0;
         self.empty_at = None;
     }
 
@@ -149,24 +163,23 @@ impl Counter {
         }
         let mask = self.keys.len() - 1;
         let mut s = self.slot(t);
-        loop {
-            let k = self.keys[s];
-            if k == t {
-                self.terms[self.at[s] as usize].1[field] += 1;
-                return;
-            }
-            if k == EMPTY {
-                break;
-            }
+        let mut k = self.keys[s];
+        // one test, not two: which of the two ends the probe is the unpredictable part
+        while (k != t) & (k != EMPTY) {
             s = (s + 1) & mask;
+            k = self.keys[s];
         }
+        let new = k == EMPTY;
+        let n = self.len;
+        // entry `n` is free: written whether or not `t` is new, kept only when it is
+        let at = std::hint::select_unpredictable(new, n, self.at[s] as usize);
         self.keys[s] = t;
-        self.at[s] = self.terms.len() as u32;
-        self.taken.push(s as u32);
-        let mut tf = [0; 4];
-        tf[field] = 1;
-        self.terms.push((t, tf));
-        if self.taken.len() * 2 > self.keys.len() {
+        self.at[s] = at as u32;
+        self.taken[n] = s as u32;
+        self.terms[n] = (t, [0; 4]);
+        self.terms[at].1[field] += 1;
+        self.len = n + usize::from(new);
+        if self.len * 2 > self.keys.len() {
             self.grow();
         }
     }
@@ -174,11 +187,22 @@ impl Counter {
     #[cold]
     #[inline(never)]
     fn add_empty(&mut self, field: usize) {
-        let at = *self.empty_at.get_or_insert_with(|| {
-            self.terms.push((EMPTY, [0; 4]));
-            (self.terms.len() - 1) as u32
-        });
-        self.terms[at as usize].1[field] += 1;
+        let at = match self.empty_at {
+            Some(at) => at as usize,
+            None => {
+                let at = self.len;
+                self.terms[at] = (EMPTY, [0; 4]);
+                // no slot of the table: clearing it again is harmless
+                self.taken[at] = 0;
+                self.len += 1;
+                if self.len * 2 > self.keys.len() {
+                    self.grow();
+                }
+                self.empty_at = Some(at as u32);
+                at
+            }
+        };
+        self.terms[at].1[field] += 1;
     }
 
     /// Double the table, its terms placed again.
@@ -187,7 +211,8 @@ impl Counter {
     fn grow(&mut self) {
         let mut bigger = Counter::with_slots(self.keys.len() * 2);
         let mask = bigger.keys.len() - 1;
-        for (i, &(t, _)) in self.terms.iter().enumerate() {
+        for (i, &(t, tf)) in self.terms[..self.len].iter().enumerate() {
+            bigger.terms[i] = (t, tf);
             if t == EMPTY {
                 continue;
             }
@@ -197,17 +222,17 @@ impl Counter {
             }
             bigger.keys[s] = t;
             bigger.at[s] = i as u32;
-            bigger.taken.push(s as u32);
+            bigger.taken[i] = s as u32;
         }
-        self.keys = bigger.keys;
-        self.at = bigger.at;
-        self.taken = bigger.taken;
-        self.shift = bigger.shift;
+        bigger.len = self.len;
+        bigger.buf = std::mem::take(&mut self.buf);
+        bigger.empty_at = self.empty_at;
+        *self = bigger;
     }
 
     /// The terms counted since the last clear, in the order first seen.
     fn terms(&self) -> &[(Term, Tf)] {
-        &self.terms
+        &self.terms[..self.len]
     }
 }
 
