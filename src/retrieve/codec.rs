@@ -361,6 +361,7 @@ pub struct ListWriter {
 impl ListWriter {
     /// Add a posting of a term's list, with the doc's field lengths for the term's kind (what
     /// the skip table's bounds are made of).
+    #[inline]
     pub fn push_scored(&mut self, id: u32, tf: &Tf, lens: &[u32; 4]) {
         self.scored = true;
         for (f, b) in self.bounds.iter_mut().enumerate() {
@@ -370,6 +371,7 @@ impl ListWriter {
     }
 
     /// Add a posting (`id` above every id before).
+    #[inline]
     pub fn push(&mut self, id: u32, tf: &Tf) {
         debug_assert!(self
             .staged
