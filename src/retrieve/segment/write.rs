@@ -111,7 +111,7 @@ struct Counter {
 const EMPTY: Term = 0;
 
 impl Counter {
-    /// Slots to start with (at most half of them are ever taken): room for 4 times as many
+    /// Slots to start with (at most half of them are ever taken): room for 5 times as many
     /// distinct terms as a doc of the bench's bank has, so that few probes go past one slot.
     const MIN_SLOTS: usize = 4096;
     /// A table grown past this (by a huge doc) is made small again for the next doc.
