@@ -209,6 +209,38 @@ fn pack(out: &mut Vec<u8>, values: impl Iterator<Item = u32>, w: u8) {
     out.extend_from_slice(&acc.to_le_bytes()[..tail]);
 }
 
+/// [`pack`] of a slice: eight values at a time, which fill `w` bytes exactly (a 64-bit word
+/// for widths up to 8, a 128-bit one up to 16), then the rest as [`pack`] writes them.
+fn pack_slice(out: &mut Vec<u8>, values: &[u32], w: u8) {
+    if w == 0 {
+        return;
+    }
+    let wb = usize::from(w);
+    let mut groups = values.chunks_exact(8);
+    if w <= 8 {
+        for group in groups.by_ref() {
+            let mut word: u64 = 0;
+            for (j, &v) in group.iter().enumerate() {
+                word |= u64::from(v) << (j * wb);
+            }
+            out.extend_from_slice(&word.to_le_bytes()[..wb]);
+        }
+    } else if w <= 16 {
+        for group in groups.by_ref() {
+            let mut word: u128 = 0;
+            for (j, &v) in group.iter().enumerate() {
+                word |= u128::from(v) << (j * wb);
+            }
+            out.extend_from_slice(&word.to_le_bytes()[..wb]);
+        }
+    } else {
+        for group in groups.by_ref() {
+            pack(out, group.iter().copied(), w);
+        }
+    }
+    pack(out, groups.remainder().iter().copied(), w);
+}
+
 /// Read `out.len()` values of `w` bits at `*pos`, advancing it.
 #[inline]
 fn unpack(bytes: &[u8], pos: &mut usize, w: u8, out: &mut [u32]) -> Result<(), Corrupt> {
@@ -364,9 +396,13 @@ impl ListWriter {
     #[inline]
     pub fn push_scored(&mut self, id: u32, tf: &Tf, lens: &[u32; 4]) {
         self.scored = true;
-        for (f, b) in self.bounds.iter_mut().enumerate() {
-            b.add(tf[f], lens[f]);
+        // (most postings have counts in the body alone)
+        if tf[0] | tf[1] | tf[2] != 0 {
+            for f in 0..BODY {
+                self.bounds[f].add(tf[f], lens[f]);
+            }
         }
+        self.bounds[BODY].add(tf[BODY], lens[BODY]);
         self.push(id, tf);
     }
 
@@ -429,8 +465,17 @@ impl ListWriter {
     }
 }
 
+/// A block's bytes (`postings`: 1 to [`BLOCK`], after `prev`, the list's id before them).
+///
+/// Each value is read once: the gaps, the body counts and the postings with other counts
+/// are gathered in one pass each, and a width is that of the values' OR (whose highest bit
+/// is the largest value's), where the encoder used to walk the postings again for every
+/// maximum and every packing (`encode_block_by_passes`, kept as the tests' oracle).
 fn encode_block(out: &mut Vec<u8>, prev: Option<u32>, postings: &[(u32, Tf)]) {
+    // (a posting's place in its block is a byte)
+    const _: () = assert!(BLOCK <= 256);
     let n = postings.len();
+    debug_assert!((1..=BLOCK).contains(&n));
     let first = postings[0].0;
     let gap = match prev {
         None => first,
@@ -441,8 +486,13 @@ fn encode_block(out: &mut Vec<u8>, prev: Option<u32>, postings: &[(u32, Tf)]) {
     };
     w.varint(u64::from(gap));
     if n > 1 {
-        let gaps = postings.windows(2).map(|p| p[1].0 - p[0].0 - 1);
-        let wid = width(gaps.clone().max().unwrap_or(0));
+        let mut gaps = [0u32; BLOCK];
+        let mut or = 0;
+        for (g, p) in gaps.iter_mut().zip(postings.windows(2)) {
+            *g = p[1].0 - p[0].0 - 1;
+            or |= *g;
+        }
+        let wid = width(or);
         let packed = ((n - 1) * usize::from(wid)).div_ceil(8);
         let span = postings[n - 1].0 - first;
         let bitmap = (span as usize).div_ceil(8);
@@ -451,44 +501,52 @@ fn encode_block(out: &mut Vec<u8>, prev: Option<u32>, postings: &[(u32, Tf)]) {
             w.varint(u64::from(span));
             let start = w.len();
             w.buf.resize(start + bitmap, 0);
+            let map = &mut w.buf[start..];
             for &(id, _) in &postings[1..] {
                 let k = (id - first - 1) as usize;
-                w.buf[start + k / 8] |= 1 << (k % 8);
+                map[k / 8] |= 1 << (k % 8);
             }
         } else {
             w.u8(wid);
-            pack(&mut w.buf, gaps, wid);
+            pack_slice(&mut w.buf, &gaps[..n - 1], wid);
         }
     }
-    let body = postings.iter().map(|p| p.1[BODY]);
-    let wb = width(body.clone().max().unwrap_or(0));
+    // the body counts, and the postings with counts in other fields than the body
+    let mut body = [0u32; BLOCK];
+    let mut at = [0u8; BLOCK];
+    let (mut body_or, mut others_or, mut m) = (0, [0u32; BODY], 0);
+    for (i, (b, (_, t))) in body.iter_mut().zip(postings).enumerate() {
+        *b = t[BODY];
+        body_or |= t[BODY];
+        for f in 0..BODY {
+            others_or[f] |= t[f];
+        }
+        // (written whatever it is, kept only when it has other counts: no branch on it)
+        at[m] = i as u8;
+        m += usize::from(t[0] | t[1] | t[2] != 0);
+    }
+    let wb = width(body_or);
     w.u8(wb);
-    pack(&mut w.buf, body, wb);
-    // the postings with counts in other fields than the body (a block has at most BLOCK)
-    let mut at = [0usize; BLOCK];
-    let mut m = 0;
-    for (i, (_, t)) in postings.iter().enumerate() {
-        if t[..BODY] != [0; BODY] {
-            at[m] = i;
-            m += 1;
-        }
-    }
+    pack_slice(&mut w.buf, &body[..n], wb);
     let others = &at[..m];
     if others.is_empty() {
         w.u8(0);
     } else {
         w.u8(1);
-        let widths: [u8; BODY] = std::array::from_fn(|f| {
-            width(others.iter().map(|&i| postings[i].1[f]).max().unwrap_or(0))
-        });
+        // (a posting without other counts adds 0 to each OR)
+        let widths = others_or.map(width);
         w.buf.extend_from_slice(&widths);
         let start = w.len();
         w.buf.resize(start + n.div_ceil(8), 0);
         for &i in others {
-            w.buf[start + i / 8] |= 1 << (i % 8);
+            w.buf[start + usize::from(i) / 8] |= 1 << (i % 8);
         }
         for (f, &wf) in widths.iter().enumerate() {
-            pack(&mut w.buf, others.iter().map(|&i| postings[i].1[f]), wf);
+            pack(
+                &mut w.buf,
+                others.iter().map(|&i| postings[usize::from(i)].1[f]),
+                wf,
+            );
         }
     }
     *out = w.buf;
@@ -1016,6 +1074,116 @@ mod tests {
         let (_, bytes) = encode(&list);
         // a bitmap of ids (1.5 bits a posting) and body counts of 2 bits
         assert!(bytes.len() * 8 < list.len() * 4, "{} bytes", bytes.len());
+    }
+
+    /// The block encoder as it was: a pass over the postings for every maximum and every
+    /// packing. [`encode_block`] must write its bytes.
+    fn encode_block_by_passes(out: &mut Vec<u8>, prev: Option<u32>, postings: &[(u32, Tf)]) {
+        let n = postings.len();
+        let first = postings[0].0;
+        let gap = match prev {
+            None => first,
+            Some(p) => first - p - 1,
+        };
+        let mut w = Writer {
+            buf: std::mem::take(out),
+        };
+        w.varint(u64::from(gap));
+        if n > 1 {
+            let gaps = postings.windows(2).map(|p| p[1].0 - p[0].0 - 1);
+            let wid = width(gaps.clone().max().unwrap_or(0));
+            let packed = ((n - 1) * usize::from(wid)).div_ceil(8);
+            let span = postings[n - 1].0 - first;
+            let bitmap = (span as usize).div_ceil(8);
+            if bitmap < packed {
+                w.u8(0xFF);
+                w.varint(u64::from(span));
+                let start = w.len();
+                w.buf.resize(start + bitmap, 0);
+                for &(id, _) in &postings[1..] {
+                    let k = (id - first - 1) as usize;
+                    w.buf[start + k / 8] |= 1 << (k % 8);
+                }
+            } else {
+                w.u8(wid);
+                pack(&mut w.buf, gaps, wid);
+            }
+        }
+        let body = postings.iter().map(|p| p.1[BODY]);
+        let wb = width(body.clone().max().unwrap_or(0));
+        w.u8(wb);
+        pack(&mut w.buf, body, wb);
+        // the postings with counts in other fields than the body (a block has at most BLOCK)
+        let mut at = [0usize; BLOCK];
+        let mut m = 0;
+        for (i, (_, t)) in postings.iter().enumerate() {
+            if t[..BODY] != [0; BODY] {
+                at[m] = i;
+                m += 1;
+            }
+        }
+        let others = &at[..m];
+        if others.is_empty() {
+            w.u8(0);
+        } else {
+            w.u8(1);
+            let widths: [u8; BODY] = std::array::from_fn(|f| {
+                width(others.iter().map(|&i| postings[i].1[f]).max().unwrap_or(0))
+            });
+            w.buf.extend_from_slice(&widths);
+            let start = w.len();
+            w.buf.resize(start + n.div_ceil(8), 0);
+            for &i in others {
+                w.buf[start + i / 8] |= 1 << (i % 8);
+            }
+            for (f, &wf) in widths.iter().enumerate() {
+                pack(&mut w.buf, others.iter().map(|&i| postings[i].1[f]), wf);
+            }
+        }
+        *out = w.buf;
+    }
+
+    proptest::proptest! {
+        /// A block's bytes are those of the encoder that walked the postings once per value
+        /// it wrote, whatever the gaps (packed or a bitmap), the counts and their widths.
+        #[test]
+        fn a_block_is_written_as_the_encoder_by_passes_wrote_it(
+            postings in proptest::collection::vec(
+                (0u32..6, 0u32..3, 0u32..2, 0u32..3, 0u32..9, 0u8..8),
+                1..=BLOCK,
+            ),
+            prev in proptest::option::of(0u32..1000),
+        ) {
+            let mut id = prev.map_or(0, |p| p + 1);
+            let mut block = Vec::new();
+            for (i, (gap, t, d, g, b, wide)) in postings.into_iter().enumerate() {
+                // now and then a far gap or a large count (widths past 8 and 16 bits)
+                let far = match wide { 0 => 70_000, 1 => 300, _ => 0 };
+                id += if i == 0 { gap } else { gap + 1 } + far;
+                let big = match wide { 2 => 40_000, 3 => 200, _ => 0 };
+                block.push((id, [t * (1 + big), d, g + big, b + big * 7]));
+            }
+            let (mut got, mut want) = (vec![7u8], vec![7u8]);
+            encode_block(&mut got, prev, &block);
+            encode_block_by_passes(&mut want, prev, &block);
+            proptest::prop_assert_eq!(got, want);
+        }
+
+        /// [`pack_slice`] writes the bytes of [`pack`].
+        #[test]
+        fn packing_a_slice_writes_the_bytes_of_packing_one_by_one(
+            w in 0u8..=32,
+            values in proptest::collection::vec(proptest::num::u32::ANY, 0..140),
+        ) {
+            let values: Vec<u32> = values
+                .into_iter()
+                .map(|v| if w >= 32 { v } else { v & ((1 << w) - 1) })
+                .collect();
+            let (mut got, mut want) = (vec![1u8], vec![1u8]);
+            pack_slice(&mut got, &values, w);
+            pack(&mut want, values.iter().copied(), w);
+            proptest::prop_assert_eq!(got, want);
+        }
     }
 
     proptest::proptest! {
