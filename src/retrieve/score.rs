@@ -138,7 +138,7 @@ impl QueryTerms {
     /// The distinct terms of `text`, sorted.
     pub fn distinct(text: &str) -> Vec<Term> {
         let mut terms = Vec::new();
-        text::for_each_term(text, |t| terms.push(t));
+        text::push_terms(text, &mut terms);
         terms.sort_unstable();
         terms.dedup();
         terms

@@ -27,6 +27,9 @@ pub type Term = u64;
 
 /// The top bit marks word terms; trigram terms never set it.
 const WORD_BIT: u64 = 1 << 63;
+/// A trigram term's bits, and one character's within them.
+const TRIGRAM_MASK: u64 = (1 << 63) - 1;
+const CHAR_MASK: u64 = (1 << 21) - 1;
 /// The padding character of trigrams.
 const PAD: char = ' ';
 
@@ -189,8 +192,9 @@ fn fnv_char(mut h: u64, c: char) -> u64 {
 }
 
 /// The tokenizer's state within one piece and one identifier.
-struct Terms<F: FnMut(Term)> {
-    f: F,
+struct Terms<'o> {
+    /// Where the terms go.
+    out: &'o mut Vec<Term>,
     /// Characters in the current piece (0: no piece open).
     len: usize,
     cjk: bool,
@@ -206,7 +210,7 @@ struct Terms<F: FnMut(Term)> {
     cjk_prev: Option<char>,
 }
 
-impl<F: FnMut(Term)> Terms<F> {
+impl Terms<'_> {
     fn open(&mut self, cjk: bool) {
         self.len = 0;
         self.cjk = cjk;
@@ -222,7 +226,8 @@ impl<F: FnMut(Term)> Terms<F> {
         self.piece_hash = fnv_char(self.piece_hash, c);
         if self.cjk {
             if let Some(p) = self.cjk_prev {
-                (self.f)(fnv_char(fnv_char(FNV_OFFSET, p), c) | WORD_BIT);
+                self.out
+                    .push(fnv_char(fnv_char(FNV_OFFSET, p), c) | WORD_BIT);
             }
             self.cjk_prev = Some(c);
         } else {
@@ -231,10 +236,42 @@ impl<F: FnMut(Term)> Terms<F> {
         self.slide(c);
     }
 
+    /// [`Terms::push`] of each byte of `run` (ASCII lower-case letters and digits) into the
+    /// open Latin piece, which has a character already (so each byte ends a trigram): the
+    /// piece's state in locals, not written back a byte at a time.
+    #[inline(always)]
+    fn push_run(&mut self, run: &[u8]) {
+        let Some(first) = self.a else {
+            // (a piece with no character yet: the caller pushed one, but byte by byte then)
+            for &c in run {
+                self.push(char::from(c));
+            }
+            return;
+        };
+        debug_assert!(self.len != 0 && !self.cjk);
+        let (mut piece, mut joined) = (self.piece_hash, self.joined_hash);
+        // the window's two characters and the next, packed as a trigram term is
+        let mut window = (u64::from(first) << 21) | u64::from(self.b);
+        // (a slice's map: the terms written without a capacity check each)
+        self.out.extend(run.iter().map(|&c| {
+            let c = u64::from(c);
+            piece = (piece ^ c).wrapping_mul(FNV_PRIME);
+            joined = (joined ^ c).wrapping_mul(FNV_PRIME);
+            window = ((window << 21) | c) & TRIGRAM_MASK;
+            window
+        }));
+        let (a, b) = (window >> 21 & CHAR_MASK, window & CHAR_MASK);
+        self.len += run.len();
+        (self.piece_hash, self.joined_hash) = (piece, joined);
+        // (characters the window held, or bytes of the run: never other values)
+        self.a = char::from_u32(a as u32);
+        self.b = char::from_u32(b as u32).unwrap_or(PAD);
+    }
+
     #[inline(always)]
     fn slide(&mut self, c: char) {
         if let Some(a) = self.a {
-            (self.f)(trigram_term(a, self.b, c));
+            self.out.push(trigram_term(a, self.b, c));
         }
         self.a = Some(self.b);
         self.b = c;
@@ -254,10 +291,10 @@ impl<F: FnMut(Term)> Terms<F> {
     fn close_open(&mut self) {
         self.slide(PAD);
         if !self.cjk {
-            (self.f)(self.piece_hash | WORD_BIT);
+            self.out.push(self.piece_hash | WORD_BIT);
             self.latin_pieces += 1;
         } else if self.len == 1 {
-            (self.f)(self.piece_hash | WORD_BIT);
+            self.out.push(self.piece_hash | WORD_BIT);
         }
         self.len = 0;
     }
@@ -276,7 +313,7 @@ impl<F: FnMut(Term)> Terms<F> {
     #[inline(always)]
     fn end_pieces(&mut self) {
         if self.latin_pieces >= 2 {
-            (self.f)(self.joined_hash | WORD_BIT);
+            self.out.push(self.joined_hash | WORD_BIT);
         }
         self.latin_pieces = 0;
         self.joined_hash = FNV_OFFSET;
@@ -285,10 +322,17 @@ impl<F: FnMut(Term)> Terms<F> {
 
 /// Call `f` on every term of `text`, with repetitions: per piece its word term (or CJK
 /// bigrams) and padded trigrams, per identifier of two Latin pieces or more the joined word.
-/// Allocation-free; the same terms as splitting with [`for_each_identifier`] (a test checks).
+/// The same terms as splitting with [`for_each_identifier`] (a test checks).
 pub fn for_each_term(text: &str, f: impl FnMut(Term)) {
+    let mut out = Vec::new();
+    push_terms(text, &mut out);
+    out.into_iter().for_each(f);
+}
+
+/// [`for_each_term`] into `out` (appended), as the index build and a request gather them.
+pub fn push_terms(text: &str, out: &mut Vec<Term>) {
     let mut t = Terms {
-        f,
+        out,
         len: 0,
         cjk: false,
         piece_hash: FNV_OFFSET,
@@ -302,7 +346,15 @@ pub fn for_each_term(text: &str, f: impl FnMut(Term)) {
     let mut prev: Option<char> = None;
     let mut pending_connector = false;
     let mut pos = 0;
-    while let Some((c, width)) = char_at(text, pos) {
+    while pos < bytes.len() {
+        // between identifiers (no piece open, no connector pending): the plain words and
+        // separators from here at once, up to what needs the general path below
+        if prev.is_none() && !pending_connector {
+            pos = lone_words(bytes, pos, t.out);
+        }
+        let Some((c, width)) = char_at(text, pos) else {
+            break;
+        };
         pos += width;
         if c.is_alphanumeric() {
             let cjk = !c.is_ascii() && is_cjk(c);
@@ -331,13 +383,11 @@ pub fn for_each_term(text: &str, f: impl FnMut(Term)) {
             // the rest of a Latin piece's run of ASCII lower-case letters and digits: none of
             // them starts a piece, so each is only pushed (what the loop above would do)
             if !t.cjk {
-                while let Some(&b) = bytes.get(pos) {
-                    if !(b.is_ascii_lowercase() || b.is_ascii_digit()) {
-                        break;
-                    }
-                    t.push(char::from(b));
-                    prev = Some(char::from(b));
-                    pos += 1;
+                let run = ascii_run(&bytes[pos..]);
+                if let Some(&last) = run.last() {
+                    t.push_run(run);
+                    prev = Some(char::from(last));
+                    pos += run.len();
                 }
             }
             continue;
@@ -356,6 +406,63 @@ pub fn for_each_term(text: &str, f: impl FnMut(Term)) {
         prev = None;
     }
     t.end_identifier();
+}
+
+/// From `pos`, between identifiers (no piece open, no connector pending), the terms of each
+/// word of ASCII text that is one piece and one identifier (a letter or digit, then lower-case
+/// letters and digits, then the end or an ASCII separator other than `_` and `-`) and the
+/// separators around them: what the general path gives for them (each word's trigrams, then
+/// its word), in a loop of its own. Returns where it stopped: the end, a non-ASCII character,
+/// or the start of a word it leaves to the general path (a capital inside it, a connector or
+/// a non-ASCII character after it).
+fn lone_words(bytes: &[u8], mut pos: usize, out: &mut Vec<Term>) -> usize {
+    // a word of n bytes gives n + 1 terms and a separator or the end follows it
+    out.reserve(bytes.len() - pos + 1);
+    loop {
+        // separators: after one, `_` and `-` join nothing either
+        while let Some(&b) = bytes.get(pos) {
+            if !b.is_ascii() || b.is_ascii_alphanumeric() {
+                break;
+            }
+            pos += 1;
+        }
+        let Some(&first) = bytes.get(pos) else {
+            return pos;
+        };
+        if !first.is_ascii() {
+            return pos;
+        }
+        let start = pos;
+        let rest = ascii_run(&bytes[pos + 1..]);
+        pos += 1 + rest.len();
+        if let Some(&next) = bytes.get(pos) {
+            if !next.is_ascii() || next.is_ascii_alphanumeric() || next == b'_' || next == b'-' {
+                return start;
+            }
+        }
+        let first = u64::from(first.to_ascii_lowercase());
+        let mut piece = (FNV_OFFSET ^ first).wrapping_mul(FNV_PRIME);
+        let mut window = (PAD as u64) << 21 | first;
+        // (a slice's map: written without a capacity check each)
+        out.extend(rest.iter().map(|&c| {
+            let c = u64::from(c);
+            piece = (piece ^ c).wrapping_mul(FNV_PRIME);
+            window = ((window << 21) | c) & TRIGRAM_MASK;
+            window
+        }));
+        out.push(((window << 21) | PAD as u64) & TRIGRAM_MASK);
+        out.push(piece | WORD_BIT);
+    }
+}
+
+/// The longest prefix of `bytes` of ASCII lower-case letters and digits.
+#[inline(always)]
+fn ascii_run(bytes: &[u8]) -> &[u8] {
+    let n = bytes
+        .iter()
+        .position(|b| !(b.is_ascii_lowercase() || b.is_ascii_digit()))
+        .unwrap_or(bytes.len());
+    &bytes[..n]
 }
 
 /// The character of `text` at byte `pos` (a character boundary) and its width, if any.
@@ -461,7 +568,7 @@ mod tests {
     proptest::proptest! {
         #[test]
         fn streaming_terms_are_the_reference_terms(
-            text in "[a-zA-Z0-9 _.,:İßÉé数据库连接テスト가나\\-\\n]{0,40}"
+            text in "[a-zA-Z0-9 _.,:'İßÉé数据库连接テスト가나\\-\\n]{0,80}"
         ) {
             let mut fast = terms(&text);
             let mut by_the_book = reference_terms(&text);

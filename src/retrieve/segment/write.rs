@@ -27,7 +27,7 @@ fn analyse<R>(r: &Record, f: impl FnOnce(Doc, &[(Term, Tf)]) -> R) -> R {
         let mut buf = std::mem::take(&mut counts.buf);
         let mut add = |field: usize, s: &str| {
             buf.clear();
-            text::for_each_term(s, |t| buf.push(t));
+            text::push_terms(s, &mut buf);
             for &t in &buf {
                 counts.add(t, field);
             }
