@@ -361,14 +361,17 @@ impl<'a> Cursor<'a> {
             // (a branch on each doc's bit mispredicted a third of the time, and each miss
             // threw away the norm loads under way), then scored in a loop without one
             let mut kept = [0u8; codec::BLOCK];
+            let mut flags = [0u8; codec::BLOCK];
             let mut m = 0;
-            let mut mask = 0u128;
-            for i in start..end {
-                let j = (self.block.ids[i] - lo) as usize;
+            let places = self.block.ids[start..end]
+                .iter()
+                .zip(&mut flags[start..end]);
+            for (i, (&id, flag)) in (start..).zip(places) {
+                let j = (id - lo) as usize;
                 let bit = (viable[j / 64] >> (j % 64)) & 1;
                 kept[m] = i as u8;
                 m += bit as usize;
-                mask |= u128::from(bit) << i;
+                *flag = bit as u8;
             }
             let kept = &kept[..m];
             if !kept.is_empty() {
@@ -385,7 +388,7 @@ impl<'a> Cursor<'a> {
                     }
                 } else {
                     let ids = &self.block.ids;
-                    self.scorer.block_kept(&self.block, kept, mask, |i, s| {
+                    self.scorer.block_kept(&self.block, kept, &flags, |i, s| {
                         if s != 0.0 {
                             adds.push((ids[i], share * s));
                         }

@@ -1103,14 +1103,14 @@ impl ListScorer<'_> {
     }
 
     /// [`ListScorer::block`]'s saturations of the postings `kept` alone (their places in the
-    /// block, ascending; `mask` has their bits), to the last bit, each passed to `f` with its
-    /// place.
+    /// block, ascending; `flags` is 1 at their places, 0 elsewhere), to the last bit, each
+    /// passed to `f` with its place.
     #[inline]
     pub(super) fn block_kept(
         &self,
         blk: &Block,
         kept: &[u8],
-        mask: u128,
+        flags: &[u8; codec::BLOCK],
         mut f: impl FnMut(usize, f64),
     ) -> Result<(), Corrupt> {
         const { assert!(codec::BLOCK <= 128) };
@@ -1124,7 +1124,7 @@ impl ListScorer<'_> {
         let mut m = 0;
         for j in 0..blk.others {
             with[m] = j as u8;
-            m += (mask >> blk.which[j] & 1) as usize;
+            m += usize::from(flags[usize::from(blk.which[j])]);
         }
         for &j in &with[..m] {
             let j = usize::from(j);
