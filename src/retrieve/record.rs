@@ -36,8 +36,42 @@ pub struct FileStat {
 impl FileStat {
     /// Whether `stat` would say the same of both.
     pub fn same_stamp(&self, other: &FileStat) -> bool {
+        self.stamp().same(other)
+    }
+
+    /// What `stat` said, and whether it was settled: all of it but the hash.
+    pub fn stamp(&self) -> FileStamp {
+        FileStamp {
+            size: self.size,
+            mtime_ns: self.mtime_ns,
+            ctime_ns: self.ctime_ns,
+            ino: self.ino,
+            settled: self.settled,
+        }
+    }
+}
+
+/// A [`FileStat`] without the hash of the bytes: what the index's path table keeps of each
+/// doc, so that checking a walked file against it reads that table alone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct FileStamp {
+    /// Size in bytes.
+    pub size: u64,
+    /// Modification time, nanoseconds since the Unix epoch.
+    pub mtime_ns: i64,
+    /// Status change time, nanoseconds since the Unix epoch (0 where there is none).
+    pub ctime_ns: i64,
+    /// Inode number (0 where there is none).
+    pub ino: u64,
+    /// Whether the stat was settled when the file was read ([`FileStat::settled`]).
+    pub settled: bool,
+}
+
+impl FileStamp {
+    /// Whether `stat` would say the same of this and `stat`.
+    pub fn same(&self, stat: &FileStat) -> bool {
         (self.size, self.mtime_ns, self.ctime_ns, self.ino)
-            == (other.size, other.mtime_ns, other.ctime_ns, other.ino)
+            == (stat.size, stat.mtime_ns, stat.ctime_ns, stat.ino)
     }
 }
 

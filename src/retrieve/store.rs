@@ -39,7 +39,7 @@ use crate::source::{ReadProblem, Source};
 use super::codec::{self, Corrupt};
 use super::index::{self, Index};
 use super::marker::{self, Identity};
-use super::record::{self, FileStat, Ledgers, Record};
+use super::record::{self, FileStamp, FileStat, Ledgers, Record};
 use super::segment::{self, Header, Kind, Part, Patch, Segment};
 use super::{Request, Search, Settings};
 use crate::walk;
@@ -585,7 +585,7 @@ impl Retriever {
         }
         // each file's path, its hash and its stamp (less than half of what its whole
         // metadata takes, so that the passes below read less)
-        let files = walk::lesson_files_kept(&self.root, &self.exclude, |rel, meta| Walked {
+        let mut files = walk::lesson_files_kept(&self.root, &self.exclude, |rel, meta| Walked {
             hash: segment::path_hash(&rel),
             stamp: meta.as_ref().map(stamp),
             rel,
@@ -596,31 +596,25 @@ impl Retriever {
             ..Refresh::default()
         };
 
-        // join the walk with the index by each path's hash: both sorted by it, then the docs
-        // found in doc order, so that the index's tables are read front to back (a lookup a
-        // file, in no order, costs more in cache misses than the sorts)
-        let mut keys: Vec<(u64, u32)> = files
-            .iter()
-            .enumerate()
-            .map(|(i, f)| (f.hash, i as u32))
-            .collect();
-        keys.par_sort_unstable();
-        let mut pairs = index.docs_with_path_hashes(&keys)?;
+        // join the walk with the index by each path's hash: the files sorted by it, as each
+        // segment's path table is, which holds each doc's stamp, so that both are read front
+        // to back (a lookup a file, in no order, costs more in cache misses than the sort)
+        files.par_sort_unstable_by_key(|f| f.hash);
+        let keys: Vec<u64> = files.iter().map(|f| f.hash).collect();
+        let pairs = index.docs_with_path_hashes(&keys)?;
         drop(keys);
         let mut shared = vec![false; files.len()];
         let mut once = vec![false; files.len()];
-        for &(_, file) in &pairs {
+        for &(file, _, _) in &pairs {
             let file = file as usize;
             shared[file] |= once[file];
             once[file] = true;
         }
-        pairs.par_sort_unstable();
         let found: Vec<(u32, Joined)> = pairs
             .par_iter()
-            .map(|&(id, file)| {
+            .map(|&(file, id, old)| {
                 let f = &files[file as usize];
-                let stat = index.stat(id as usize)?;
-                let same = unchanged(&stat, f.stamp.as_ref(), limit);
+                let same = unchanged(&old, f.stamp.as_ref(), limit);
                 // a doc whose stat says the file is as indexed is taken on that (the path's
                 // hash, size, times to the nanosecond and inode all agreeing), unless another
                 // doc shares the hash; any other only if its path is the file's
@@ -628,7 +622,7 @@ impl Retriever {
                     if (same && !shared[file as usize]) || index.path(id as usize)? == f.rel {
                         match same {
                             true => Joined::Unchanged(id),
-                            false => Joined::Check(id, stat),
+                            false => Joined::Check(id, index.stat(id as usize)?),
                         }
                     } else {
                         Joined::New
@@ -1009,7 +1003,7 @@ fn check(
         // vanished between the walk and its stat: recorded as unreadable, re-checked next time
         return Change::Reparsed(entry.id, read_record(rel, path, limit, config));
     };
-    if unchanged(&entry.stat, Some(&stamp), limit) {
+    if unchanged(&entry.stat.stamp(), Some(&stamp), limit) {
         return Change::None;
     }
     let old = entry.stat;
@@ -1077,8 +1071,8 @@ impl Joined {
 /// Whether a file's stat says it is as indexed (then it is not read). A file over the size
 /// limit is never read: its record holds nothing a racy change could make stale.
 /// `old` is what the index holds, `stamp` what the file's stat says now (`None`: it has none).
-fn unchanged(old: &FileStat, stamp: Option<&FileStat>, limit: u64) -> bool {
-    stamp.is_some_and(|stamp| stamp.same_stamp(old) && (old.settled || stamp.size > limit))
+fn unchanged(old: &FileStamp, stamp: Option<&FileStat>, limit: u64) -> bool {
+    stamp.is_some_and(|stamp| old.same(stamp) && (old.settled || stamp.size > limit))
 }
 
 /// Read and parse one file into a record, as [`Bank::load`] reads it (a file over the size

@@ -520,21 +520,29 @@ impl Index {
         self.n
     }
 
-    /// For each of `keys` (the hash of a path relative to the root, as the segments' path
-    /// index keeps it, and a number of the caller's, ascending), the live docs whose path has
-    /// that hash, as
-    /// `(doc id, the key's number)`: the doc of the path, if there is one, and any other doc
-    /// whose path shares its 64-bit hash. Nothing is decoded but the path indexes.
-    pub fn docs_with_path_hashes(&self, keys: &[(u64, u32)]) -> Result<Vec<(u32, u32)>, Corrupt> {
+    /// For each of `keys` (the hashes of paths relative to the root, as the segments' path
+    /// index keeps them, ascending), the live docs whose path has that hash, as `(the key's
+    /// place in keys, doc id, the doc's stamp)`: the doc of the path, if there is one, and any
+    /// other doc whose path shares its 64-bit hash; the stamp is what the doc's stat says now
+    /// ([`Index::stat`] but for the hash). Nothing is read but the path indexes (and the
+    /// delta's new stats): each segment's docs come in the keys' order.
+    pub fn docs_with_path_hashes(
+        &self,
+        keys: &[u64],
+    ) -> Result<Vec<(u32, u32, FileStamp)>, Corrupt> {
         let mut out = Vec::with_capacity(keys.len());
         for (seg, offset) in self.segments() {
             let count = seg.doc_count();
             let mut bad = false;
-            seg.join_path_hashes(keys, |i, local| {
+            seg.join_path_hashes(keys, |i, local, stamp| {
                 let id = offset + local as usize;
                 bad |= local as usize >= count;
                 if !bad && self.is_live(id) {
-                    out.push((id as u32, keys[i].1));
+                    let stamp = match id < self.base_count && !self.restat.is_empty() {
+                        true => self.restat.get(&(id as u32)).map_or(stamp, FileStat::stamp),
+                        false => stamp,
+                    };
+                    out.push((i as u32, id as u32, stamp));
                 }
             })?;
             if bad {

@@ -20,7 +20,7 @@ use globset::GlobMatcher;
 use crate::lesson::Outcome;
 
 use super::codec::{self, Block, Corrupt, BODY};
-use super::record::{self, FileStat, LessonFields, Record, TargetGlobs};
+use super::record::{self, FileStamp, FileStat, LessonFields, Record, TargetGlobs};
 use super::score::{self, FieldStats, QueryTerms, Settings, LEN_SLOTS};
 use super::segment::{self, Header, Kind, Patch, Segment, F_SUPERSEDES};
 use super::text::{self, Term};

@@ -38,8 +38,10 @@
 //! paths      per block of 32 docs an offset u32, then the paths in doc order, each the
 //!            length of the prefix it shares with the previous one in its block (varint) and
 //!            the rest (varint length, bytes)
-//! path-index (path hash u64, doc u32) per doc, ascending: a walked file's doc without
-//!            decoding the paths
+//! path-index (path hash u64, doc u32, flags u32 (settled: bit 0), size u64, mtime i64,
+//!            ctime i64, inode u64) per doc, ascending by hash: a walked file's doc, and whether
+//!            its stat says the file is as indexed, without decoding the paths or reading the
+//!            stat and rank tables in doc order
 //! titles     a lesson's title as written (empty for other files), laid out as the paths are
 //! lessons    a bit per doc: a lesson
 //! slugs      the slugs that are not their file's name (`x.md` → `x`): count u32, then
@@ -70,7 +72,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use crate::lesson::Outcome;
 
-use super::record::{FileStat, TargetGlobs};
+use super::record::{FileStamp, FileStat, TargetGlobs};
 use super::score::{self, TermHasher, LEN_SLOTS};
 use super::text::{self, Term};
 use crate::walk::path_order;
@@ -85,7 +87,7 @@ pub use read::{Segment, SegmentTags, TargetPairs};
 pub use write::{analyse_sharded, encode, Analysed, Encoder, Patch};
 
 /// The on-disk format version; a file of another version is rebuilt.
-pub const FORMAT_VERSION: u32 = 7;
+pub const FORMAT_VERSION: u32 = 8;
 const MAGIC: &[u8; 8] = b"LESSONIX";
 
 /// The sections, in file order.
@@ -120,6 +122,7 @@ const HEAD: usize = FIXED + SECTIONS * 24 + 8;
 const RESTAT_ENTRY: usize = 48;
 const STAT_ENTRY: usize = 32;
 const RANK_ENTRY: usize = 40;
+const PATH_INDEX_ENTRY: usize = 48;
 const DICT_ENTRY: usize = 24;
 /// Docs per group of the priors section: a search's windows are whole groups.
 pub(crate) const PRIOR_GROUP: usize = 128;
@@ -412,8 +415,12 @@ mod tests {
             .collect();
         keys.sort_unstable();
         let mut joined = Vec::new();
-        seg.join_path_hashes(&keys, |i, doc| joined.push((keys[i].1, doc)))
-            .unwrap();
+        let hashes: Vec<u64> = keys.iter().map(|k| k.0).collect();
+        seg.join_path_hashes(&hashes, |i, doc, stamp| {
+            assert_eq!(stamp, seg.stat(doc as usize).unwrap().stamp());
+            joined.push((keys[i].1, doc))
+        })
+        .unwrap();
         joined.sort_unstable();
         let mut expected = Vec::new();
         for (k, p) in asked.iter().enumerate() {

@@ -336,7 +336,7 @@ impl Segment {
             && exactly(Sec::Dict, term_count, DICT_ENTRY)
             && each(Sec::Deleted, 4)
             && each(Sec::Restat, RESTAT_ENTRY)
-            && exactly(Sec::PathIndex, doc_count, 12)
+            && exactly(Sec::PathIndex, doc_count, PATH_INDEX_ENTRY)
             && each(Sec::SlugIndex, 12)
             && each(Sec::Superseded, 8)
             && each(Sec::Superseders, 12)
@@ -677,29 +677,38 @@ impl Segment {
         }
     }
 
-    /// Merge `keys` (a path's hash ([`super::path_hash`]) and a number of the caller's,
-    /// ascending) with the path index, calling `f(i, doc)` for each doc whose path has the
-    /// hash of `keys[i]`: both are read front to back once.
+    /// Merge `keys` (paths' hashes ([`super::path_hash`]), ascending) with the path index,
+    /// calling `f(i, doc, stamp)` for each doc whose path has the hash `keys[i]`, with what
+    /// the doc's stat said of the file when it was indexed (its size, times, inode and whether
+    /// it was settled; no content hash): both are read front to back once.
     pub(crate) fn join_path_hashes(
         &self,
-        keys: &[(u64, u32)],
-        mut f: impl FnMut(usize, u32),
+        keys: &[u64],
+        mut f: impl FnMut(usize, u32, FileStamp),
     ) -> Result<(), Corrupt> {
         let table = self.sec(Sec::PathIndex)?;
-        let n = table.len() / 12;
-        let hash = |e: usize| u64_at(table, e * 12);
+        let n = table.len() / PATH_INDEX_ENTRY;
+        let hash = |e: usize| u64_at(table, e * PATH_INDEX_ENTRY);
         let (mut i, mut e) = (0, 0);
         while i < keys.len() && e < n {
-            let (key, h) = (keys[i].0, hash(e));
+            let (key, h) = (keys[i], hash(e));
             if key < h {
                 i += 1;
             } else if h < key {
                 e += 1;
             } else {
                 let end = (e..n).find(|&x| hash(x) != h).unwrap_or(n);
-                while i < keys.len() && keys[i].0 == h {
+                while i < keys.len() && keys[i] == h {
                     for x in e..end {
-                        f(i, u32_at(table, x * 12 + 8));
+                        let at = x * PATH_INDEX_ENTRY;
+                        let stamp = FileStamp {
+                            size: u64_at(table, at + 16),
+                            mtime_ns: u64_at(table, at + 24) as i64,
+                            ctime_ns: u64_at(table, at + 32) as i64,
+                            ino: u64_at(table, at + 40),
+                            settled: u32_at(table, at + 12) & 1 != 0,
+                        };
+                        f(i, u32_at(table, at + 8), stamp);
                     }
                     i += 1;
                 }

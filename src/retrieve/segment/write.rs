@@ -431,9 +431,16 @@ pub(super) fn write_segment(
             .collect();
         path_index.sort_unstable();
         let w = &mut secs[sec(Sec::PathIndex)];
+        w.buf.reserve(path_index.len() * PATH_INDEX_ENTRY);
         for (h, id) in path_index {
+            let stat = &docs[id as usize].stat;
             w.u64(h);
             w.u32(id);
+            w.u32(u32::from(stat.settled));
+            w.u64(stat.size);
+            w.i64(stat.mtime_ns);
+            w.i64(stat.ctime_ns);
+            w.u64(stat.ino);
         }
         secs[sec(Sec::Titles)] = column(
             docs.iter()
