@@ -127,6 +127,27 @@ impl RootDir {
         std::fs::File::open(path)
     }
 
+    /// What `stat` says of a found file `rel` (a symlink followed, as the walk follows one):
+    /// its size, mtime and ctime in nanoseconds since the epoch, and its inode; one `statx`
+    /// relative to the root. `None` where the root is not held open (or off Unix), or the
+    /// file cannot be stat-ed: the caller reads the file instead.
+    pub fn stamp(&self, rel: &Path) -> Option<(u64, i64, i64, u64)> {
+        #[cfg(unix)]
+        if let Some(fd) = &self.fd {
+            let st = rustix::fs::statat(fd, rel, rustix::fs::AtFlags::empty()).ok()?;
+            let ns = |s: i64, n: i64| s.saturating_mul(1_000_000_000).saturating_add(n);
+            #[allow(clippy::unnecessary_cast)] // the fields' types differ between targets
+            return Some((
+                st.st_size as u64,
+                ns(st.st_mtime as i64, st.st_mtime_nsec as i64),
+                ns(st.st_ctime as i64, st.st_ctime_nsec as i64),
+                st.st_ino as u64,
+            ));
+        }
+        let _ = rel;
+        None
+    }
+
     /// Read a file whole ([`RootDir::open_file`]'s), `size` bytes expected (what is allocated
     /// at first, up to 16 MiB: a hint, never trusted further). Read through `take`, whose
     /// `read_to_end` does not ask the file its size and position first (`File`'s does: two

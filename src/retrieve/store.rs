@@ -1449,31 +1449,68 @@ mod tests {
     #[test]
     fn a_kept_open_retriever_serves_an_edited_lesson_as_it_now_reads() {
         let tmp = tempfile::tempdir().unwrap();
-        let write = |soil: &str| {
-            std::fs::write(
-                tmp.path().join("a.md"),
-                format!(
-                    "---\nschema: learning/v1\nslug: water-the-ficus\ntitle: Water the ficus\n\
-                     trigger:\n  description: When the soil is {soil}\noutcome: success\n\
-                     evidence:\n  - kind: run\n    ref: r1\n---\n\n# Water the ficus\n"
-                ),
-            )
-            .unwrap()
-        };
+        let write = |soil: &str| std::fs::write(tmp.path().join("a.md"), ficus(soil)).unwrap();
         write("dry");
         let mut r = Retriever::open(tmp.path()).unwrap();
-        let request = Request::new("water the ficus").now(jiff::Timestamp::now());
-        let mut described = || {
-            let hits = r.search(&request).unwrap().hits;
-            assert_eq!(hits.len(), 1);
-            hits[0].description.clone()
-        };
+        let mut described = || described(&mut r);
         assert_eq!(described(), "When the soil is dry");
         assert_eq!(described(), "When the soil is dry");
         write("wet");
         assert_eq!(described(), "When the soil is wet");
         write("dry");
         assert_eq!(described(), "When the soil is dry");
+    }
+
+    /// A lesson whose description says how the soil is.
+    fn ficus(soil: &str) -> String {
+        format!(
+            "---\nschema: learning/v1\nslug: water-the-ficus\ntitle: Water the ficus\n\
+             trigger:\n  description: When the soil is {soil}\noutcome: success\n\
+             evidence:\n  - kind: run\n    ref: r1\n---\n\n# Water the ficus\n"
+        )
+    }
+
+    /// The description of the one hit for "water the ficus".
+    fn described(r: &mut Retriever) -> String {
+        let request = Request::new("water the ficus").now(jiff::Timestamp::now());
+        let hits = r.search(&request).unwrap().hits;
+        assert_eq!(hits.len(), 1);
+        hits[0].description.clone()
+    }
+
+    /// Once a lesson's stat is settled, its kept parse is vouched for by a stat that still
+    /// says what it said (the file is not read again); an edit of the same size, in place,
+    /// is seen all the same.
+    #[test]
+    #[cfg(unix)]
+    fn a_settled_hit_is_vouched_for_by_its_stat_and_an_edit_still_shows() {
+        let tmp = tempfile::tempdir().unwrap();
+        let write = |soil: &str| {
+            let text = ficus(soil);
+            let mut file = std::fs::File::options()
+                .write(true)
+                .create(true)
+                .truncate(false)
+                .open(tmp.path().join("a.md"))
+                .unwrap();
+            std::io::Write::write_all(&mut file, text.as_bytes()).unwrap();
+        };
+        write("dry");
+        let mut r = Retriever::open(tmp.path()).unwrap();
+        // past the settling time, a check of the files records the stat as settled
+        std::thread::sleep(std::time::Duration::from_millis(2_100));
+        r.refresh().unwrap();
+        let indexed = r.index().find("a.md").unwrap().unwrap();
+        assert!(indexed.stat.settled, "{:?}", indexed.stat);
+        let ino = indexed.stat.ino;
+        let mut described = || described(&mut r);
+        assert_eq!(described(), "When the soil is dry");
+        assert_eq!(described(), "When the soil is dry");
+        // the same size, the same inode: only the times tell
+        write("wet");
+        let now = std::fs::metadata(tmp.path().join("a.md")).unwrap();
+        assert_eq!(std::os::unix::fs::MetadataExt::ino(&now), ino);
+        assert_eq!(described(), "When the soil is wet");
     }
 
     /// A base whose lesson bits are damaged (its head intact) is refused as it opens, unless

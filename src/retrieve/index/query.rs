@@ -503,17 +503,23 @@ impl Index {
         stat: &FileStat,
     ) -> Option<LessonFields> {
         let file = root.join(path);
-        let size = usize::try_from(stat.size).unwrap_or(0);
-        let bytes = dir.read(&file, Path::new(path), size).ok()?;
-        if bytes.len() as u64 != stat.size || codec::checksum(&bytes) != stat.hash {
-            return None;
-        }
         let lock = || self.parsed.lock().unwrap_or_else(|e| e.into_inner());
-        // (the bytes just checked are the ones indexed for `id`: those the kept parse is of)
-        let kept = lock().get(&id).cloned();
+        // a kept parse is of the bytes indexed for `id`: a settled stat that still says what
+        // it said then vouches for them, as it does when the index is checked (one `statx`,
+        // not reading and hashing the file)
+        let kept = lock().get(&id).cloned().filter(|_| {
+            stat.settled
+                && dir.stamp(Path::new(path))
+                    == Some((stat.size, stat.mtime_ns, stat.ctime_ns, stat.ino))
+        });
         let parsed = match kept {
             Some(fields) => fields,
             None => {
+                let size = usize::try_from(stat.size).unwrap_or(0);
+                let bytes = dir.read(&file, Path::new(path), size).ok()?;
+                if bytes.len() as u64 != stat.size || codec::checksum(&bytes) != stat.hash {
+                    return None;
+                }
                 let fields = Arc::new(record::lesson_of_file(&file, bytes)?);
                 let mut parsed = lock();
                 if parsed.len() >= PARSED_KEPT {
