@@ -34,11 +34,6 @@ pub struct FileStat {
 }
 
 impl FileStat {
-    /// Whether `stat` would say the same of both.
-    pub fn same_stamp(&self, other: &FileStat) -> bool {
-        self.stamp().same(other)
-    }
-
     /// What `stat` said, and whether it was settled: all of it but the hash.
     pub fn stamp(&self) -> FileStamp {
         FileStamp {
@@ -68,7 +63,8 @@ pub struct FileStamp {
 }
 
 impl FileStamp {
-    /// Whether `stat` would say the same of this and `stat`.
+    /// Whether `stat` says what this stamp says: the same size, times and inode (the hash and
+    /// whether either was settled aside).
     pub fn same(&self, stat: &FileStat) -> bool {
         (self.size, self.mtime_ns, self.ctime_ns, self.ino)
             == (stat.size, stat.mtime_ns, stat.ctime_ns, stat.ino)
