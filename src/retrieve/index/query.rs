@@ -507,7 +507,9 @@ impl Index {
         // a kept parse is of the bytes indexed for `id`: a settled stat that still says what
         // it said then vouches for them, as it does when the index is checked (one `statx`,
         // not reading and hashing the file)
-        let kept = lock().get(&id).cloned().filter(|_| {
+        let kept = lock().get(&id).cloned();
+        // (the lock is not held over the stat)
+        let kept = kept.filter(|_| {
             stat.settled
                 && dir.stamp(Path::new(path))
                     == Some((stat.size, stat.mtime_ns, stat.ctime_ns, stat.ino))
