@@ -32,9 +32,11 @@
 //! and the total are computed exactly as before, so a doc's similarity is the same number.
 //!
 //! On an index kept open, a lexical search of a segment of many windows is shared by two
-//! workers, half of the windows each, each with its own cursors and bar; a worker's bar is
-//! the higher of its own and the other's (a score K docs reach either way), so what is pruned
-//! is still certainly below the final bar, and the hits are the same.
+//! workers, the calling thread and a pool thread, each with its own cursors and bar: each
+//! starts on half of the windows and, its own done, takes the back half of what the other
+//! has left. A worker's bar is the higher of its own and the other's (a score K docs reach
+//! either way), so what is pruned is still certainly below the final bar, and the hits are
+//! the same, in whatever order the windows are searched.
 
 use std::cell::RefCell;
 use std::cmp::Reverse;
@@ -44,7 +46,6 @@ use super::query::{Candidate, ListScorer, Scored, Similarity};
 use super::*;
 use crate::retrieve::codec::{Skip, TermList};
 use crate::retrieve::segment::{PriorTable, PRIOR_GROUP};
-use std::ops::Range;
 use std::sync::atomic::AtomicU64;
 
 /// Relative slack on every bound.
@@ -246,6 +247,13 @@ impl<'a> Cursor<'a> {
             c.bounds = Arc::new([max]);
         }
         Ok(c)
+    }
+
+    /// Move the cursor back to the first block that may hold doc `d` or later (a worker's
+    /// windows are in order but for a steal, which may go back).
+    fn rewind(&mut self, d: usize) {
+        self.at = self.skips.partition_point(|s| (s.last as usize) < d);
+        self.pos = 0;
     }
 
     /// Hand the cursor's buffers back to the thread's spares.
@@ -788,41 +796,83 @@ impl Index {
         // hybrid search's second core computes the cosines. (The pool's size, not
         // `available_parallelism`, which reads the cgroup's files again at every call: eight
         // system calls a search.)
-        let parallel = norms.is_some() && hybrid.is_none() && rayon::current_num_threads() > 1;
+        #[cfg(test)]
+        let serial = SERIAL.with(std::cell::Cell::get);
+        #[cfg(not(test))]
+        let serial = false;
+        let parallel =
+            norms.is_some() && hybrid.is_none() && (serial || rayon::current_num_threads() > 1);
         for (s, (seg, offset)) in self.segments().enumerate() {
             let listed: Vec<Option<Listed>> = lists.iter_mut().map(|l| l[s].take()).collect();
             let windows = seg.doc_count().div_ceil(WINDOW);
             let shared = Bars::default();
-            // a worker searches the windows `range` in order
-            let work = |listed: Vec<Option<Listed<'_>>>,
-                        seed: &[Candidate],
-                        range: Range<usize>| {
-                let mut w = Worker::new(&ctx, &shared, s, seg, offset, listed, norms.as_deref())?;
-                w.seed(seed);
-                for i in range {
-                    w.window(i * WINDOW)?;
+            let norms = norms.as_deref();
+            let found = match (parallel && windows >= PARALLEL_WINDOWS, serial) {
+                // two workers, each with its own cursors and bars, raising the bars they
+                // share: this thread from the first window on, a pool thread from the middle
+                // one, each taking its windows in order and, its own done, the back half of
+                // what the other has left ([`Claims`]). Halves fixed in advance left this
+                // thread waiting on the pool thread, which starts tens of microseconds later
+                // (windows taken in turns measured 18% slower: a block that spans two windows
+                // is decoded by the workers of both; halves have one such boundary, and a
+                // steal one more)
+                (true, true) => {
+                    // (tests: worker 0 takes every window, stealing, then worker 1 finds none)
+                    let claims = Claims::new(windows);
+                    let mut found = Vec::new();
+                    for (me, listed) in [(0, listed.clone()), (1, listed)] {
+                        let mut w = Worker::new(&ctx, &shared, s, seg, offset, listed, norms)?;
+                        w.seed(&out);
+                        w.windows(&claims, me)?;
+                        found.extend(w.finish());
+                    }
+                    found
                 }
-                Ok::<_, Corrupt>(w.finish())
-            };
-            let found = match parallel && windows >= PARALLEL_WINDOWS {
-                // two workers, half of the windows each (windows taken in turns measured 18%
-                // slower: a block that spans two windows is decoded by the workers of both,
-                // and halves have one such boundary), each with its own cursors and bars,
-                // raising the bars they share
-                true => {
+                (true, false) => {
+                    let claims = Claims::new(windows);
                     let copy = listed.clone();
-                    let half = windows / 2;
+                    let theirs: Mutex<Option<Result<Vec<Candidate>, Corrupt>>> = Mutex::new(None);
+                    let done = std::sync::atomic::AtomicBool::new(false);
+                    let seed = &out;
                     // on rayon's threads, which a process keeps (and with them their
                     // allocator's heaps): a thread started per search measured slower
-                    let (a, b) = rayon::join(
-                        || work(copy, &out, 0..half),
-                        || work(listed, &out, half..windows),
-                    );
-                    let mut a = a?;
-                    a.extend(b?);
-                    a
+                    let mine = rayon::in_place_scope(|scope| {
+                        scope.spawn(|_| {
+                            let found = Worker::new(&ctx, &shared, s, seg, offset, listed, norms)
+                                .and_then(|mut w| {
+                                    w.seed(seed);
+                                    w.windows(&claims, 1).map(|()| w.finish())
+                                });
+                            *theirs.lock().unwrap_or_else(|e| e.into_inner()) = Some(found);
+                            done.store(true, Ordering::Release);
+                        });
+                        let mine = Worker::new(&ctx, &shared, s, seg, offset, copy, norms)
+                            .and_then(|mut w| {
+                                w.seed(seed);
+                                w.windows(&claims, 0).map(|()| w.finish())
+                            });
+                        // the other is in its last window (or not started, its windows
+                        // taken): waited for here rather than asleep, which costs a wake-up
+                        // as long as a window
+                        let start = std::time::Instant::now();
+                        while !done.load(Ordering::Acquire) && start.elapsed() < SPIN {
+                            std::hint::spin_loop();
+                        }
+                        mine
+                    });
+                    let mut mine = mine?;
+                    let theirs = theirs.into_inner().unwrap_or_else(|e| e.into_inner());
+                    mine.extend(theirs.ok_or(Corrupt("a search's second worker"))??);
+                    mine
                 }
-                false => work(listed, &out, 0..windows)?,
+                (false, _) => {
+                    let mut w = Worker::new(&ctx, &shared, s, seg, offset, listed, norms)?;
+                    w.seed(&out);
+                    for i in 0..windows {
+                        w.window(i * WINDOW)?;
+                    }
+                    w.finish()
+                }
             };
             out.extend(found);
         }
@@ -902,6 +952,68 @@ fn not_below(priors: &[u8], threshold: f64) -> u64 {
         done += 1;
     }
     bits
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Whether this thread's searches run their two workers one after the other, on this
+    /// thread (the first taking every window): for tests, whose steals otherwise depend on
+    /// timing.
+    static SERIAL: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// How long a worker out of windows waits for the other's last one before it sleeps.
+const SPIN: std::time::Duration = std::time::Duration::from_micros(500);
+
+/// The windows of a segment two workers share: each has a range of them left, `[next, end)`
+/// packed in one word (`next` high), takes its windows from the front of its own and, that
+/// done, takes the back half of what the other has left as its own.
+struct Claims {
+    left: [AtomicU64; 2],
+}
+
+impl Claims {
+    /// The first half of `windows` for worker 0, the rest for worker 1.
+    fn new(windows: usize) -> Claims {
+        let half = windows / 2;
+        Claims {
+            left: [
+                AtomicU64::new(Claims::pack(0, half)),
+                AtomicU64::new(Claims::pack(half, windows)),
+            ],
+        }
+    }
+
+    fn pack(next: usize, end: usize) -> u64 {
+        ((next as u64) << 32) | end as u64
+    }
+
+    fn unpack(v: u64) -> (usize, usize) {
+        ((v >> 32) as usize, (v & u64::from(u32::MAX)) as usize)
+    }
+
+    /// Worker `me`'s next window, if any is left to either.
+    fn next(&self, me: usize) -> Option<usize> {
+        let own = &self.left[me];
+        let taken = own.fetch_update(Ordering::AcqRel, Ordering::Acquire, |v| {
+            let (next, end) = Claims::unpack(v);
+            (next < end).then(|| Claims::pack(next + 1, end))
+        });
+        if let Ok(v) = taken {
+            return Some(Claims::unpack(v).0);
+        }
+        // the back half of the other's, the middle window first
+        let other = &self.left[1 - me];
+        let stolen = other.fetch_update(Ordering::AcqRel, Ordering::Acquire, |v| {
+            let (next, end) = Claims::unpack(v);
+            (next < end).then(|| Claims::pack(next, next + (end - next) / 2))
+        });
+        let (next, end) = Claims::unpack(stolen.ok()?);
+        let mid = next + (end - next) / 2;
+        // (no one takes from an empty range: this is the only writer now)
+        own.store(Claims::pack(mid + 1, end), Ordering::Release);
+        Some(mid)
+    }
 }
 
 /// Windows a segment must have for its search to be shared by two workers (handing half of them
@@ -1090,6 +1202,21 @@ impl<'c, 'a, 'r> Worker<'c, 'a, 'r> {
                 self.best_cautions.push(score);
             }
         }
+    }
+
+    /// Search the windows `claims` gives worker `me`, in the order it gives them.
+    fn windows(&mut self, claims: &Claims, me: usize) -> Result<(), Corrupt> {
+        let mut at = 0;
+        while let Some(w) = claims.next(me) {
+            if w < at {
+                for c in &mut self.cursors {
+                    c.rewind(w * WINDOW);
+                }
+            }
+            self.window(w * WINDOW)?;
+            at = w + 1;
+        }
+        Ok(())
     }
 
     /// Search the window of segment docs from `lo`: what its docs need, its essential terms'
@@ -1643,6 +1770,58 @@ mod tests {
                 prop_assert_eq!(said(&pruned), said(&exhaustive), "{:?} {:?} w={}", req, settings, weight);
                 prop_assert_eq!(semantic_parts(&pruned), semantic_parts(&exhaustive));
             }
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn two_workers_take_every_window_once_whatever_the_turns(
+            windows in 0usize..200,
+            turns in proptest::collection::vec(proptest::bool::ANY, 0..400),
+        ) {
+            let claims = Claims::new(windows);
+            let mut taken = vec![0u32; windows];
+            let mut turns = turns.into_iter();
+            let mut out = [false, false];
+            while !(out[0] && out[1]) {
+                // the turns given, then worker 0's, then worker 1's
+                let me = match turns.next() {
+                    Some(t) => usize::from(t),
+                    None => usize::from(out[0]),
+                };
+                match claims.next(me) {
+                    Some(w) => {
+                        prop_assert!(!out[me], "a worker out of windows found one");
+                        prop_assert!(w < windows);
+                        taken[w] += 1;
+                    }
+                    None => out[me] = true,
+                }
+            }
+            prop_assert!(taken.iter().all(|&n| n == 1), "{:?}", taken);
+            prop_assert_eq!(claims.next(0), None);
+            prop_assert_eq!(claims.next(1), None);
+        }
+
+        #[test]
+        fn a_search_shared_by_two_workers_is_the_exhaustive_one(
+            seed in any::<u64>(),
+            n in 300usize..1200,
+            delta in proptest::bool::weighted(0.3),
+        ) {
+            // one worker taking every window (the steals sending its cursors back), then
+            // the other finding none
+            let index = bank(seed, n, delta);
+            let mut rng = Rng(seed ^ 0x7777);
+            SERIAL.with(|s| s.set(true));
+            for _ in 0..6 {
+                let (req, settings) = request(&mut rng);
+                // (the first search keeps the norms that the shared search needs)
+                let exhaustive = index.search_with(&req, &settings, true, None).unwrap();
+                let shared = index.search_with(&req, &settings, false, None).unwrap();
+                prop_assert_eq!(said(&shared), said(&exhaustive), "{:?} {:?}", req, settings);
+            }
+            SERIAL.with(|s| s.set(false));
         }
     }
 
