@@ -853,9 +853,13 @@ impl Index {
                             });
                         // the other is in its last window (or not started, its windows
                         // taken): waited for here rather than asleep, which costs a wake-up
-                        // as long as a window
+                        // as long as a window (but on a pool thread, whose wait runs the other
+                        // itself if no one took it)
                         let start = std::time::Instant::now();
-                        while !done.load(Ordering::Acquire) && start.elapsed() < SPIN {
+                        while rayon::current_thread_index().is_none()
+                            && !done.load(Ordering::Acquire)
+                            && start.elapsed() < SPIN
+                        {
                             std::hint::spin_loop();
                         }
                         mine
@@ -1822,6 +1826,24 @@ mod tests {
                 prop_assert_eq!(said(&shared), said(&exhaustive), "{:?} {:?}", req, settings);
             }
             SERIAL.with(|s| s.set(false));
+        }
+    }
+
+    #[test]
+    fn a_search_from_a_pool_thread_is_shared_and_the_exhaustive_one() {
+        // the caller a thread of a two-thread pool (an embedder's `par_iter`): its second
+        // worker is spawned into its own pool, and its wait may run that worker itself
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(2)
+            .build()
+            .unwrap();
+        let index = bank(3, 1500, false);
+        let mut rng = Rng(0x1234);
+        for _ in 0..8 {
+            let (req, settings) = request(&mut rng);
+            let exhaustive = index.search_with(&req, &settings, true, None).unwrap();
+            let shared = pool.install(|| index.search_with(&req, &settings, false, None).unwrap());
+            assert_eq!(said(&shared), said(&exhaustive), "{req:?} {settings:?}");
         }
     }
 
