@@ -807,6 +807,13 @@ impl Index {
             let windows = seg.doc_count().div_ceil(WINDOW);
             let shared = Bars::default();
             let norms = norms.as_deref();
+            // a worker of two, taking the windows `claims` gives worker `me`
+            let share = |listed: Vec<Option<Listed<'_>>>, claims: &Claims, me: usize| {
+                let mut w = Worker::new(&ctx, &shared, s, seg, offset, listed, norms)?;
+                w.seed(&out);
+                w.windows(claims, me)?;
+                Ok::<_, Corrupt>(w.finish())
+            };
             let found = match (parallel && windows >= PARALLEL_WINDOWS, serial) {
                 // two workers, each with its own cursors and bars, raising the bars they
                 // share: this thread from the first window on, a pool thread from the middle
@@ -820,13 +827,8 @@ impl Index {
                 (true, true) => {
                     // (tests: worker 0 takes every window, stealing, then worker 1 finds none)
                     let claims = Claims::new(windows);
-                    let mut found = Vec::new();
-                    for (me, listed) in [(0, listed.clone()), (1, listed)] {
-                        let mut w = Worker::new(&ctx, &shared, s, seg, offset, listed, norms)?;
-                        w.seed(&out);
-                        w.windows(&claims, me)?;
-                        found.extend(w.finish());
-                    }
+                    let mut found = share(listed.clone(), &claims, 0)?;
+                    found.extend(share(listed, &claims, 1)?);
                     found
                 }
                 (true, _) => {
@@ -834,33 +836,22 @@ impl Index {
                     let copy = listed.clone();
                     let theirs: Mutex<Option<Result<Vec<Candidate>, Corrupt>>> = Mutex::new(None);
                     let done = std::sync::atomic::AtomicBool::new(false);
-                    let seed = &out;
                     // on rayon's threads, which a process keeps (and with them their
                     // allocator's heaps): a thread started per search measured slower
                     let mine = rayon::in_place_scope(|scope| {
                         scope.spawn(|_| {
-                            let found = Worker::new(&ctx, &shared, s, seg, offset, listed, norms)
-                                .and_then(|mut w| {
-                                    w.seed(seed);
-                                    w.windows(&claims, 1).map(|()| w.finish())
-                                });
+                            let found = share(listed, &claims, 1);
                             *theirs.lock().unwrap_or_else(|e| e.into_inner()) = Some(found);
                             done.store(true, Ordering::Release);
                         });
-                        let mine = Worker::new(&ctx, &shared, s, seg, offset, copy, norms)
-                            .and_then(|mut w| {
-                                w.seed(seed);
-                                w.windows(&claims, 0).map(|()| w.finish())
-                            });
+                        let mine = share(copy, &claims, 0);
                         // the other is in its last window (or not started, its windows
                         // taken): waited for here rather than asleep, which costs a wake-up
                         // as long as a window (but on a pool thread, whose wait runs the other
                         // itself if no one took it)
+                        let spin = rayon::current_thread_index().is_none();
                         let start = std::time::Instant::now();
-                        while rayon::current_thread_index().is_none()
-                            && !done.load(Ordering::Acquire)
-                            && start.elapsed() < SPIN
-                        {
+                        while spin && !done.load(Ordering::Acquire) && start.elapsed() < SPIN {
                             std::hint::spin_loop();
                         }
                         mine
